@@ -1,0 +1,47 @@
+//! `llmscope`: the command-line shell. Parses arguments, resolves them into plans, and calls the
+//! library crates. The only crate that prints, and the only one that uses `anyhow`.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+mod sim_cmd;
+
+/// Tells why an LLM serving deployment is slow or wasteful.
+#[derive(Debug, Parser)]
+#[command(name = "llmscope", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the simulated serving stack (vLLM-compatible server + dcgm-exporter).
+    Sim(sim_cmd::SimArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Sim(args) => sim_cmd::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            if is_broken_pipe(&err) {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("error: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// A closed stdout (e.g. `| head`) is not an error (ripgrep does the same).
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|e| {
+        e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}

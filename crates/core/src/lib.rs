@@ -1,0 +1,9 @@
+//! `llmscope-core`: the pure middle of llmscope — domain types, units and statistics.
+//!
+//! No tokio, no HTTP, no database: analysis takes values and returns values. The I/O crates
+//! (`sim`, `loadgen`, `collect`, `store`, `cli`) depend on this one, never the other way round.
+//!
+//! Modules:
+//! - [`duration`]: human durations (`5s`, `2m`, `500ms`) as used on every command line.
+
+pub mod duration;
