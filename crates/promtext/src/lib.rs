@@ -2,12 +2,33 @@
 //!
 //! - [`write`]: [`write::Writer`] renders families byte-for-byte as `prometheus_client` (vLLM) or
 //!   dcgm-exporter print them; [`fmt`] holds the number formatting rules.
-//! - parsing (see the parser modules) reads `&[u8]` without copying names, labels or values.
+//! - [`parse`]: [`Parser`] streams [`Event`]s (`# HELP`, `# TYPE`, `# UNIT`, [`Sample`], `# EOF`)
+//!   over `&[u8]` without copying names, labels or values; [`lex`](crate::lex) reads the tokens of
+//!   one line, [`group`](crate::group) assigns samples to families by `# TYPE`.
+//! - [`family`]: [`parse_families`] collects the stream into [`Family`] values plus the
+//!   [`ParseError`]s of the bad lines (lenient) or the first one (strict).
+//! - [`text`], [`labels`], [`sample`]: the borrowed value types ([`Escaped`] strings with lazy
+//!   unescaping, [`Labels`], [`Sample`]); [`error`]: [`ParseError`] and [`ErrorKind`].
 //!
 //! No I/O, no async: bytes in, events/text out.
 
+pub mod error;
+pub mod family;
 pub mod fmt;
+mod group;
+pub mod labels;
+mod lex;
+pub mod parse;
+pub mod sample;
+pub mod text;
 pub mod write;
+
+pub use error::{ErrorKind, ParseError};
+pub use family::{Family, parse_families, parse_families_with};
+pub use labels::{Label, Labels};
+pub use parse::{Event, Format, ParseOptions, Parser};
+pub use sample::{Exemplar, Sample, Suffix, Timestamp};
+pub use text::Escaped;
 
 /// The metric type of a family, as written after `# TYPE`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -55,4 +76,69 @@ impl MetricType {
             _ => return None,
         })
     }
+}
+
+/// The fuzz target's body (`fuzz/fuzz_targets/parse.rs`), public so property tests run it too.
+///
+/// Parses `data` leniently and strictly in both formats, touches every lazily decoded string, and
+/// checks the invariants between the modes. It panics only if one of those invariants is broken.
+pub fn fuzz_parse(data: &[u8]) {
+    for format in [Format::Text, Format::OpenMetrics] {
+        let lenient = ParseOptions::lenient().with_format(format);
+        let all: Vec<_> = Parser::new(data, lenient).collect();
+        let strict: Vec<_> = Parser::new(
+            data,
+            ParseOptions {
+                strict: true,
+                ..lenient
+            },
+        )
+        .collect();
+        let first_err = all.iter().position(Result::is_err);
+        let expected = first_err.map_or(all.len(), |i| i + 1);
+        assert_eq!(
+            strict.len(),
+            expected,
+            "strict mode must stop right after the first error"
+        );
+        assert!(
+            strict.iter().zip(&all).all(|(s, l)| s == l),
+            "strict and lenient disagree"
+        );
+        for item in &all {
+            match item {
+                Ok(event) => touch(event),
+                Err(e) => {
+                    assert!(e.line >= 1 && e.column >= 1 && e.text.len() <= error::MAX_LINE_TEXT)
+                }
+            }
+        }
+        let (families, errors) = parse_families_with(data, lenient);
+        let samples: usize = families.iter().map(|f| f.samples.len()).sum();
+        let events = all
+            .iter()
+            .filter(|e| matches!(e, Ok(Event::Sample(_))))
+            .count();
+        assert_eq!(samples, events, "every sample lands in exactly one family");
+        assert_eq!(
+            errors.len(),
+            all.len() - all.iter().filter(|e| e.is_ok()).count()
+        );
+    }
+}
+
+fn touch(event: &Event<'_>) {
+    let _ = match event {
+        Event::Help { name, text } => name.unescape().len() + text.unescape().len(),
+        Event::Type { name, ty } => name.unescape().len() + ty.as_str().len(),
+        Event::Unit { name, unit } => name.unescape().len() + unit.len(),
+        Event::Sample(s) => {
+            let labels = s.exemplar.map(|e| e.labels).into_iter().chain([s.labels]);
+            let lens = labels
+                .flat_map(|l| l.iter())
+                .map(|l| l.name.unescape().len() + l.value.unescape().len());
+            s.family_name().unescape().len() + lens.sum::<usize>()
+        }
+        Event::Eof => 0,
+    };
 }
