@@ -107,7 +107,13 @@ impl ParseError {
     /// Builds an error for `line_bytes` (the line without its terminator) at byte `offset` in it.
     pub(crate) fn at(kind: ErrorKind, line: u32, offset: usize, line_bytes: &[u8]) -> Self {
         let cut = line_bytes.len().min(MAX_LINE_TEXT);
-        let text = String::from_utf8_lossy(&line_bytes[..cut]).into_owned();
+        let mut text = String::from_utf8_lossy(&line_bytes[..cut]).into_owned();
+        // Replacement characters are 3 bytes, so the lossy text can outgrow the cut.
+        let mut end = text.len().min(MAX_LINE_TEXT);
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
         let column = u32::try_from(offset.saturating_add(1)).unwrap_or(u32::MAX);
         ParseError {
             line,
@@ -138,5 +144,7 @@ mod tests {
     fn error_text_is_lossy_for_bad_utf8() {
         let e = ParseError::at(ErrorKind::InvalidUtf8, 1, 1, b"a\xffb");
         assert_eq!(e.text, "a\u{fffd}b");
+        let e = ParseError::at(ErrorKind::InvalidUtf8, 1, 1, &[0xff; 300]);
+        assert!(e.text.len() <= MAX_LINE_TEXT && e.text.starts_with('\u{fffd}'));
     }
 }

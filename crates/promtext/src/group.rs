@@ -85,15 +85,15 @@ impl<'a> Grouper<'a> {
         has_le: bool,
     ) -> Result<(MetricType, Suffix), ErrorKind> {
         self.remember_sample_name(name.raw());
-        if let Some(cur) = self.current {
-            if let Some(suffix) = member_suffix(cur, name) {
-                let bucket = matches!(cur.ty, MetricType::Histogram | MetricType::GaugeHistogram)
-                    && suffix == Suffix::Bucket;
-                if bucket && !has_le {
-                    return Err(ErrorKind::BucketWithoutLe);
-                }
-                return Ok((cur.ty, suffix));
+        let member = self
+            .current
+            .and_then(|cur| Some((cur.ty, member_suffix(cur, name)?)));
+        if let Some((ty, suffix)) = member {
+            let histogram = matches!(ty, MetricType::Histogram | MetricType::GaugeHistogram);
+            if histogram && suffix == Suffix::Bucket && !has_le {
+                return Err(ErrorKind::BucketWithoutLe);
             }
+            return Ok((ty, suffix));
         }
         self.current = Some(Current {
             name,
