@@ -1,1 +1,20 @@
-//! sim
+//! `llmscope-sim`: the simulated serving stack.
+//!
+//! - The **engine model** (pure, no I/O): [`preset`] (GPU, model, engine settings, model
+//!   constants), [`engine`] (vLLM V1-like step loop), [`kv`] (block pool with prefix caching),
+//!   [`timeline`] (GPU busy intervals), [`stats`] (what `/metrics` reports), [`rng`], [`tokenizer`].
+//! - [`offline`]: drives the engine in simulated time (no sleeping) — calibration tests and,
+//!   later, `whatif`.
+//!
+//! Data flows one way: requests → engine steps → stats/timeline → exposition text.
+
+pub mod dcgm;
+pub mod engine;
+pub mod kv;
+pub mod metrics;
+pub mod offline;
+pub mod preset;
+pub mod rng;
+pub mod stats;
+pub mod timeline;
+pub mod tokenizer;

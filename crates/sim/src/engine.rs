@@ -1,0 +1,736 @@
+//! The engine model: a vLLM V1-like scheduler loop in simulated time.
+//!
+//! One step = [`Engine::schedule`] (decide the batch, allocate KV blocks, cost the step) then
+//! [`Engine::complete`] (advance the scheduled requests, sample tokens, finish requests). The
+//! caller owns time: the HTTP server sleeps for [`StepPlan::duration`] between the two, the offline
+//! driver just adds it. Nothing here does I/O, so the same model serves the live simulator, tests,
+//! and later `whatif` (fit the constants, replay offline).
+//!
+//! Scheduling follows vLLM V1 (`vllm/v1/core/sched/scheduler.py`): running requests first (decode
+//! = 1 token, unfinished prefill chunks continue), then waiting requests FCFS while the token
+//! budget lasts and `running < max_num_seqs`; KV blocks of 16 tokens are allocated for this step's
+//! tokens only; when they run out the newest running request is preempted (recompute) and no new
+//! request is admitted in that step. Step time = host time + roofline GPU time
+//! (`shared/reference/simulator-model.md` §0, §1.8).
+
+use crate::kv::{BlockKey, KvPool};
+use crate::preset::{EngineConfig, GpuSpec, ModelConstants, ModelSpec, Preset};
+use crate::rng::Rng;
+use crate::stats::{EngineStats, FinishReason};
+use crate::timeline::{GpuInterval, GpuTimeline};
+use std::collections::{HashMap, VecDeque};
+
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// A request id, unique within one engine.
+pub type ReqId = u64;
+
+/// Why an engine cannot be built from a configuration.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum EngineError {
+    #[error(
+        "model weights ({weights_mib:.0} MiB) plus activations ({activations_mib:.0} MiB) do not fit in \
+         --gpu-memory-utilization {utilization} × {memory_mib:.0} MiB; raise --gpu-memory-utilization \
+         or lower --max-num-batched-tokens"
+    )]
+    NoMemoryForKv {
+        weights_mib: f64,
+        activations_mib: f64,
+        utilization: f64,
+        memory_mib: f64,
+    },
+    #[error(
+        "the KV cache holds {kv_tokens} tokens, fewer than --max-model-len {max_model_len}; lower \
+         --max-model-len or raise --gpu-memory-utilization"
+    )]
+    KvSmallerThanModelLen { kv_tokens: u64, max_model_len: u32 },
+    #[error("invalid engine configuration: {0}")]
+    Invalid(&'static str),
+}
+
+/// What a client asks for, already tokenised and validated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewRequest {
+    pub prompt_tokens: u32,
+    /// Leading prompt tokens shared by every request of this model (the chat template).
+    pub template_tokens: u32,
+    /// Hash of the prompt content (requests with the same prompt share its blocks).
+    pub prompt_key: u64,
+    /// Resolved output cap (`max_tokens`, or what is left of `max_model_len`).
+    pub max_tokens: u32,
+    /// The `max_tokens` parameter as sent, if it was.
+    pub max_tokens_param: Option<u32>,
+    pub ignore_eos: bool,
+    pub n: u32,
+}
+
+/// A token produced for a request in a step.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Emitted {
+    pub id: ReqId,
+    /// Index of this output token (0 = first).
+    pub index: u32,
+    pub finish: Option<FinishReason>,
+}
+
+/// One scheduled step, costed.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StepPlan {
+    pub start: f64,
+    pub t_host: f64,
+    pub t_gpu: f64,
+    pub duration: f64,
+    pub bytes: f64,
+    pub flops: f64,
+    pub compute_share: f64,
+    pub new_tokens: u32,
+    /// (request, tokens scheduled this step).
+    pub items: Vec<(ReqId, u32)>,
+}
+
+#[derive(Debug, Clone)]
+struct Req {
+    prompt: u32,
+    template: u32,
+    prompt_key: u64,
+    max_tokens: u32,
+    max_tokens_param: Option<u32>,
+    n: u32,
+    eos_at: Option<u32>,
+    computed: u32,
+    output: u32,
+    shared_blocks: u32,
+    private_blocks: u32,
+    cached_hit_tokens: u32,
+    prompt_counted: bool,
+    arrival: f64,
+    first_scheduled: Option<f64>,
+    first_token: Option<f64>,
+    last_token: f64,
+    finished: bool,
+}
+
+impl Req {
+    fn num_tokens(&self) -> u32 {
+        self.prompt + self.output
+    }
+
+    fn blocks(&self) -> u32 {
+        self.shared_blocks + self.private_blocks
+    }
+
+    fn block_key(&self, b: u32, block_size: u32) -> BlockKey {
+        if (b + 1) * block_size <= self.template {
+            (0x7E3D_1A7E, b)
+        } else {
+            (self.prompt_key, b)
+        }
+    }
+}
+
+/// Memory layout derived from GPU, model and engine settings (what vLLM logs at start-up).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MemoryPlan {
+    pub num_gpu_blocks: u32,
+    pub kv_tokens: u64,
+    pub weights_mib: f64,
+    pub kv_mib: f64,
+    /// DCGM FB_USED: constant once the engine has started.
+    pub fb_used_mib: f64,
+}
+
+impl MemoryPlan {
+    pub fn new(
+        gpu: &GpuSpec,
+        model: &ModelSpec,
+        cfg: &EngineConfig,
+        k: &ModelConstants,
+    ) -> Result<Self, EngineError> {
+        if !(cfg.gpu_memory_utilization > 0.0 && cfg.gpu_memory_utilization <= 1.0) {
+            return Err(EngineError::Invalid(
+                "--gpu-memory-utilization must be in (0, 1]",
+            ));
+        }
+        let requested = cfg.gpu_memory_utilization * gpu.memory_mib;
+        let weights_mib = model.weight_bytes() / MIB;
+        let activations_mib = cfg.max_num_batched_tokens as f64
+            * model.hidden as f64
+            * k.activation_bytes_per_token_hidden
+            / MIB;
+        let kv_mib = requested - weights_mib - activations_mib - k.non_torch_mib;
+        let block_bytes = cfg.block_size as f64 * model.kv_bytes_per_token();
+        let num_gpu_blocks = (kv_mib * MIB / block_bytes).floor();
+        if num_gpu_blocks < 2.0 {
+            return Err(EngineError::NoMemoryForKv {
+                weights_mib,
+                activations_mib,
+                utilization: cfg.gpu_memory_utilization,
+                memory_mib: gpu.memory_mib,
+            });
+        }
+        let num_gpu_blocks = num_gpu_blocks as u32;
+        let kv_tokens = num_gpu_blocks as u64 * cfg.block_size as u64;
+        if kv_tokens < cfg.max_model_len as u64 {
+            return Err(EngineError::KvSmallerThanModelLen {
+                kv_tokens,
+                max_model_len: cfg.max_model_len,
+            });
+        }
+        Ok(Self {
+            num_gpu_blocks,
+            kv_tokens,
+            weights_mib,
+            kv_mib,
+            fb_used_mib: (k.cuda_context_mib + requested + k.cuda_graph_mib).min(gpu.memory_mib),
+        })
+    }
+}
+
+/// The simulated engine.
+#[derive(Debug, Clone)]
+pub struct Engine {
+    pub gpu: GpuSpec,
+    pub model: ModelSpec,
+    pub cfg: EngineConfig,
+    pub k: ModelConstants,
+    pub memory: MemoryPlan,
+    pub stats: EngineStats,
+    pub timeline: GpuTimeline,
+    kv: KvPool,
+    rng: Rng,
+    reqs: HashMap<ReqId, Req>,
+    waiting: VecDeque<ReqId>,
+    running: Vec<ReqId>,
+    next_id: ReqId,
+}
+
+impl Engine {
+    pub fn new(preset: &Preset, seed: u64) -> Result<Self, EngineError> {
+        let cfg = &preset.engine;
+        if cfg.max_num_seqs == 0 || cfg.max_num_batched_tokens == 0 || cfg.block_size == 0 {
+            return Err(EngineError::Invalid(
+                "--max-num-seqs, --max-num-batched-tokens and block size must be > 0",
+            ));
+        }
+        if cfg.max_model_len < 2 {
+            return Err(EngineError::Invalid("--max-model-len must be at least 2"));
+        }
+        let memory = MemoryPlan::new(&preset.gpu, &preset.model, cfg, &preset.constants)?;
+        Ok(Self {
+            gpu: preset.gpu.clone(),
+            model: preset.model.clone(),
+            cfg: cfg.clone(),
+            k: preset.constants.clone(),
+            memory,
+            stats: EngineStats::new(cfg.max_model_len),
+            timeline: GpuTimeline::new(600.0),
+            kv: KvPool::new(memory.num_gpu_blocks, cfg.enable_prefix_caching),
+            rng: Rng::new(seed),
+            reqs: HashMap::new(),
+            waiting: VecDeque::new(),
+            running: Vec::new(),
+            next_id: 1,
+        })
+    }
+
+    /// Queues a request that arrived at `now`.
+    pub fn add(&mut self, now: f64, r: NewRequest) -> ReqId {
+        let id = self.next_id;
+        self.next_id += 1;
+        let eos_at = (!r.ignore_eos).then(|| {
+            let draw = self
+                .rng
+                .lognormal_mean(self.k.output_mean_tokens, self.k.output_sigma);
+            draw.round().max(1.0) as u32
+        });
+        let room = self
+            .cfg
+            .max_model_len
+            .saturating_sub(r.prompt_tokens)
+            .max(1);
+        self.reqs.insert(
+            id,
+            Req {
+                prompt: r.prompt_tokens.max(1),
+                template: r.template_tokens,
+                prompt_key: r.prompt_key,
+                max_tokens: r.max_tokens.clamp(1, room),
+                max_tokens_param: r.max_tokens_param,
+                n: r.n.max(1),
+                eos_at,
+                computed: 0,
+                output: 0,
+                shared_blocks: 0,
+                private_blocks: 0,
+                cached_hit_tokens: 0,
+                prompt_counted: false,
+                arrival: now,
+                first_scheduled: None,
+                first_token: None,
+                last_token: now,
+                finished: false,
+            },
+        );
+        self.waiting.push_back(id);
+        self.stats.waiting = self.waiting.len() as u32;
+        id
+    }
+
+    /// The client went away: drop the request wherever it is (vLLM counts it as `abort`).
+    pub fn abort(&mut self, id: ReqId, now: f64) {
+        let Some(r) = self.reqs.get(&id) else { return };
+        if r.finished {
+            return;
+        }
+        self.waiting.retain(|w| *w != id);
+        self.running.retain(|w| *w != id);
+        self.finish(id, FinishReason::Abort, now);
+        self.stats.running = self.running.len() as u32;
+        self.stats.waiting = self.waiting.len() as u32;
+        self.stats.kv_usage = self.kv.usage();
+    }
+
+    pub fn has_work(&self) -> bool {
+        !self.running.is_empty() || !self.waiting.is_empty()
+    }
+
+    pub fn num_running(&self) -> usize {
+        self.running.len()
+    }
+
+    pub fn num_waiting(&self) -> usize {
+        self.waiting.len()
+    }
+
+    /// Chooses this step's batch and costs it. `None` when there is nothing to run.
+    pub fn schedule(&mut self, now: f64) -> Option<StepPlan> {
+        let mut plan = StepPlan {
+            start: now,
+            ..StepPlan::default()
+        };
+        let mut budget = self.cfg.max_num_batched_tokens;
+        let preempted = self.schedule_running(&mut plan, &mut budget, now);
+        if !preempted {
+            self.schedule_waiting(&mut plan, &mut budget, now);
+        }
+        self.stats.running = self.running.len() as u32;
+        self.stats.waiting = self.waiting.len() as u32;
+        self.stats.kv_usage = self.kv.usage();
+        if plan.items.is_empty() {
+            return None;
+        }
+        self.cost(&mut plan);
+        Some(plan)
+    }
+
+    /// Running requests first; preempts the newest when blocks run out. True if it preempted.
+    fn schedule_running(&mut self, plan: &mut StepPlan, budget: &mut u32, now: f64) -> bool {
+        let bs = self.cfg.block_size;
+        let mut preempted = false;
+        let mut i = 0;
+        while i < self.running.len() && *budget > 0 {
+            let id = self.running[i];
+            let r = &self.reqs[&id];
+            let q = (r.num_tokens() - r.computed).min(*budget);
+            let need = (r.computed + q).div_ceil(bs).saturating_sub(r.blocks());
+            let mut self_preempted = false;
+            while !self.kv.try_alloc(need) {
+                let Some(victim) = self.running.pop() else {
+                    break;
+                };
+                self.preempt(victim, now);
+                preempted = true;
+                if victim == id {
+                    self_preempted = true;
+                    break;
+                }
+            }
+            if self_preempted {
+                break;
+            }
+            let r = self.reqs.get_mut(&id).expect("running request exists");
+            r.private_blocks += need;
+            plan.items.push((id, q));
+            *budget -= q;
+            i += 1;
+        }
+        preempted
+    }
+
+    /// Admits waiting requests FCFS while budget, `max_num_seqs` and blocks allow.
+    fn schedule_waiting(&mut self, plan: &mut StepPlan, budget: &mut u32, now: f64) {
+        let bs = self.cfg.block_size;
+        while *budget > 0 && (self.running.len() as u32) < self.cfg.max_num_seqs {
+            let Some(&id) = self.waiting.front() else {
+                break;
+            };
+            let r = &self.reqs[&id];
+            let hittable = r.prompt.min(r.num_tokens() - 1) / bs;
+            let hits = self
+                .kv
+                .cached_prefix((0..hittable).map(|b| r.block_key(b, bs)));
+            let keys: Vec<BlockKey> = (0..hits).map(|b| r.block_key(b, bs)).collect();
+            let start = hits * bs;
+            let q = (r.num_tokens() - start).min(*budget);
+            let need = (start + q).div_ceil(bs) - hits;
+            // Hit blocks that are free-but-cached also consume free blocks.
+            for key in &keys {
+                self.kv.acquire(*key);
+            }
+            if !self.kv.try_alloc(need) {
+                for key in &keys {
+                    self.kv.release(*key);
+                }
+                break;
+            }
+            self.waiting.pop_front();
+            let first_time = r.first_scheduled.is_none();
+            let r = self.reqs.get_mut(&id).expect("waiting request exists");
+            r.computed = start;
+            r.shared_blocks = hits;
+            r.private_blocks = need;
+            if first_time {
+                r.first_scheduled = Some(now);
+                r.cached_hit_tokens = start;
+                self.stats.prefix_queries += r.prompt as u64;
+                self.stats.prefix_hits += start as u64;
+                self.stats.hist.queue.observe(now - r.arrival);
+            }
+            self.running.push(id);
+            plan.items.push((id, q));
+            *budget -= q;
+        }
+    }
+
+    fn preempt(&mut self, id: ReqId, _now: f64) {
+        self.release_blocks(id);
+        if let Some(r) = self.reqs.get_mut(&id) {
+            r.computed = 0;
+        }
+        self.waiting.push_front(id);
+        self.stats.preemptions += 1;
+    }
+
+    fn release_blocks(&mut self, id: ReqId) {
+        let bs = self.cfg.block_size;
+        let Some(r) = self.reqs.get_mut(&id) else {
+            return;
+        };
+        for b in 0..r.shared_blocks {
+            self.kv.release(r.block_key(b, bs));
+        }
+        self.kv.free_private(r.private_blocks);
+        r.shared_blocks = 0;
+        r.private_blocks = 0;
+    }
+
+    /// Roofline GPU time + host time for the scheduled items.
+    fn cost(&self, plan: &mut StepPlan) {
+        let (m, g, k) = (&self.model, &self.gpu, &self.k);
+        let mut context = 0f64;
+        let mut attn = 0f64;
+        let mut samples = 0f64;
+        for &(id, q) in &plan.items {
+            let r = &self.reqs[&id];
+            let (c, q) = (r.computed as f64, q as f64);
+            context += c;
+            attn += q * (c + q / 2.0);
+            if r.computed + q as u32 == r.num_tokens() {
+                samples += 1.0;
+            }
+        }
+        let t_new: u32 = plan.items.iter().map(|(_, q)| q).sum();
+        let t_new_f = t_new as f64;
+        let bytes = m.weight_bytes() + m.kv_bytes_per_token() * (context + t_new_f);
+        let flops = 2.0 * m.non_embedding_params() * t_new_f
+            + 2.0 * m.hidden as f64 * m.vocab as f64 * samples
+            + 4.0 * m.layers as f64 * m.heads as f64 * m.head_dim as f64 * attn;
+        let t_mem = bytes / (k.eta_bw * g.bandwidth);
+        let t_flop = flops / (k.eta_flops * g.peak_flops);
+        let roof = t_mem.max(t_flop);
+        plan.t_gpu = k.gpu_step_s + k.gpu_layer_s * m.layers as f64 + roof;
+        plan.t_host =
+            k.host_step_s + k.host_seq_s * plan.items.len() as f64 + k.host_token_s * t_new_f;
+        plan.duration = if self.cfg.async_scheduling {
+            plan.t_host.max(plan.t_gpu)
+        } else {
+            plan.t_host + plan.t_gpu
+        };
+        plan.bytes = bytes;
+        plan.flops = flops;
+        plan.compute_share = if roof > 0.0 { t_flop / roof } else { 0.0 };
+        plan.new_tokens = t_new;
+    }
+
+    /// Applies a step that ended at `end`; pushes produced tokens into `out`.
+    pub fn complete(&mut self, plan: &StepPlan, end: f64, out: &mut Vec<Emitted>) {
+        let gpu_start = if self.cfg.async_scheduling {
+            plan.start
+        } else {
+            plan.start + plan.t_host
+        };
+        self.timeline.push(GpuInterval {
+            start: gpu_start,
+            end: gpu_start + plan.t_gpu,
+            bytes: plan.bytes,
+            flops: plan.flops,
+            compute_share: plan.compute_share,
+        });
+        self.stats
+            .hist
+            .iteration_tokens
+            .observe(plan.new_tokens as f64);
+        self.stats.est_flops += plan.flops;
+        let written = self.model.kv_bytes_per_token() * plan.new_tokens as f64;
+        self.stats.est_write_bytes += written;
+        self.stats.est_read_bytes += plan.bytes - written;
+        let mut any_finished = false;
+        for &(id, q) in &plan.items {
+            if let Some(e) = self.advance(id, q, end) {
+                any_finished |= e.finish.is_some();
+                out.push(e);
+            }
+        }
+        if any_finished {
+            let reqs = &self.reqs;
+            self.running
+                .retain(|id| reqs.get(id).is_some_and(|r| !r.finished));
+            self.reqs.retain(|_, r| !r.finished);
+        }
+        self.stats.running = self.running.len() as u32;
+        self.stats.waiting = self.waiting.len() as u32;
+        self.stats.kv_usage = self.kv.usage();
+    }
+
+    /// Advances one request by `q` computed tokens; samples a token when it has caught up.
+    fn advance(&mut self, id: ReqId, q: u32, end: f64) -> Option<Emitted> {
+        let bs = self.cfg.block_size;
+        let r = self.reqs.get_mut(&id)?;
+        if r.finished {
+            return None;
+        }
+        r.computed += q;
+        // Full prompt blocks become shareable through the prefix cache.
+        let full = r.computed.min(r.prompt) / bs;
+        while r.shared_blocks < full {
+            let key = r.block_key(r.shared_blocks, bs);
+            if !self.kv.promote(key) {
+                break;
+            }
+            r.private_blocks -= 1;
+            r.shared_blocks += 1;
+        }
+        if r.computed < r.num_tokens() {
+            return None; // a prefill chunk that did not reach the end of the prompt
+        }
+        if !r.prompt_counted {
+            r.prompt_counted = true;
+            self.stats.prompt_tokens += r.prompt as u64;
+            self.stats.prompt_tokens_cached += r.cached_hit_tokens as u64;
+            self.stats.prompt_tokens_computed += (r.prompt - r.cached_hit_tokens) as u64;
+        }
+        let index = r.output;
+        r.output += 1;
+        self.stats.generation_tokens += 1;
+        match r.first_token {
+            None => {
+                r.first_token = Some(end);
+                self.stats.hist.ttft.observe(end - r.arrival);
+            }
+            Some(_) => self.stats.hist.itl.observe(end - r.last_token),
+        }
+        r.last_token = end;
+        let finish = if r.eos_at.is_some_and(|e| r.output >= e) {
+            Some(FinishReason::Stop)
+        } else if r.output >= r.max_tokens || r.num_tokens() >= self.cfg.max_model_len {
+            Some(FinishReason::Length)
+        } else {
+            None
+        };
+        if let Some(reason) = finish {
+            self.finish(id, reason, end);
+        }
+        Some(Emitted { id, index, finish })
+    }
+
+    /// Records a finished request and frees its blocks (the caller removes it from the queues).
+    fn finish(&mut self, id: ReqId, reason: FinishReason, end: f64) {
+        self.release_blocks(id);
+        let Some(r) = self.reqs.get_mut(&id) else {
+            return;
+        };
+        r.finished = true;
+        let h = &mut self.stats.hist;
+        h.e2e.observe(end - r.arrival);
+        h.params_n.observe(r.n as f64);
+        h.max_num_generation_tokens.observe(r.max_tokens as f64);
+        if let Some(p) = r.max_tokens_param {
+            h.params_max_tokens.observe(p as f64);
+        }
+        if let Some(sched) = r.first_scheduled {
+            h.inference.observe(end - sched);
+            h.prompt_tokens.observe(r.prompt as f64);
+            h.generation_tokens.observe(r.output as f64);
+            h.prefill_kv_computed_tokens
+                .observe((r.prompt - r.cached_hit_tokens) as f64);
+            if let Some(first) = r.first_token {
+                h.prefill.observe(first - sched);
+                h.decode.observe(r.last_token - first);
+                if r.output > 1 {
+                    h.tpot
+                        .observe((r.last_token - first) / (r.output - 1) as f64);
+                }
+            }
+        }
+        self.stats.count_finished(reason);
+        if reason == FinishReason::Abort {
+            self.reqs.remove(&id);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::preset::preset;
+
+    fn req(prompt: u32, max_tokens: u32, ignore_eos: bool) -> NewRequest {
+        NewRequest {
+            prompt_tokens: prompt,
+            template_tokens: 24,
+            prompt_key: 42,
+            max_tokens,
+            max_tokens_param: Some(max_tokens),
+            ignore_eos,
+            n: 1,
+        }
+    }
+
+    fn run_to_idle(e: &mut Engine, mut now: f64) -> (f64, Vec<Emitted>) {
+        let mut all = Vec::new();
+        while let Some(plan) = e.schedule(now) {
+            now += plan.duration;
+            e.complete(&plan, now, &mut all);
+        }
+        (now, all)
+    }
+
+    #[test]
+    fn l4_memory_plan_matches_the_reference_deployment() {
+        let e = Engine::new(&preset("l4-qwen2.5-3b").unwrap(), 1).unwrap();
+        // Reference: FB used 9194 MiB of 22565; ~4,100 blocks (3,400–4,700 plausible).
+        assert!(
+            (e.memory.fb_used_mib - 9194.0).abs() < 5.0,
+            "{}",
+            e.memory.fb_used_mib
+        );
+        assert!(
+            (3400..=4700).contains(&e.memory.num_gpu_blocks),
+            "{}",
+            e.memory.num_gpu_blocks
+        );
+    }
+
+    #[test]
+    fn a_request_produces_exactly_max_tokens_with_ignore_eos() {
+        let mut e = Engine::new(&preset("l4-qwen2.5-3b").unwrap(), 1).unwrap();
+        let id = e.add(0.0, req(55, 20, true));
+        let (_, out) = run_to_idle(&mut e, 0.0);
+        assert_eq!(out.len(), 20);
+        assert!(out.iter().all(|x| x.id == id));
+        assert_eq!(out.last().unwrap().finish, Some(FinishReason::Length));
+        assert_eq!(e.stats.generation_tokens, 20);
+        assert_eq!(e.stats.prompt_tokens, 55);
+        assert_eq!(e.stats.finished[1], 1);
+        assert_eq!(e.kv.used(), 0, "blocks freed");
+        assert!(!e.has_work());
+    }
+
+    #[test]
+    fn running_is_capped_by_max_num_seqs() {
+        let mut e = Engine::new(&preset("l4-qwen2.5-3b").unwrap(), 1).unwrap();
+        for _ in 0..32 {
+            e.add(0.0, req(55, 100, true));
+        }
+        let plan = e.schedule(0.0).unwrap();
+        assert_eq!(plan.items.len(), 16);
+        assert_eq!(e.num_running(), 16);
+        assert_eq!(e.num_waiting(), 16);
+        assert_eq!(e.stats.waiting, 16);
+    }
+
+    #[test]
+    fn long_prompts_are_chunked_by_the_token_budget() {
+        let mut p = preset("l4-qwen2.5-3b").unwrap();
+        p.engine.max_num_batched_tokens = 512;
+        let mut e = Engine::new(&p, 1).unwrap();
+        e.add(0.0, req(2000, 5, true));
+        let mut steps = 0;
+        let mut now = 0.0;
+        let mut out = Vec::new();
+        while out.is_empty() {
+            let plan = e.schedule(now).unwrap();
+            assert!(plan.new_tokens <= 512);
+            now += plan.duration;
+            e.complete(&plan, now, &mut out);
+            steps += 1;
+        }
+        assert_eq!(steps, 4, "2000 tokens in 512-token chunks");
+    }
+
+    #[test]
+    fn kv_exhaustion_preempts_the_newest_request() {
+        let mut p = preset("l4-llama3.1-8b").unwrap();
+        p.engine.max_num_seqs = 64;
+        let mut e = Engine::new(&p, 1).unwrap();
+        for i in 0..40 {
+            let mut r = req(1500, 2000, true);
+            r.prompt_key = i;
+            e.add(0.0, r);
+        }
+        let (_, out) = run_to_idle(&mut e, 0.0);
+        assert!(e.stats.preemptions > 0, "no preemption");
+        assert_eq!(out.iter().filter(|x| x.finish.is_some()).count(), 40);
+        assert_eq!(e.kv.used(), 0);
+    }
+
+    #[test]
+    fn identical_prompts_hit_the_prefix_cache() {
+        let mut e = Engine::new(&preset("l4-qwen2.5-3b").unwrap(), 1).unwrap();
+        e.add(0.0, req(100, 3, true));
+        let (now, _) = run_to_idle(&mut e, 0.0);
+        e.add(now, req(100, 3, true));
+        run_to_idle(&mut e, now);
+        assert_eq!(e.stats.prefix_queries, 200);
+        assert_eq!(
+            e.stats.prefix_hits, 96,
+            "6 full blocks of the second prompt hit"
+        );
+    }
+
+    #[test]
+    fn abort_frees_blocks_and_counts() {
+        let mut e = Engine::new(&preset("l4-qwen2.5-3b").unwrap(), 1).unwrap();
+        let id = e.add(0.0, req(55, 100, true));
+        let plan = e.schedule(0.0).unwrap();
+        let mut out = Vec::new();
+        e.complete(&plan, plan.duration, &mut out);
+        e.abort(id, 1.0);
+        assert_eq!(e.kv.used(), 0);
+        assert_eq!(e.stats.finished[2], 1);
+        assert!(!e.has_work());
+        assert!(e.schedule(2.0).is_none());
+    }
+
+    #[test]
+    fn impossible_configs_are_rejected_with_the_fix() {
+        let mut p = preset("l4-qwen2.5-3b").unwrap();
+        p.engine.gpu_memory_utilization = 0.2;
+        let err = Engine::new(&p, 1).unwrap_err().to_string();
+        assert!(err.contains("--gpu-memory-utilization"), "{err}");
+        let mut p = preset("l4-qwen2.5-3b").unwrap();
+        p.engine.max_model_len = 200_000;
+        let err = Engine::new(&p, 1).unwrap_err().to_string();
+        assert!(err.contains("--max-model-len"), "{err}");
+    }
+}

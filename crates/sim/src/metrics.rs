@@ -1,0 +1,541 @@
+//! vLLM's `/metrics` page rendered from [`EngineStats`], for a chosen metrics dialect.
+//!
+//! The page follows `prometheus_client`'s exposition rules as vLLM serves them
+//! (`shared/reference/serving-metrics.md` §5): families in registration order, label names sorted,
+//! `floatToGoString` numbers, histogram buckets then `_count` then `_sum`, and a separate
+//! `<name>_created` gauge family after every counter and histogram. [`Dialect`] selects the name
+//! set of a vLLM version, so the rest of llmscope can be tested against the renames
+//! (`gpu_cache_usage_perc` → `kv_cache_usage_perc`, `time_per_output_token_seconds` →
+//! `inter_token_latency_seconds`, …).
+
+use crate::engine::Engine;
+use crate::stats::{EngineStats, FinishReason, Histogram};
+use promtext::MetricType;
+use promtext::fmt::python_float;
+use promtext::write::{FloatStyle, Writer};
+
+/// A vLLM version's metric name set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Dialect {
+    pub minor: u32,
+    pub patch: u32,
+}
+
+impl Dialect {
+    /// The newest name set the simulator knows (vLLM 0.26).
+    pub const LATEST: Dialect = Dialect {
+        minor: 26,
+        patch: 0,
+    };
+    /// The dialects `--metrics-dialect` accepts, newest first, with what changes in each.
+    pub const KNOWN: &'static [(&'static str, &'static str)] = &[
+        (
+            "0.26",
+            "current names (kv_cache_usage_perc, inter_token_latency_seconds, prompt_tokens_by_source, waiting_by_reason)",
+        ),
+        (
+            "0.11",
+            "kv_cache_usage_perc and inter_token_latency_seconds, plus the deprecated time_per_output_token_seconds",
+        ),
+        (
+            "0.10",
+            "gpu_cache_usage_perc and kv_cache_usage_perc, gpu_prefix_cache_*, time_per_output_token_seconds",
+        ),
+        (
+            "0.8",
+            "gpu_cache_usage_perc, gpu_prefix_cache_*, time_per_output_token_seconds only",
+        ),
+    ];
+
+    /// Parses `0.26`, `v0.11`, `0.10.2`.
+    pub fn parse(s: &str) -> Option<Dialect> {
+        let s = s.trim().trim_start_matches('v');
+        let mut parts = s.split('.');
+        let major: u32 = parts.next()?.parse().ok()?;
+        let minor: u32 = parts.next()?.parse().ok()?;
+        let patch: u32 = parts.next().map_or(Some(0), |p| p.parse().ok())?;
+        if major != 0 || parts.next().is_some() || !(8..=26).contains(&minor) {
+            return None;
+        }
+        Some(Dialect { minor, patch })
+    }
+
+    fn at_least(self, minor: u32, patch: u32) -> bool {
+        (self.minor, self.patch) >= (minor, patch)
+    }
+
+    fn before(self, minor: u32, patch: u32) -> bool {
+        !self.at_least(minor, patch)
+    }
+}
+
+impl std::fmt::Display for Dialect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "0.{}.{}", self.minor, self.patch)
+    }
+}
+
+/// Renders the whole page.
+pub fn render(engine: &Engine, dialect: Dialect, created_unix: f64) -> String {
+    let mut out = String::with_capacity(64 * 1024);
+    let model = engine.model.id;
+    let mut p = Page {
+        w: Writer::new(&mut out, FloatStyle::Python),
+        model,
+        created: created_unix,
+    };
+    let s = &engine.stats;
+    scheduler_gauges(&mut p, s, dialect);
+    cache_counters(&mut p, s, dialect);
+    token_counters(&mut p, s, dialect);
+    request_histograms(&mut p, s, dialect);
+    cache_config_info(&mut p, engine);
+    if dialect.at_least(17, 0) {
+        mfu_counters(&mut p, s);
+    }
+    out
+}
+
+struct Page<'a> {
+    w: Writer<'a>,
+    model: &'a str,
+    created: f64,
+}
+
+impl Page<'_> {
+    fn gauge(&mut self, name: &str, help: &str, v: f64) {
+        self.w.family(name, help, MetricType::Gauge);
+        self.w
+            .sample(name, &[("engine", "0"), ("model_name", self.model)], v);
+    }
+
+    /// A gauge with one extra label sorted after `engine` and after `model_name`.
+    fn gauge_by(&mut self, name: &str, help: &str, label: &str, series: &[(&str, f64)]) {
+        self.w.family(name, help, MetricType::Gauge);
+        for (value, v) in series {
+            self.w.sample(
+                name,
+                &[("engine", "0"), ("model_name", self.model), (label, value)],
+                *v,
+            );
+        }
+    }
+
+    /// `base_total` counter family followed by its `base_created` gauge family.
+    fn counter(&mut self, base: &str, help: &str, v: f64) {
+        self.counter_by(base, help, None, &[("", v)]);
+    }
+
+    fn counter_by(&mut self, base: &str, help: &str, label: Option<&str>, series: &[(&str, f64)]) {
+        let total = format!("{base}_total");
+        let created = format!("{base}_created");
+        for (name, ty, is_created) in [
+            (&total, MetricType::Counter, false),
+            (&created, MetricType::Gauge, true),
+        ] {
+            self.w.family(name, help, ty);
+            for (value, v) in series {
+                let v = if is_created { self.created } else { *v };
+                let labels = sorted_labels(self.model, label, value);
+                self.w.sample(name, &labels, v);
+            }
+        }
+    }
+
+    fn histogram(&mut self, name: &str, help: &str, h: &Histogram) {
+        self.w.family(name, help, MetricType::Histogram);
+        let bucket = format!("{name}_bucket");
+        let mut le = String::new();
+        for (i, cum) in h.cumulative().enumerate() {
+            le.clear();
+            match h.bounds.get(i) {
+                Some(b) => python_float(&mut le, *b),
+                None => le.push_str("+Inf"),
+            }
+            let labels = [
+                ("engine", "0"),
+                ("le", le.as_str()),
+                ("model_name", self.model),
+            ];
+            self.w.sample(&bucket, &labels, cum as f64);
+        }
+        let labels = [("engine", "0"), ("model_name", self.model)];
+        self.w
+            .sample(&format!("{name}_count"), &labels, h.count as f64);
+        self.w.sample(&format!("{name}_sum"), &labels, h.sum);
+        let created = format!("{name}_created");
+        self.w.family(&created, help, MetricType::Gauge);
+        self.w.sample(&created, &labels, self.created);
+    }
+}
+
+/// Label set `engine`, [extra], `model_name`, sorted the way `prometheus_client` sorts.
+fn sorted_labels<'b>(
+    model: &'b str,
+    label: Option<&'b str>,
+    value: &'b str,
+) -> Vec<(&'b str, &'b str)> {
+    let mut labels = vec![("engine", "0"), ("model_name", model)];
+    if let Some(l) = label {
+        labels.push((l, value));
+        labels.sort_by(|a, b| a.0.cmp(b.0));
+    }
+    labels
+}
+
+fn scheduler_gauges(p: &mut Page, s: &EngineStats, d: Dialect) {
+    p.gauge(
+        "vllm:num_requests_running",
+        "Number of requests in model execution batches.",
+        s.running as f64,
+    );
+    p.gauge(
+        "vllm:num_requests_waiting",
+        "Number of requests waiting to be processed.",
+        s.waiting as f64,
+    );
+    if d.at_least(20, 0) {
+        p.gauge_by(
+            "vllm:num_requests_waiting_by_reason",
+            "Number of waiting requests by reason. Reason labels: 'capacity' = waiting for scheduling capacity; 'deferred' = deferred by transient constraints (LoRA budget, KV transfer, blocked status). Sum of all reasons equals vllm:num_requests_waiting.",
+            "reason",
+            &[("capacity", s.waiting as f64), ("deferred", 0.0)],
+        );
+    }
+    if d.at_least(12, 0) {
+        p.gauge_by(
+            "vllm:engine_sleep_state",
+            "Engine sleep state; awake = 0 means engine is sleeping; awake = 1 means engine is awake; weights_offloaded = 1 means sleep level 1; discard_all = 1 means sleep level 2.",
+            "sleep_state",
+            &[("awake", 1.0), ("weights_offloaded", 0.0), ("discard_all", 0.0)],
+        );
+    }
+    if d.before(11, 0) {
+        p.gauge(
+            "vllm:gpu_cache_usage_perc",
+            "GPU KV-cache usage. 1 means 100 percent usage.",
+            s.kv_usage,
+        );
+    }
+    if d.at_least(9, 2) {
+        p.gauge(
+            "vllm:kv_cache_usage_perc",
+            "KV-cache usage. 1 means 100 percent usage.",
+            s.kv_usage,
+        );
+    }
+}
+
+fn cache_counters(p: &mut Page, s: &EngineStats, d: Dialect) {
+    if d.before(11, 0) {
+        p.counter(
+            "vllm:gpu_prefix_cache_queries",
+            "GPU prefix cache queries, in terms of number of queried tokens.",
+            s.prefix_queries as f64,
+        );
+        p.counter(
+            "vllm:gpu_prefix_cache_hits",
+            "GPU prefix cache hits, in terms of number of cached tokens.",
+            s.prefix_hits as f64,
+        );
+    }
+    if d.at_least(9, 2) {
+        p.counter(
+            "vllm:prefix_cache_queries",
+            "Prefix cache queries, in terms of number of queried tokens.",
+            s.prefix_queries as f64,
+        );
+        p.counter(
+            "vllm:prefix_cache_hits",
+            "Prefix cache hits, in terms of number of cached tokens.",
+            s.prefix_hits as f64,
+        );
+    }
+    if d.at_least(12, 0) {
+        p.counter("vllm:external_prefix_cache_queries", "External prefix cache queries from KV connector cross-instance cache sharing, in terms of number of queried tokens.", 0.0);
+        p.counter("vllm:external_prefix_cache_hits", "External prefix cache hits from KV connector cross-instance cache sharing, in terms of number of cached tokens.", 0.0);
+        p.counter(
+            "vllm:mm_cache_queries",
+            "Multi-modal cache queries, in terms of number of queried items.",
+            0.0,
+        );
+        p.counter(
+            "vllm:mm_cache_hits",
+            "Multi-modal cache hits, in terms of number of cached items.",
+            0.0,
+        );
+    }
+    p.counter(
+        "vllm:num_preemptions",
+        "Cumulative number of preemption from the engine.",
+        s.preemptions as f64,
+    );
+}
+
+fn token_counters(p: &mut Page, s: &EngineStats, d: Dialect) {
+    p.counter(
+        "vllm:prompt_tokens",
+        "Number of prefill tokens processed.",
+        s.prompt_tokens as f64,
+    );
+    if d.at_least(16, 0) {
+        p.counter_by(
+            "vllm:prompt_tokens_by_source",
+            "Number of prompt tokens by source.",
+            Some("source"),
+            &[
+                ("local_compute", s.prompt_tokens_computed as f64),
+                ("local_cache_hit", s.prompt_tokens_cached as f64),
+                ("external_kv_transfer", 0.0),
+            ],
+        );
+        p.counter(
+            "vllm:prompt_tokens_cached",
+            "Number of cached prompt tokens (local + external).",
+            s.prompt_tokens_cached as f64,
+        );
+    }
+    p.counter(
+        "vllm:generation_tokens",
+        "Number of generation tokens processed.",
+        s.generation_tokens as f64,
+    );
+    let reasons: Vec<(&str, f64)> = FinishReason::ALL
+        .iter()
+        .zip(s.finished)
+        .filter(|(r, _)| match r {
+            FinishReason::Error => d.at_least(13, 0),
+            FinishReason::Repetition => d.at_least(17, 0),
+            _ => true,
+        })
+        .map(|(r, n)| (r.as_str(), n as f64))
+        .collect();
+    p.counter_by(
+        "vllm:request_success",
+        "Count of successfully processed requests.",
+        Some("finished_reason"),
+        &reasons,
+    );
+}
+
+fn request_histograms(p: &mut Page, s: &EngineStats, d: Dialect) {
+    let h = &s.hist;
+    p.histogram(
+        "vllm:request_prompt_tokens",
+        "Number of prefill tokens processed.",
+        &h.prompt_tokens,
+    );
+    p.histogram(
+        "vllm:request_generation_tokens",
+        "Number of generation tokens processed.",
+        &h.generation_tokens,
+    );
+    p.histogram(
+        "vllm:iteration_tokens_total",
+        "Histogram of number of tokens per engine_step.",
+        &h.iteration_tokens,
+    );
+    p.histogram(
+        "vllm:request_max_num_generation_tokens",
+        "Histogram of maximum number of requested generation tokens.",
+        &h.max_num_generation_tokens,
+    );
+    p.histogram(
+        "vllm:request_params_n",
+        "Histogram of the n request parameter.",
+        &h.params_n,
+    );
+    p.histogram(
+        "vllm:request_params_max_tokens",
+        "Histogram of the max_tokens request parameter.",
+        &h.params_max_tokens,
+    );
+    p.histogram(
+        "vllm:time_to_first_token_seconds",
+        "Histogram of time to first token in seconds.",
+        &h.ttft,
+    );
+    if d.before(12, 0) {
+        p.histogram(
+            "vllm:time_per_output_token_seconds",
+            "Histogram of time per output token in seconds.",
+            &h.itl,
+        );
+    }
+    if d.at_least(11, 0) {
+        p.histogram(
+            "vllm:inter_token_latency_seconds",
+            "Histogram of inter-token latency in seconds.",
+            &h.itl,
+        );
+        p.histogram(
+            "vllm:request_time_per_output_token_seconds",
+            "Histogram of time_per_output_token_seconds per request.",
+            &h.tpot,
+        );
+    }
+    // Absent from the page a real vLLM 0.26.0 served (shared/reference/vllm-0.26.0-metric-names.txt);
+    // the exact release that dropped it is not pinned down, so older dialects keep it.
+    if d.before(26, 0) {
+        p.histogram(
+            "vllm:e2e_request_latency_seconds",
+            "Histogram of e2e request latency in seconds.",
+            &h.e2e,
+        );
+    }
+    p.histogram(
+        "vllm:request_queue_time_seconds",
+        "Histogram of time spent in WAITING phase for request.",
+        &h.queue,
+    );
+    p.histogram(
+        "vllm:request_inference_time_seconds",
+        "Histogram of time spent in RUNNING phase for request.",
+        &h.inference,
+    );
+    p.histogram(
+        "vllm:request_prefill_time_seconds",
+        "Histogram of time spent in PREFILL phase for request.",
+        &h.prefill,
+    );
+    p.histogram(
+        "vllm:request_decode_time_seconds",
+        "Histogram of time spent in DECODE phase for request.",
+        &h.decode,
+    );
+    if d.at_least(13, 0) {
+        p.histogram(
+            "vllm:request_prefill_kv_computed_tokens",
+            "Histogram of new KV tokens computed during prefill (excluding cached tokens).",
+            &h.prefill_kv_computed_tokens,
+        );
+    }
+}
+
+fn cache_config_info(p: &mut Page, e: &Engine) {
+    let name = "vllm:cache_config_info";
+    p.w.family(
+        name,
+        "Information of the LLMEngine CacheConfig",
+        MetricType::Gauge,
+    );
+    let block_size = e.cfg.block_size.to_string();
+    let mut util = String::new();
+    python_float(&mut util, e.cfg.gpu_memory_utilization);
+    let blocks = e.memory.num_gpu_blocks.to_string();
+    let prefix = if e.cfg.enable_prefix_caching {
+        "True"
+    } else {
+        "False"
+    };
+    let labels = [
+        ("block_size", block_size.as_str()),
+        ("cache_dtype", "auto"),
+        ("calculate_kv_scales", "False"),
+        ("cpu_offload_gb", "0"),
+        ("enable_prefix_caching", prefix),
+        ("engine", "0"),
+        ("gpu_memory_utilization", util.as_str()),
+        ("is_attention_free", "False"),
+        ("num_cpu_blocks", "None"),
+        ("num_gpu_blocks", blocks.as_str()),
+        ("num_gpu_blocks_override", "None"),
+        ("prefix_caching_hash_algo", "sha256"),
+        ("sliding_window", "None"),
+        ("swap_space", "4"),
+        ("swap_space_bytes", "4294967296"),
+    ];
+    p.w.sample(name, &labels, 1.0);
+}
+
+fn mfu_counters(p: &mut Page, s: &EngineStats) {
+    p.counter("vllm:estimated_flops_per_gpu", "Estimated number of floating point operations per GPU (for Model Flops Utilization calculations).", s.est_flops);
+    p.counter("vllm:estimated_read_bytes_per_gpu", "Estimated number of bytes read from memory per GPU (for Model Flops Utilization calculations).", s.est_read_bytes);
+    p.counter("vllm:estimated_write_bytes_per_gpu", "Estimated number of bytes written to memory per GPU (for Model Flops Utilization calculations).", s.est_write_bytes);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::preset::preset;
+
+    fn page(d: &str) -> String {
+        let e = Engine::new(&preset("l4-qwen2.5-3b").unwrap(), 1).unwrap();
+        render(&e, Dialect::parse(d).unwrap(), 1_747_360_800.5)
+    }
+
+    fn names(text: &str) -> std::collections::BTreeSet<String> {
+        text.lines()
+            .filter(|l| !l.starts_with('#') && !l.is_empty())
+            .map(|l| l.split(['{', ' ']).next().unwrap().to_owned())
+            .collect()
+    }
+
+    #[test]
+    fn latest_dialect_exposes_exactly_the_vllm_0_26_names() {
+        let want: std::collections::BTreeSet<String> =
+            include_str!("../../../../shared/reference/vllm-0.26.0-metric-names.txt")
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(str::to_owned)
+                .collect();
+        let got = names(&page("0.26"));
+        let missing: Vec<_> = want.difference(&got).collect();
+        let extra: Vec<_> = got.difference(&want).collect();
+        assert!(missing.is_empty(), "missing {missing:?}");
+        assert!(extra.is_empty(), "extra {extra:?}");
+    }
+
+    #[test]
+    fn old_dialects_use_old_names() {
+        let old = names(&page("0.8"));
+        assert!(old.contains("vllm:gpu_cache_usage_perc"));
+        assert!(old.contains("vllm:time_per_output_token_seconds_bucket"));
+        assert!(!old.contains("vllm:kv_cache_usage_perc"));
+        assert!(!old.contains("vllm:inter_token_latency_seconds_bucket"));
+        let mid = names(&page("0.11"));
+        assert!(mid.contains("vllm:kv_cache_usage_perc"));
+        assert!(mid.contains("vllm:time_per_output_token_seconds_bucket"));
+        assert!(!mid.contains("vllm:gpu_cache_usage_perc"));
+    }
+
+    #[test]
+    fn format_matches_prometheus_client() {
+        let text = page("0.26");
+        assert!(text.contains(
+            "# HELP vllm:num_requests_running Number of requests in model execution batches.\n\
+             # TYPE vllm:num_requests_running gauge\n\
+             vllm:num_requests_running{engine=\"0\",model_name=\"Qwen/Qwen2.5-3B-Instruct\"} 0.0\n"
+        ));
+        assert!(text.contains("# TYPE vllm:prompt_tokens_total counter\n"));
+        assert!(text.contains("# TYPE vllm:prompt_tokens_created gauge\n"));
+        assert!(text.contains(
+            "vllm:prompt_tokens_created{engine=\"0\",model_name=\"Qwen/Qwen2.5-3B-Instruct\"} 1.7473608005e+09\n"
+        ));
+        assert!(text.contains(
+            "vllm:request_success_total{engine=\"0\",finished_reason=\"stop\",model_name=\"Qwen/Qwen2.5-3B-Instruct\"} 0.0\n"
+        ));
+        assert!(text.contains(
+            "vllm:time_to_first_token_seconds_bucket{engine=\"0\",le=\"2560.0\",model_name=\"Qwen/Qwen2.5-3B-Instruct\"} 0.0\n"
+        ));
+        assert!(text.contains("# TYPE vllm:iteration_tokens_total histogram\n"));
+    }
+
+    #[test]
+    fn dialect_parsing() {
+        assert_eq!(
+            Dialect::parse("v0.11"),
+            Some(Dialect {
+                minor: 11,
+                patch: 0
+            })
+        );
+        assert_eq!(
+            Dialect::parse("0.9.2"),
+            Some(Dialect { minor: 9, patch: 2 })
+        );
+        assert_eq!(Dialect::parse("1.0"), None);
+        assert_eq!(Dialect::parse("0.7"), None);
+        assert_eq!(Dialect::parse("x"), None);
+    }
+}
