@@ -140,6 +140,20 @@ impl<'a> Lexer<'a> {
         }
     }
 
+    /// A metric name that is not quoted. `hint` is a bare name read before: most lines repeat the
+    /// previous name, and one comparison is cheaper than checking every byte again.
+    pub fn bare_metric_name(&mut self, hint: &str) -> LexResult<Escaped<'a>> {
+        let b = self.s.as_bytes();
+        let end = self.pos + hint.len();
+        let same = !hint.is_empty() && b.get(self.pos..end) == Some(hint.as_bytes());
+        if same && !b.get(end).is_some_and(|c| METRIC_NAME[*c as usize]) {
+            let name = self.slice(self.pos, end);
+            self.pos = end;
+            return Ok(Escaped::plain(name));
+        }
+        self.metric_name()
+    }
+
     /// A label name, bare (`[a-zA-Z_][a-zA-Z0-9_]*`) or quoted.
     fn label_name(&mut self) -> LexResult<Escaped<'a>> {
         match self.peek() {
@@ -208,6 +222,7 @@ impl<'a> Lexer<'a> {
         let start = self.pos;
         names.clear();
         let mut has_le = false;
+        let mut filter = 0u64;
         loop {
             self.skip_blanks();
             match self.peek() {
@@ -217,9 +232,11 @@ impl<'a> Lexer<'a> {
             }
             let at = self.pos;
             let (label, _) = self.label_pair()?;
-            if names.iter().any(|n| *n == label.raw()) {
+            let bit = name_filter_bit(label.raw());
+            if filter & bit != 0 && names.iter().any(|n| *n == label.raw()) {
                 return err(ErrorKind::DuplicateLabel, at);
             }
+            filter |= bit;
             names.push(label.raw());
             has_le |= label.raw() == "le";
             self.skip_blanks();
@@ -261,6 +278,14 @@ impl<'a> Lexer<'a> {
             }
         }
     }
+}
+
+/// One bit of a 64-bit filter for the duplicate-label check, from the name's length and ends.
+fn name_filter_bit(name: &str) -> u64 {
+    let b = name.as_bytes();
+    let first = b.first().copied().unwrap_or(0) as usize;
+    let last = b.last().copied().unwrap_or(0) as usize;
+    1u64 << ((b.len() * 7 + first * 3 + last) & 63)
 }
 
 /// Parses a sample value: Go/Prometheus floats incl. `NaN`, `+Inf`, `-Inf`, `Inf`, `1e+06`.

@@ -123,6 +123,10 @@ enum EofState {
 #[derive(Debug)]
 pub struct Parser<'a> {
     input: &'a [u8],
+    /// The whole input as `&str` when it is valid UTF-8 (checked once, so lines need no check).
+    text: Option<&'a str>,
+    /// The last sample name read bare; the next line most likely starts with it.
+    last_name: &'a str,
     pos: usize,
     line_no: u32,
     format: Format,
@@ -138,6 +142,8 @@ impl<'a> Parser<'a> {
         let format = options.format.unwrap_or_else(|| Format::sniff(input));
         Parser {
             input,
+            text: std::str::from_utf8(input).ok(),
+            last_name: "",
             pos: 0,
             line_no: 0,
             format,
@@ -154,14 +160,27 @@ impl<'a> Parser<'a> {
         self.format
     }
 
-    /// The next line without its `\n` / `\r\n`, or `None` at the end of the input.
-    fn next_line(&mut self) -> Option<&'a [u8]> {
-        let rest = self.input.get(self.pos..).filter(|r| !r.is_empty())?;
+    /// The next line without its `\n` / `\r\n` and its offset, or `None` at the end of the input.
+    fn next_line(&mut self) -> Option<(usize, &'a [u8])> {
+        let start = self.pos;
+        let rest = self.input.get(start..).filter(|r| !r.is_empty())?;
         let len = memchr::memchr(b'\n', rest).unwrap_or(rest.len());
         self.pos += len + 1;
         self.line_no = self.line_no.saturating_add(1);
         let line = &rest[..len];
-        Some(line.strip_suffix(b"\r").unwrap_or(line))
+        Some((start, line.strip_suffix(b"\r").unwrap_or(line)))
+    }
+
+    /// The line at `start` as `&str`: sliced from the pre-checked text when the whole input is
+    /// UTF-8, else checked on its own.
+    fn line_str(&self, start: usize, bytes: &'a [u8]) -> LexResult<&'a str> {
+        if let Some(line) = self.text.and_then(|t| t.get(start..start + bytes.len())) {
+            return Ok(line);
+        }
+        std::str::from_utf8(bytes).map_err(|e| LexError {
+            kind: ErrorKind::InvalidUtf8,
+            offset: e.valid_up_to(),
+        })
     }
 
     fn error(&mut self, e: LexError, line: &[u8]) -> ParseError {
@@ -181,11 +200,8 @@ impl<'a> Parser<'a> {
         None
     }
 
-    fn parse_line(&mut self, bytes: &'a [u8]) -> LexResult<Option<Event<'a>>> {
-        let line = std::str::from_utf8(bytes).map_err(|e| LexError {
-            kind: ErrorKind::InvalidUtf8,
-            offset: e.valid_up_to(),
-        })?;
+    fn parse_line(&mut self, start: usize, bytes: &'a [u8]) -> LexResult<Option<Event<'a>>> {
+        let line = self.line_str(start, bytes)?;
         let mut lx = Lexer::new(line);
         lx.skip_blanks();
         if lx.at_end() {
@@ -295,7 +311,12 @@ impl<'a> Parser<'a> {
         let start = lx.pos();
         let outside = match lx.peek() {
             Some(b'{') => None,
-            _ => Some(lx.metric_name()?),
+            Some(b'"') => Some(lx.metric_name()?),
+            _ => {
+                let name = lx.bare_metric_name(self.last_name)?;
+                self.last_name = name.raw();
+                Some(name)
+            }
         };
         let (name, labels, has_le) = self.sample_labels(&mut lx, outside)?;
         let name = name.ok_or(LexError {
@@ -454,10 +475,10 @@ impl<'a> Iterator for Parser<'a> {
             return None;
         }
         loop {
-            let Some(line) = self.next_line() else {
+            let Some((start, line)) = self.next_line() else {
                 return self.finish();
             };
-            match self.parse_line(line) {
+            match self.parse_line(start, line) {
                 Ok(Some(event)) => return Some(Ok(event)),
                 Ok(None) => continue,
                 Err(e) => return Some(Err(self.error(e, line))),
