@@ -5,6 +5,7 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+mod load_cmd;
 mod sim_cmd;
 
 /// Tells why an LLM serving deployment is slow or wasteful.
@@ -19,12 +20,15 @@ struct Cli {
 enum Command {
     /// Run the simulated serving stack (vLLM-compatible server + dcgm-exporter).
     Sim(sim_cmd::SimArgs),
+    /// Load an OpenAI-compatible server and report client-side latency and throughput.
+    Load(load_cmd::LoadArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Sim(args) => sim_cmd::run(args),
+        Command::Load(args) => load_cmd::run(args),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,180 @@
+//! `llmscope load` as a user runs it: a child process against the in-process fake vLLM server
+//! (127.0.0.1:0), checking the JSON contract, the records file, exit codes and Ctrl-C (SIGINT).
+
+use llmscope_loadgen::fake::{self, FakeConfig};
+use serde_json::Value;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn llmscope(args: &[&str]) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_llmscope"))
+        .args(args)
+        .env_remove("OPENAI_API_KEY")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start llmscope")
+}
+
+/// Waits for the child, killing it after `limit` so a hang fails the test instead of blocking.
+fn wait(mut child: Child, limit: Duration) -> Output {
+    let t = Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if t.elapsed() > limit {
+            child.kill().ok();
+            panic!("llmscope did not exit within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output")
+}
+
+fn json(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_contract_and_records_file() {
+    let server = fake::start(FakeConfig::default()).await;
+    let records =
+        std::env::temp_dir().join(format!("llmscope-load-test-{}.jsonl", std::process::id()));
+    let child = llmscope(&[
+        "load",
+        "--target",
+        &server.url,
+        "--concurrency",
+        "4",
+        "--duration",
+        "300ms",
+        "--format",
+        "json",
+        "--records",
+        records.to_str().unwrap(),
+        "--api-key",
+        "sk-never-shown",
+    ]);
+    let out = wait(child, Duration::from_secs(20));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j = json(&out);
+    let (sent, completed, failed) = (
+        j["requests"]["sent"].as_u64().unwrap(),
+        j["requests"]["completed"].as_u64().unwrap(),
+        j["requests"]["failed"].as_u64().unwrap(),
+    );
+    assert!(sent > 10 && sent == completed + failed, "{}", j["requests"]);
+    for m in ["ttft", "itl", "tpot", "e2e"] {
+        assert!(j["latency_ms"][m]["p99"].is_f64(), "{m}");
+    }
+    assert_eq!(j["load"]["mode"], "closed");
+    assert!(j["throughput"]["output_tokens_per_s"].as_f64().unwrap() > 0.0);
+    let lines = std::fs::read_to_string(&records).unwrap();
+    std::fs::remove_file(&records).ok();
+    assert_eq!(lines.lines().count() as u64, sent);
+    let first: Value = serde_json::from_str(lines.lines().next().unwrap()).unwrap();
+    assert!(first["sent_unix_ns"].as_u64().unwrap() > 1_600_000_000_000_000_000);
+    let all = format!(
+        "{}{}{lines}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!all.contains("never-shown"), "the API key leaked");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_stops_drains_and_still_reports() {
+    let server = fake::start(FakeConfig {
+        tokens: 10,
+        token_interval: Duration::from_millis(20),
+        ..Default::default()
+    })
+    .await;
+    let child = llmscope(&[
+        "load",
+        "--target",
+        &server.url,
+        "--concurrency",
+        "4",
+        "--duration",
+        "60s",
+        "--format",
+        "json",
+    ]);
+    std::thread::sleep(Duration::from_millis(1500));
+    let pid = child.id().to_string();
+    let kill = Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .expect("kill");
+    assert!(kill.success());
+    let t = Instant::now();
+    let out = wait(child, Duration::from_secs(15));
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "drain took {:?}",
+        t.elapsed()
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j = json(&out);
+    assert_eq!(j["interrupted"], true);
+    assert!(
+        j["requests"]["completed"].as_u64().unwrap() >= 8,
+        "{}",
+        j["requests"]
+    );
+    assert_eq!(
+        j["requests"]["failed"], 0,
+        "in-flight requests were drained, not cut: {}",
+        j["errors"]
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("stopping"));
+}
+
+#[test]
+fn unreachable_target_is_one_line_and_exit_2() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}");
+    let out = wait(
+        llmscope(&["load", "--target", &url, "--requests", "1"]),
+        Duration::from_secs(20),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("cannot reach") && err.contains(&url), "{err}");
+}
+
+#[test]
+fn bad_flags_are_usage_errors() {
+    let out = wait(
+        llmscope(&[
+            "load",
+            "--rate",
+            "5",
+            "--arrival",
+            "gamma",
+            "--requests",
+            "1",
+        ]),
+        Duration::from_secs(20),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--burstiness"));
+}

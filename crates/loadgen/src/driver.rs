@@ -1,0 +1,627 @@
+//! The run: one dispatch loop for every schedule, request tasks, one aggregator.
+//!
+//! For each stage, [`dispatch`] takes the next intended send time from the stage's arrivals (none
+//! for closed loop; from a pacer thread for open loop, which sleeps precisely instead of on the
+//! event loop's 1 ms timer wheel) and the next free slot from its gate (a semaphore of
+//! `concurrency` permits, opened gradually by a ramp-up; none for uncapped open loop), then
+//! spawns the request. Closed loop falls out of this: a slot frees when a request ends, and the
+//! next one is sent at once. Each request task sends exactly one [`RequestRecord`] to the stage's
+//! channel — a drop guard sends an `internal` one if a task dies — and the aggregator in
+//! [`run_stage`] folds records into [`StageStats`] and hands them in batches to the [`Observer`].
+//! When sending stops (duration, request count, or [`RunControl::stop`]) requests in flight get
+//! the grace period to finish; then they are cancelled and counted as `cancelled`.
+
+use crate::client::{AssessInput, LoadReach, Monitor, assess};
+use crate::http::Client;
+use crate::plan::{LoadPlan, StagePlan};
+use crate::record::{ErrorKind, RequestRecord};
+use crate::report::{ClientReport, LoadReport, StageReport};
+use crate::response::Outcome;
+use crate::schedule::{Mode, OpenArrivals, closed_ramp_offsets};
+use crate::stats::{StageMeta, StageStats};
+use bytes::Bytes;
+use hyper::Uri;
+use std::collections::VecDeque;
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
+use tokio::task::JoinHandle;
+
+/// What the run has been told to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signal {
+    Run,
+    /// Stop sending; let requests in flight finish within the grace period.
+    Stop,
+    /// Stop sending and cancel requests in flight now.
+    Abort,
+}
+
+/// A handle to stop a run from outside (e.g. on Ctrl-C).
+#[derive(Debug, Clone)]
+pub struct RunControl {
+    tx: Arc<watch::Sender<Signal>>,
+}
+
+impl Default for RunControl {
+    fn default() -> Self {
+        RunControl {
+            tx: Arc::new(watch::channel(Signal::Run).0),
+        }
+    }
+}
+
+impl RunControl {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Stops sending; in-flight requests may finish within the grace period.
+    pub fn stop(&self) {
+        self.tx
+            .send_if_modified(|s| (*s == Signal::Run).then(|| *s = Signal::Stop).is_some());
+    }
+
+    /// Stops sending and cancels what is in flight.
+    pub fn abort(&self) {
+        self.tx.send_replace(Signal::Abort);
+    }
+
+    pub fn signal(&self) -> Signal {
+        *self.tx.borrow()
+    }
+
+    fn subscribe(&self) -> watch::Receiver<Signal> {
+        self.tx.subscribe()
+    }
+}
+
+/// Live figures for a progress display.
+#[derive(Debug, Clone, Default)]
+pub struct Progress {
+    pub stage: u32,
+    pub stages: u32,
+    pub label: String,
+    pub elapsed: Duration,
+    /// Planned measured duration of the stage (warmup excluded), if any.
+    pub planned: Option<Duration>,
+    pub in_flight: u64,
+    pub completed: u64,
+    pub failed: u64,
+    pub output_tokens_per_s: f64,
+    /// Sending has stopped; waiting for requests in flight.
+    pub draining: bool,
+}
+
+/// Receives the run's events, from the aggregator task. All methods default to nothing.
+pub trait Observer: Send {
+    fn stage_started(&mut self, _index: u32, _plan: &StagePlan) {}
+    /// A batch of finished requests (warmup ones included, flagged).
+    fn records(&mut self, _batch: &[RequestRecord]) {}
+    /// Called about five times a second.
+    fn progress(&mut self, _p: &Progress) {}
+    fn stage_finished(&mut self, _report: &StageReport) {}
+}
+
+/// An observer that ignores everything.
+impl Observer for () {}
+
+/// Monotonic instants → Unix nanoseconds, through one anchor pair taken at the start.
+#[derive(Debug, Clone, Copy)]
+struct Clock {
+    t0: Instant,
+    unix0: u64,
+}
+
+impl Clock {
+    fn now() -> Self {
+        let unix0 = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        Clock {
+            t0: Instant::now(),
+            unix0,
+        }
+    }
+
+    fn ns(&self, t: Instant) -> u64 {
+        self.unix0 + t.saturating_duration_since(self.t0).as_nanos() as u64
+    }
+}
+
+/// Shared by the dispatcher and the request tasks of one stage.
+struct StageCtx {
+    client: Arc<Client>,
+    uri: Uri,
+    bodies: Arc<[Bytes]>,
+    stream: bool,
+    idle: Duration,
+    timeout: Duration,
+    stage: u32,
+    warmup_end: Instant,
+    clock: Clock,
+    tx: mpsc::UnboundedSender<RequestRecord>,
+    gauge: Arc<Gauge>,
+    abort: watch::Receiver<bool>,
+    next_id: Arc<AtomicU64>,
+}
+
+/// Requests in flight and their peak.
+#[derive(Debug, Default)]
+struct Gauge {
+    in_flight: AtomicU64,
+    peak: AtomicU64,
+}
+
+/// Runs every stage of `plan` and reports.
+pub async fn run(plan: &LoadPlan, observer: &mut dyn Observer, control: &RunControl) -> LoadReport {
+    let clock = Clock::now();
+    let monitor = Monitor::start();
+    let next_id = Arc::new(AtomicU64::new(0));
+    let mut done: Vec<(StageStats, StageMeta, StageReport)> = Vec::new();
+    for (i, sp) in plan.stages.iter().enumerate() {
+        if control.signal() != Signal::Run {
+            break;
+        }
+        observer.stage_started(i as u32, sp);
+        let out = run_stage(
+            plan,
+            i as u32,
+            sp,
+            clock,
+            next_id.clone(),
+            observer,
+            control,
+        )
+        .await;
+        let mut report = out.stats.report(&out.meta, &plan.slo);
+        report.client = client_report(&monitor, &report, out.started, out.ended);
+        observer.stage_finished(&report);
+        done.push((out.stats, out.meta, report));
+    }
+    let total = total_report(plan, &done, &monitor, clock.t0);
+    LoadReport {
+        target: plan.target.to_string(),
+        model: plan.model.clone(),
+        endpoint: plan
+            .endpoint
+            .path()
+            .trim_start_matches("/v1/")
+            .replace('/', "_"),
+        stream: plan.stream,
+        started_unix_ns: clock.unix0,
+        interrupted: control.signal() != Signal::Run,
+        total,
+        stages: done.into_iter().map(|(_, _, r)| r).collect(),
+    }
+}
+
+fn client_report(monitor: &Monitor, r: &StageReport, from: Instant, to: Instant) -> ClientReport {
+    let unit = if r.load.unit == "requests_per_s" {
+        "req/s"
+    } else {
+        "concurrency"
+    };
+    let load = match (r.load.target, r.load.achieved) {
+        (Some(target), Some(achieved)) => Some(LoadReach {
+            target,
+            achieved,
+            unit,
+        }),
+        _ => None,
+    };
+    assess(&AssessInput {
+        samples: monitor.between(from, to),
+        cores: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
+        load,
+        schedule_lag_p99_ms: r.load.schedule_lag_ms.as_ref().and_then(|s| s.p99),
+    })
+}
+
+/// The merge of all stages (a single stage is its own total).
+fn total_report(
+    plan: &LoadPlan,
+    done: &[(StageStats, StageMeta, StageReport)],
+    monitor: &Monitor,
+    t0: Instant,
+) -> StageReport {
+    if let [(_, _, only)] = done {
+        return only.clone();
+    }
+    let mut stats = StageStats::default();
+    let mut meta = StageMeta {
+        label: format!("all {} stages", done.len()),
+        ..Default::default()
+    };
+    for (s, m, _) in done {
+        stats.merge(s);
+        meta.peak_concurrency = meta.peak_concurrency.max(m.peak_concurrency);
+        meta.send_window_s += m.send_window_s;
+        meta.duration_s += m.duration_s;
+    }
+    let names: Vec<&str> = done.iter().map(|(_, m, _)| m.mode_name.as_str()).collect();
+    meta.mode_name = match names.first() {
+        Some(first) if names.iter().all(|n| n == first) => (*first).to_owned(),
+        Some(_) => "mixed".into(),
+        None => plan
+            .stages
+            .first()
+            .map_or("closed", |s| s.mode.name())
+            .into(),
+    };
+    let mut report = stats.report(&meta, &plan.slo);
+    report.client = client_report(monitor, &report, t0, Instant::now());
+    report
+}
+
+struct StageOutcome {
+    stats: StageStats,
+    meta: StageMeta,
+    started: Instant,
+    ended: Instant,
+}
+
+/// Live counters of the aggregator, for progress.
+#[derive(Default)]
+struct Live {
+    completed: u64,
+    failed: u64,
+    tokens: u64,
+    window: VecDeque<(Instant, u64)>,
+}
+
+impl Live {
+    fn add(&mut self, r: &RequestRecord) {
+        if r.ok() {
+            self.completed += 1;
+            self.tokens += u64::from(r.tokens_out());
+        } else {
+            self.failed += 1;
+        }
+    }
+
+    /// Output tokens per second over about the last second.
+    fn rate(&mut self, now: Instant) -> f64 {
+        self.window.push_back((now, self.tokens));
+        while self.window.len() > 6 {
+            self.window.pop_front();
+        }
+        let (t, n) = self.window[0];
+        let dt = now.duration_since(t).as_secs_f64();
+        if dt > 0.0 {
+            (self.tokens - n) as f64 / dt
+        } else {
+            0.0
+        }
+    }
+}
+
+async fn run_stage(
+    plan: &LoadPlan,
+    index: u32,
+    sp: &StagePlan,
+    clock: Clock,
+    next_id: Arc<AtomicU64>,
+    observer: &mut dyn Observer,
+    control: &RunControl,
+) -> StageOutcome {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (abort_tx, abort_rx) = watch::channel(false);
+    let started = Instant::now();
+    let gauge = Arc::new(Gauge::default());
+    let ctx = Arc::new(StageCtx {
+        client: plan.client.clone(),
+        uri: plan.target.uri(plan.endpoint.path()),
+        bodies: plan.bodies.clone(),
+        stream: plan.stream,
+        idle: plan.idle_timeout,
+        timeout: plan.timeout,
+        stage: index,
+        warmup_end: started + sp.warmup,
+        clock,
+        tx,
+        gauge: gauge.clone(),
+        abort: abort_rx,
+        next_id,
+    });
+    let warmup_end = ctx.warmup_end;
+    let seed = plan.seed.wrapping_add(u64::from(index));
+    let mut dispatcher = tokio::spawn(dispatch(ctx, sp.clone(), seed, control.subscribe()));
+    let mut stats = StageStats::default();
+    let mut live = Live::default();
+    let mut batch = Vec::with_capacity(1024);
+    let mut tick = tokio::time::interval(Duration::from_millis(200));
+    let mut sending_ended: Option<Instant> = None;
+    let mut signals = control.subscribe();
+    let mut aborted = false;
+    loop {
+        tokio::select! {
+            n = rx.recv_many(&mut batch, 4096) => {
+                if n == 0 {
+                    break;
+                }
+                for r in &batch {
+                    stats.add(r, &plan.slo);
+                    live.add(r);
+                }
+                observer.records(&batch);
+                batch.clear();
+            }
+            _ = &mut dispatcher, if sending_ended.is_none() => sending_ended = Some(Instant::now()),
+            _ = signals.changed(), if !aborted => {
+                if *signals.borrow() == Signal::Abort {
+                    aborted = true;
+                    let _ = abort_tx.send(true);
+                }
+            }
+            now = tick.tick() => {
+                let now = now.into_std();
+                if sending_ended.is_some_and(|t| now.duration_since(t) >= plan.grace) && !aborted {
+                    aborted = true;
+                    let _ = abort_tx.send(true);
+                }
+                let p = Progress {
+                    stage: index,
+                    stages: plan.stages.len() as u32,
+                    label: sp.label(),
+                    elapsed: now.duration_since(started),
+                    planned: sp.duration,
+                    in_flight: gauge.in_flight.load(Ordering::Relaxed),
+                    completed: live.completed,
+                    failed: live.failed,
+                    output_tokens_per_s: live.rate(now),
+                    draining: sending_ended.is_some(),
+                };
+                observer.progress(&p);
+            }
+        }
+    }
+    let ended = Instant::now();
+    let send_end = sending_ended.unwrap_or(ended);
+    let meta = StageMeta {
+        stage: Some(index),
+        label: sp.label(),
+        mode: Some(sp.mode),
+        mode_name: sp.mode.name().into(),
+        peak_concurrency: gauge.peak.load(Ordering::Relaxed),
+        send_window_s: send_end.saturating_duration_since(warmup_end).as_secs_f64(),
+        duration_s: ended.duration_since(started).as_secs_f64(),
+    };
+    StageOutcome {
+        stats,
+        meta,
+        started,
+        ended,
+    }
+}
+
+/// Intended send times: none (closed loop) or from a pacer thread (open loop).
+enum Arrivals {
+    Closed,
+    Open(mpsc::UnboundedReceiver<Instant>),
+}
+
+impl Arrivals {
+    fn new(sp: &StagePlan, start: Instant, end: Option<Instant>, seed: u64) -> Self {
+        let Mode::Open { rate, arrival, .. } = sp.mode else {
+            return Arrivals::Closed;
+        };
+        let offsets = OpenArrivals::new(rate, arrival, sp.ramp_up, seed);
+        let (tx, rx) = mpsc::unbounded_channel();
+        std::thread::spawn(move || pace(offsets, start, end, tx));
+        Arrivals::Open(rx)
+    }
+
+    /// The next send: `Some(None)` = now, with no intended time; `None` = no more.
+    async fn next(&mut self) -> Option<Option<Instant>> {
+        match self {
+            Arrivals::Closed => Some(None),
+            Arrivals::Open(rx) => rx.recv().await.map(Some),
+        }
+    }
+}
+
+/// Sleeps until each arrival and hands it over; stops at `end` or when the dispatcher is gone.
+fn pace(
+    offsets: OpenArrivals,
+    start: Instant,
+    end: Option<Instant>,
+    tx: mpsc::UnboundedSender<Instant>,
+) {
+    for offset in offsets {
+        let t = start + offset;
+        if end.is_some_and(|e| t >= e) {
+            return;
+        }
+        loop {
+            if tx.is_closed() {
+                return;
+            }
+            let now = Instant::now();
+            if t <= now {
+                break;
+            }
+            std::thread::sleep((t - now).min(Duration::from_millis(50)));
+        }
+        if tx.send(t).is_err() {
+            return;
+        }
+    }
+}
+
+/// Concurrency slots: a semaphore (opened gradually during a closed-loop ramp-up), or none.
+struct Gate {
+    slots: Option<Arc<Semaphore>>,
+    ramp: Option<JoinHandle<()>>,
+}
+
+impl Gate {
+    fn new(sp: &StagePlan, start: Instant) -> Self {
+        let Some(n) = sp.mode.concurrency_limit() else {
+            return Gate {
+                slots: None,
+                ramp: None,
+            };
+        };
+        let ramping = matches!(sp.mode, Mode::Closed { .. }) && !sp.ramp_up.is_zero();
+        if !ramping {
+            return Gate {
+                slots: Some(Arc::new(Semaphore::new(n as usize))),
+                ramp: None,
+            };
+        }
+        let slots = Arc::new(Semaphore::new(0));
+        let (s, ramp) = (slots.clone(), sp.ramp_up);
+        let task = tokio::spawn(async move {
+            for offset in closed_ramp_offsets(n, ramp) {
+                tokio::time::sleep_until((start + offset).into()).await;
+                s.add_permits(1);
+            }
+        });
+        Gate {
+            slots: Some(slots),
+            ramp: Some(task),
+        }
+    }
+
+    /// A slot; `None` when unlimited. (The semaphore is never closed, so this never fails.)
+    async fn acquire(&self) -> Option<OwnedSemaphorePermit> {
+        match &self.slots {
+            Some(s) => s.clone().acquire_owned().await.ok(),
+            None => None,
+        }
+    }
+}
+
+impl Drop for Gate {
+    fn drop(&mut self) {
+        if let Some(t) = &self.ramp {
+            t.abort();
+        }
+    }
+}
+
+/// `f`, unless the deadline passes or the run is told to stop first.
+async fn unless_stopped<F: Future>(
+    f: F,
+    deadline: Option<Instant>,
+    control: &mut watch::Receiver<Signal>,
+) -> Option<F::Output> {
+    let deadline = async {
+        match deadline {
+            Some(d) => tokio::time::sleep_until(d.into()).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        biased;
+        _ = control.wait_for(|s| *s != Signal::Run) => None,
+        _ = deadline => None,
+        v = f => Some(v),
+    }
+}
+
+/// The one send loop, for every schedule.
+async fn dispatch(
+    ctx: Arc<StageCtx>,
+    sp: StagePlan,
+    seed: u64,
+    mut control: watch::Receiver<Signal>,
+) {
+    let start = ctx.warmup_end - sp.warmup;
+    let deadline = sp.duration.map(|d| ctx.warmup_end + d);
+    let mut arrivals = Arrivals::new(&sp, start, deadline, seed);
+    let gate = Gate::new(&sp, start);
+    let mut measured = 0u64;
+    while let Some(Some(intended)) = unless_stopped(arrivals.next(), deadline, &mut control).await {
+        let Some(slot) = unless_stopped(gate.acquire(), deadline, &mut control).await else {
+            break;
+        };
+        let now = Instant::now();
+        let warmup = now < ctx.warmup_end;
+        tokio::spawn(request(ctx.clone(), intended, slot, warmup));
+        measured += u64::from(!warmup);
+        if sp.requests.is_some_and(|n| measured >= n) {
+            break;
+        }
+    }
+}
+
+/// Sends the record of a request exactly once: on success, or from `Drop` if the task dies.
+struct Pending {
+    ctx: Arc<StageCtx>,
+    record: Option<RequestRecord>,
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if let Some(mut r) = self.record.take() {
+            r.error = Some(ErrorKind::Internal);
+            r.end_unix_ns = self.ctx.clock.ns(Instant::now());
+            self.ctx.gauge.in_flight.fetch_sub(1, Ordering::Relaxed);
+            let _ = self.ctx.tx.send(r);
+        }
+    }
+}
+
+/// One request, start to record.
+async fn request(
+    ctx: Arc<StageCtx>,
+    intended: Option<Instant>,
+    slot: Option<OwnedSemaphorePermit>,
+    warmup: bool,
+) {
+    let id = ctx.next_id.fetch_add(1, Ordering::Relaxed);
+    let n = ctx.gauge.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
+    ctx.gauge.peak.fetch_max(n, Ordering::Relaxed);
+    let sent = Instant::now();
+    let mut pending = Pending {
+        ctx: ctx.clone(),
+        record: Some(RequestRecord {
+            stage: ctx.stage,
+            id,
+            warmup,
+            scheduled_unix_ns: intended.map(|t| ctx.clock.ns(t)),
+            sent_unix_ns: ctx.clock.ns(sent),
+            ..Default::default()
+        }),
+    };
+    let body = ctx.bodies[id as usize % ctx.bodies.len()].clone();
+    let mut out = Outcome::default();
+    let mut abort = ctx.abort.clone();
+    let result = tokio::select! {
+        biased;
+        _ = abort.wait_for(|a| *a) => Err(ErrorKind::Cancelled),
+        r = tokio::time::timeout(ctx.timeout, ctx.client.execute(ctx.uri.clone(), body, ctx.stream, ctx.idle, &mut out)) => {
+            r.unwrap_or(Err(ErrorKind::Timeout))
+        }
+    };
+    let end = Instant::now();
+    if let Some(mut r) = pending.record.take() {
+        fill(&mut r, &ctx.clock, out, result.err(), end);
+        ctx.gauge.in_flight.fetch_sub(1, Ordering::Relaxed);
+        let _ = ctx.tx.send(r);
+    }
+    drop(slot);
+}
+
+fn fill(
+    r: &mut RequestRecord,
+    clock: &Clock,
+    out: Outcome,
+    error: Option<ErrorKind>,
+    end: Instant,
+) {
+    r.end_unix_ns = clock.ns(end);
+    r.status = out.status;
+    r.error = error;
+    r.first_token_unix_ns = out.first_token.map(|t| clock.ns(t));
+    r.first_output_unix_ns = out.first_output.map(|t| clock.ns(t));
+    r.prompt_tokens = out.usage.prompt_tokens;
+    r.output_tokens = out.usage.completion_tokens;
+    r.chunk_tokens = out.chunk_tokens;
+    r.server_first_token_unix_ns = out.server_first_token_ns;
+    r.gaps_us = out.gaps_us;
+}

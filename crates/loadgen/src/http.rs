@@ -1,0 +1,444 @@
+//! The HTTP/1.1 client: one small connection pool over hyper's connection API, plain `http://`.
+//!
+//! [`Target`] is the server's base URL. [`Client`] keeps idle keep-alive connections in a stack
+//! (a closed-loop worker gets its connection back request after request), opens new ones with
+//! `TCP_NODELAY`, and runs one request at a time per connection. [`Client::execute`] sends a body
+//! and reads the response with an idle (stall) timer, handing each frame to the pure
+//! [`StreamReader`] with the instant it arrived. Headers are built once; the API key is marked
+//! sensitive and never appears in `Debug` output or errors.
+
+use crate::record::ErrorKind;
+use crate::response::{MAX_BODY_BYTES, Outcome, StreamReader, read_whole};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::client::conn::http1::{self, SendRequest};
+use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
+use hyper::{Method, Request, Response, Uri};
+use hyper_util::rt::TokioIo;
+use std::net::SocketAddr;
+use std::str::FromStr;
+use std::sync::Mutex;
+use std::time::Duration;
+use tokio::net::TcpStream;
+use tokio::time::Instant;
+
+/// An `http://host:port[/prefix]` base URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    host: String,
+    port: u16,
+    prefix: String,
+}
+
+/// Why a target URL was rejected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid target `{text}`: {why} (write the server's base URL, e.g. http://127.0.0.1:8000)")]
+pub struct TargetError {
+    pub text: String,
+    pub why: &'static str,
+}
+
+impl FromStr for Target {
+    type Err = TargetError;
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let bad = |why| TargetError {
+            text: redact(text),
+            why,
+        };
+        let uri: Uri = text.trim().parse().map_err(|_| bad("not a URL"))?;
+        match uri.scheme_str() {
+            Some("http") => {}
+            Some("https") => {
+                return Err(bad(
+                    "https is not supported yet; use http:// (e.g. through kubectl port-forward)",
+                ));
+            }
+            _ => return Err(bad("missing http://")),
+        }
+        let auth = uri.authority().ok_or_else(|| bad("missing host"))?;
+        if auth.as_str().contains('@') {
+            return Err(bad(
+                "credentials in the URL are not supported; use --api-key or --header",
+            ));
+        }
+        let host = auth
+            .host()
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_owned();
+        let prefix = uri.path().trim_end_matches('/');
+        let prefix = prefix.strip_suffix("/v1").unwrap_or(prefix).to_owned();
+        Ok(Target {
+            host,
+            port: auth.port_u16().unwrap_or(80),
+            prefix,
+        })
+    }
+}
+
+/// `http://user:pw@host` → `http://***@host`: credentials never reach an error message.
+fn redact(text: &str) -> String {
+    match (text.find("://"), text.rfind('@')) {
+        (Some(s), Some(at)) if at > s => format!("{}***{}", &text[..s + 3], &text[at..]),
+        _ => text.to_owned(),
+    }
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let host = if self.host.contains(':') {
+            format!("[{}]", self.host)
+        } else {
+            self.host.clone()
+        };
+        write!(f, "http://{host}:{}{}", self.port, self.prefix)
+    }
+}
+
+impl Target {
+    /// Resolves the host to socket addresses.
+    pub async fn resolve(&self) -> std::io::Result<Vec<SocketAddr>> {
+        Ok(tokio::net::lookup_host((self.host.as_str(), self.port))
+            .await?
+            .collect())
+    }
+
+    /// The request URI (origin form) of `path` under this base.
+    pub fn uri(&self, path: &str) -> Uri {
+        format!("{}{path}", self.prefix)
+            .parse()
+            .unwrap_or_else(|_| Uri::from_static("/"))
+    }
+
+    fn authority(&self) -> String {
+        let host = if self.host.contains(':') {
+            format!("[{}]", self.host)
+        } else {
+            self.host.clone()
+        };
+        format!("{host}:{}", self.port)
+    }
+}
+
+/// A secret (API key): never printed, never serialised.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(s: impl Into<String>) -> Self {
+        Secret(s.into())
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(***)")
+    }
+}
+
+/// Why a one-off GET failed.
+#[derive(Debug, thiserror::Error)]
+pub enum FetchError {
+    #[error("{0}")]
+    Connect(std::io::Error),
+    #[error("timed out")]
+    Timeout,
+    #[error("connection failed: {0}")]
+    Http(#[from] hyper::Error),
+}
+
+type Conn = SendRequest<Full<Bytes>>;
+
+/// Connection pool and request sender for one target.
+#[derive(Debug)]
+pub struct Client {
+    addrs: Vec<SocketAddr>,
+    headers: HeaderMap,
+    idle: Mutex<Vec<Conn>>,
+    connect_timeout: Duration,
+}
+
+impl Client {
+    /// A client for `addrs` sending `headers` (host, auth, user headers) on every request.
+    pub fn new(
+        target: &Target,
+        addrs: Vec<SocketAddr>,
+        auth: Option<&Secret>,
+        extra: &[(HeaderName, HeaderValue)],
+    ) -> Self {
+        let mut headers = HeaderMap::new();
+        if let Ok(h) = HeaderValue::from_str(&target.authority()) {
+            headers.insert(header::HOST, h);
+        }
+        headers.insert(
+            header::USER_AGENT,
+            HeaderValue::from_static("llmscope-loadgen"),
+        );
+        if let Some(Ok(mut v)) = auth.map(|s| HeaderValue::from_str(&format!("Bearer {}", s.0))) {
+            v.set_sensitive(true);
+            headers.insert(header::AUTHORIZATION, v);
+        }
+        for (k, v) in extra {
+            headers.insert(k.clone(), v.clone());
+        }
+        Client {
+            addrs,
+            headers,
+            idle: Mutex::new(Vec::new()),
+            connect_timeout: Duration::from_secs(10),
+        }
+    }
+
+    async fn connect(&self) -> std::io::Result<Conn> {
+        let mut last = std::io::Error::new(std::io::ErrorKind::NotFound, "no address for the host");
+        for addr in &self.addrs {
+            match tokio::time::timeout(self.connect_timeout, TcpStream::connect(addr)).await {
+                Ok(Ok(stream)) => {
+                    stream.set_nodelay(true)?;
+                    let (send, conn) = http1::handshake(TokioIo::new(stream))
+                        .await
+                        .map_err(std::io::Error::other)?;
+                    tokio::spawn(conn);
+                    return Ok(send);
+                }
+                Ok(Err(e)) => last = e,
+                Err(_) => {
+                    last = std::io::Error::new(std::io::ErrorKind::TimedOut, "connect timed out")
+                }
+            }
+        }
+        Err(last)
+    }
+
+    /// An idle connection that is still open, or a new one.
+    async fn checkout(&self) -> std::io::Result<Conn> {
+        loop {
+            let idle = self.idle.lock().map(|mut v| v.pop()).unwrap_or(None);
+            let Some(mut conn) = idle else { break };
+            if conn.ready().await.is_ok() {
+                return Ok(conn);
+            }
+        }
+        self.connect().await
+    }
+
+    fn checkin(&self, conn: Conn) {
+        if let Ok(mut idle) = self.idle.lock() {
+            idle.push(conn);
+        }
+    }
+
+    fn request(&self, method: Method, uri: Uri, body: Bytes) -> Request<Full<Bytes>> {
+        let mut req = Request::new(Full::new(body));
+        *req.method_mut() = method;
+        *req.uri_mut() = uri;
+        *req.headers_mut() = self.headers.clone();
+        req
+    }
+
+    /// GETs `uri` and returns status, content type and (capped) body.
+    pub async fn get(
+        &self,
+        uri: Uri,
+        timeout: Duration,
+    ) -> Result<(u16, String, Bytes), FetchError> {
+        let work = async {
+            let mut conn = self.checkout().await.map_err(FetchError::Connect)?;
+            let resp = conn
+                .send_request(self.request(Method::GET, uri, Bytes::new()))
+                .await?;
+            let status = resp.status().as_u16();
+            let ctype = content_type(&resp);
+            let body = Limited::collect(resp.into_body(), MAX_BODY_BYTES).await?;
+            self.checkin(conn);
+            Ok((status, ctype, body))
+        };
+        tokio::time::timeout(timeout, work)
+            .await
+            .map_err(|_| FetchError::Timeout)?
+    }
+
+    /// Sends one completion request and reads its response.
+    pub async fn execute(
+        &self,
+        uri: Uri,
+        body: Bytes,
+        stream: bool,
+        idle: Duration,
+        out: &mut Outcome,
+    ) -> Result<(), ErrorKind> {
+        let mut conn = self.checkout().await.map_err(|_| ErrorKind::Connect)?;
+        let mut req = self.request(Method::POST, uri, body);
+        req.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        let resp = conn
+            .send_request(req)
+            .await
+            .map_err(|_| ErrorKind::ConnectionClosed)?;
+        let status = resp.status();
+        out.status = Some(status.as_u16());
+        let is_sse = content_type(&resp).starts_with("text/event-stream");
+        let body = resp.into_body();
+        let result = if !status.is_success() {
+            drain(body, idle)
+                .await
+                .and(Err(ErrorKind::Http(status.as_u16())))
+        } else if stream && !is_sse {
+            Err(ErrorKind::BadResponse)
+        } else if stream {
+            read_stream(body, idle, out).await
+        } else {
+            read_body(body, idle, out).await
+        };
+        // A connection is reused only when its response was read to the end.
+        if matches!(result, Ok(()) | Err(ErrorKind::Http(_))) {
+            self.checkin(conn);
+        }
+        result
+    }
+}
+
+fn content_type(resp: &Response<Incoming>) -> String {
+    resp.headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_ascii_lowercase()
+}
+
+/// Waits for the next frame, failing with [`ErrorKind::Stall`] after `idle` without bytes.
+async fn next_frame(
+    body: &mut Incoming,
+    idle: Duration,
+) -> Result<Option<(Bytes, Instant)>, ErrorKind> {
+    loop {
+        let frame = tokio::time::timeout(idle, body.frame())
+            .await
+            .map_err(|_| ErrorKind::Stall)?;
+        let at = Instant::now();
+        match frame {
+            None => return Ok(None),
+            Some(Err(_)) => return Err(ErrorKind::StreamCut),
+            Some(Ok(f)) => {
+                if let Ok(data) = f.into_data() {
+                    return Ok(Some((data, at)));
+                }
+            }
+        }
+    }
+}
+
+async fn read_stream(
+    mut body: Incoming,
+    idle: Duration,
+    out: &mut Outcome,
+) -> Result<(), ErrorKind> {
+    let mut reader = StreamReader::default();
+    let result = loop {
+        match next_frame(&mut body, idle).await {
+            Ok(Some((data, at))) => {
+                if let Err(e) = reader.feed(&data, at.into_std()) {
+                    break Err(e);
+                }
+            }
+            Ok(None) => break reader.finish(),
+            Err(e) => break Err(e),
+        }
+    };
+    let status = out.status;
+    *out = reader.into_outcome();
+    out.status = status;
+    result
+}
+
+async fn read_body(mut body: Incoming, idle: Duration, out: &mut Outcome) -> Result<(), ErrorKind> {
+    let mut buf = Vec::new();
+    while let Some((data, _)) = next_frame(&mut body, idle).await? {
+        if buf.len() + data.len() > MAX_BODY_BYTES {
+            return Err(ErrorKind::BadResponse);
+        }
+        buf.extend_from_slice(&data);
+    }
+    read_whole(&buf, out)
+}
+
+/// Reads an error body to its end (capped), so the connection can be reused.
+async fn drain(mut body: Incoming, idle: Duration) -> Result<(), ErrorKind> {
+    let mut seen = 0;
+    while let Some((data, _)) = next_frame(&mut body, idle).await? {
+        seen += data.len();
+        if seen > MAX_BODY_BYTES {
+            return Err(ErrorKind::BadResponse);
+        }
+    }
+    Ok(())
+}
+
+/// Collects a body up to a size cap.
+struct Limited;
+
+impl Limited {
+    async fn collect(mut body: Incoming, cap: usize) -> Result<Bytes, hyper::Error> {
+        let mut buf = Vec::new();
+        while let Some(frame) = body.frame().await {
+            if let Ok(data) = frame?.into_data() {
+                let room = cap.saturating_sub(buf.len());
+                buf.extend_from_slice(&data[..data.len().min(room)]);
+            }
+        }
+        Ok(Bytes::from(buf))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_targets() {
+        let t: Target = "http://127.0.0.1:18000".parse().unwrap();
+        assert_eq!(t.to_string(), "http://127.0.0.1:18000");
+        assert_eq!(t.uri("/v1/models"), "/v1/models");
+        let t: Target = "http://localhost/v1/".parse().unwrap();
+        assert_eq!(
+            (t.to_string().as_str(), t.uri("/v1/models")),
+            ("http://localhost:80", Uri::from_static("/v1/models"))
+        );
+        let t: Target = "http://[::1]:8000/proxy/v1".parse().unwrap();
+        assert_eq!(t.to_string(), "http://[::1]:8000/proxy");
+        assert_eq!(t.uri("/v1/completions"), "/proxy/v1/completions");
+    }
+
+    #[test]
+    fn rejects_bad_targets() {
+        for bad in [
+            "",
+            "127.0.0.1:8000",
+            "https://x",
+            "ftp://x",
+            "http://user:pw@x",
+        ] {
+            let err = bad.parse::<Target>().unwrap_err();
+            assert!(err.to_string().contains("invalid target"), "{bad}: {err}");
+        }
+        assert!(
+            !"http://user:pw@x"
+                .parse::<Target>()
+                .unwrap_err()
+                .to_string()
+                .contains("pw@")
+        );
+    }
+
+    #[test]
+    fn secrets_do_not_print() {
+        let s = Secret::new("sk-very-secret");
+        assert!(!format!("{s:?}").contains("very"));
+        let t: Target = "http://127.0.0.1:1".parse().unwrap();
+        let c = Client::new(&t, vec![], Some(&s), &[]);
+        assert!(!format!("{c:?}").contains("very"), "{c:?}");
+    }
+}

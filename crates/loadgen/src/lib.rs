@@ -1,0 +1,50 @@
+//! `llmscope-loadgen`: load for OpenAI-compatible LLM servers, measured exactly.
+//!
+//! Data flows one way: a [`LoadSpec`] (what was asked) is [`resolve`]d into a [`LoadPlan`] (the
+//! only step that does I/O before the run: prompt file, `/v1/models`); [`run`] drives it — one
+//! dispatch loop for every arrival schedule ([`schedule`]), one task per request over a small
+//! HTTP/1.1 pool ([`http`]), an SSE splitter ([`sse`]) feeding a pure response reader
+//! ([`response`]) — and every request ends as one [`RequestRecord`] on a channel to one
+//! aggregator ([`stats`]), which hands batches to an [`Observer`] (progress, records file) and
+//! returns a serialisable [`LoadReport`]. The client watches itself ([`client`]) and says when it
+//! limited the result.
+//!
+//! # Definitions
+//! - Timestamps are taken on a monotonic clock when a body frame arrives, before any parsing.
+//! - **TTFT**: send → first chunk carrying generated text (answer *or* reasoning); role-only and
+//!   empty chunks do not count. **TTFO**: send → first chunk carrying answer text (not reasoning).
+//! - **ITL**: every gap between consecutive text chunks. **TPOT**: per request,
+//!   `(e2e − TTFT) / (output tokens − 1)`. **e2e**: send → end of the response.
+//! - "Send" is when the request starts (connection checkout included). In open loop, TTFT and
+//!   e2e are also measured from the *intended* send time (`*_from_schedule`, correcting
+//!   coordinated omission) and the schedule lag (actual − intended send) is reported.
+//! - **Output tokens**: `usage.completion_tokens` when the server gives it, else the counted text
+//!   chunks; both are kept and their mismatch reported.
+//! - **Throughput** is over the measured window: first measured send → last response end.
+
+pub mod chunk;
+pub mod client;
+pub mod driver;
+#[cfg(feature = "fake-server")]
+pub mod fake;
+pub mod http;
+pub mod plan;
+pub mod prompts;
+pub mod record;
+pub mod report;
+pub mod response;
+pub mod rng;
+pub mod schedule;
+pub mod slo;
+pub mod sse;
+pub mod stats;
+pub mod text;
+
+pub use driver::{Observer, Progress, RunControl, Signal, run};
+pub use http::{Secret, Target};
+pub use plan::{ArrivalKind, LoadPlan, LoadSpec, PlanError, StagePlan, resolve};
+pub use prompts::{Endpoint, TokenSpec};
+pub use record::{ErrorKind, RequestRecord};
+pub use report::{LoadReport, StageReport, Summary};
+pub use schedule::{Arrival, Mode};
+pub use slo::Slo;

@@ -1,0 +1,617 @@
+//! Configuration, second stage: a [`LoadSpec`] (what was asked, unvalidated) is resolved into a
+//! [`LoadPlan`] (what will run). Resolution is the only step that does I/O before the run: it
+//! reads the prompt file, resolves the host, and asks the server's `/v1/models` for the model —
+//! so an unreachable target, a non-OpenAI server, a wrong model or an empty prompt file fail here
+//! with a [`PlanError`] that says what is wrong and how to fix it.
+
+use crate::http::{Client, FetchError, Secret, Target, TargetError};
+use crate::prompts::{self, BodyOptions, Endpoint, Prompt, PromptError, TokenSpec};
+use crate::schedule::{Arrival, Mode};
+use crate::slo::Slo;
+use bytes::Bytes;
+use hyper::header::{HeaderName, HeaderValue};
+use serde::Deserialize;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Inter-arrival distribution as named on the command line.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ArrivalKind {
+    Constant,
+    #[default]
+    Poisson,
+    Gamma,
+}
+
+/// What the user asked for.
+#[derive(Debug, Clone)]
+pub struct LoadSpec {
+    pub target: String,
+    pub endpoint: Endpoint,
+    pub stream: bool,
+    pub model: Option<String>,
+    pub api_key: Option<Secret>,
+    /// `Name: value` lines.
+    pub headers: Vec<String>,
+    /// Closed-loop stages, or the cap of open-loop stages when `rate` is given.
+    pub concurrency: Vec<u32>,
+    /// Open-loop stages, requests per second.
+    pub rate: Vec<f64>,
+    pub arrival: ArrivalKind,
+    pub burstiness: Option<f64>,
+    pub ramp_up: Duration,
+    pub duration: Option<Duration>,
+    pub requests: Option<u64>,
+    pub warmup: Duration,
+    pub prompt: Option<String>,
+    pub prompts_file: Option<PathBuf>,
+    pub input_tokens: Option<TokenSpec>,
+    pub output_tokens: Option<u32>,
+    pub max_tokens: Option<u32>,
+    pub slo: Slo,
+    pub timeout: Duration,
+    pub idle_timeout: Duration,
+    pub grace: Duration,
+    pub seed: u64,
+}
+
+impl Default for LoadSpec {
+    fn default() -> Self {
+        LoadSpec {
+            target: "http://127.0.0.1:8000".into(),
+            endpoint: Endpoint::Chat,
+            stream: true,
+            model: None,
+            api_key: None,
+            headers: Vec::new(),
+            concurrency: Vec::new(),
+            rate: Vec::new(),
+            arrival: ArrivalKind::Poisson,
+            burstiness: None,
+            ramp_up: Duration::ZERO,
+            duration: None,
+            requests: None,
+            warmup: Duration::ZERO,
+            prompt: None,
+            prompts_file: None,
+            input_tokens: None,
+            output_tokens: None,
+            max_tokens: None,
+            slo: Slo::default(),
+            timeout: Duration::from_secs(600),
+            idle_timeout: Duration::from_secs(30),
+            grace: Duration::from_secs(30),
+            seed: 1,
+        }
+    }
+}
+
+/// One stage of a run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StagePlan {
+    pub mode: Mode,
+    pub ramp_up: Duration,
+    pub warmup: Duration,
+    /// Measured sending time (after the warmup).
+    pub duration: Option<Duration>,
+    /// Measured requests to send.
+    pub requests: Option<u64>,
+}
+
+impl StagePlan {
+    /// `closed-loop, 32 workers` / `open-loop, 10 req/s poisson, cap 64`.
+    pub fn label(&self) -> String {
+        match self.mode {
+            Mode::Closed { concurrency } => format!("closed-loop, concurrency {concurrency}"),
+            Mode::Open { rate, arrival, cap } => {
+                let a = match arrival {
+                    Arrival::Constant => "constant".to_owned(),
+                    Arrival::Poisson => "poisson".to_owned(),
+                    Arrival::Gamma { burstiness } => format!("gamma, burstiness {burstiness}"),
+                };
+                let cap = cap.map_or(String::new(), |c| format!(", cap {c}"));
+                format!("open-loop, {rate} req/s ({a}){cap}")
+            }
+        }
+    }
+}
+
+/// What will run: validated, with the model known and every body built.
+#[derive(Debug, Clone)]
+pub struct LoadPlan {
+    pub target: Target,
+    pub model: String,
+    pub endpoint: Endpoint,
+    pub stream: bool,
+    pub stages: Vec<StagePlan>,
+    pub bodies: Arc<[Bytes]>,
+    pub slo: Slo,
+    pub timeout: Duration,
+    pub idle_timeout: Duration,
+    pub grace: Duration,
+    pub seed: u64,
+    /// Things the user should know about how the plan was resolved.
+    pub notes: Vec<String>,
+    pub(crate) client: Arc<Client>,
+}
+
+/// Why a plan could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    #[error("{0}")]
+    Usage(String),
+    #[error(transparent)]
+    Target(#[from] TargetError),
+    #[error(transparent)]
+    Prompt(#[from] PromptError),
+    #[error("invalid header `{0}`: write `Name: value`")]
+    Header(String),
+    #[error(
+        "cannot reach {target}: {why}. Is the server running there? (`llmscope sim` starts a local one)"
+    )]
+    Unreachable { target: String, why: String },
+    #[error(
+        "{url} did not answer like an OpenAI-compatible server ({got}); --target must be the server's base URL, e.g. http://127.0.0.1:8000"
+    )]
+    NotOpenAi { url: String, got: String },
+    #[error(
+        "model `{model}` is not served by {target} (it serves: {served}); pass one of those with --model"
+    )]
+    ModelNotServed {
+        model: String,
+        target: String,
+        served: String,
+    },
+    #[error("{target}/v1/models lists no model; pass --model")]
+    NoModel { target: String },
+}
+
+fn usage(msg: impl Into<String>) -> PlanError {
+    PlanError::Usage(msg.into())
+}
+
+/// The stages the spec asks for (pure).
+pub fn stages(spec: &LoadSpec) -> Result<Vec<StagePlan>, PlanError> {
+    if spec.duration.is_none() && spec.requests.is_none() {
+        return Err(usage(
+            "say when to stop: --duration (e.g. 60s) and/or --requests N",
+        ));
+    }
+    if spec.duration.is_some_and(|d| d.is_zero()) || spec.requests == Some(0) {
+        return Err(usage("--duration and --requests must be more than 0"));
+    }
+    let modes = modes(spec)?;
+    Ok(modes
+        .into_iter()
+        .map(|mode| StagePlan {
+            mode,
+            ramp_up: spec.ramp_up,
+            warmup: spec.warmup,
+            duration: spec.duration,
+            requests: spec.requests,
+        })
+        .collect())
+}
+
+fn modes(spec: &LoadSpec) -> Result<Vec<Mode>, PlanError> {
+    if spec.concurrency.contains(&0) {
+        return Err(usage("--concurrency must be at least 1"));
+    }
+    if spec.rate.is_empty() {
+        if spec.burstiness.is_some() {
+            return Err(usage("--burstiness shapes open-loop arrivals: add --rate"));
+        }
+        let c = if spec.concurrency.is_empty() {
+            vec![1]
+        } else {
+            spec.concurrency.clone()
+        };
+        return Ok(c
+            .into_iter()
+            .map(|concurrency| Mode::Closed { concurrency })
+            .collect());
+    }
+    if spec.rate.iter().any(|r| !(r.is_finite() && *r > 0.0)) {
+        return Err(usage(
+            "--rate must be a positive number of requests per second",
+        ));
+    }
+    let cap = match spec.concurrency.as_slice() {
+        [] => None,
+        [c] => Some(*c),
+        _ => {
+            return Err(usage(
+                "with --rate, --concurrency is one cap for every stage, not a list",
+            ));
+        }
+    };
+    let arrival = arrival(spec)?;
+    Ok(spec
+        .rate
+        .iter()
+        .map(|&rate| Mode::Open { rate, arrival, cap })
+        .collect())
+}
+
+fn arrival(spec: &LoadSpec) -> Result<Arrival, PlanError> {
+    match (spec.arrival, spec.burstiness) {
+        (_, Some(b)) if !(b.is_finite() && b > 0.0) => Err(usage(
+            "--burstiness must be a positive number (1 = Poisson)",
+        )),
+        (ArrivalKind::Constant, Some(_)) => {
+            Err(usage("--burstiness needs --arrival gamma (or poisson)"))
+        }
+        (ArrivalKind::Constant, None) => Ok(Arrival::Constant),
+        (ArrivalKind::Poisson, None) => Ok(Arrival::Poisson),
+        (ArrivalKind::Gamma, None) => Err(usage(
+            "--arrival gamma needs --burstiness B (1 = Poisson, < 1 burstier)",
+        )),
+        (_, Some(burstiness)) => Ok(Arrival::Gamma { burstiness }),
+    }
+}
+
+/// `Name: value` → a header pair; values are marked sensitive (they may carry tokens).
+pub fn parse_header(line: &str) -> Result<(HeaderName, HeaderValue), PlanError> {
+    let (name, value) = line
+        .split_once(':')
+        .ok_or_else(|| PlanError::Header(header_name(line)))?;
+    let name = HeaderName::from_bytes(name.trim().as_bytes())
+        .map_err(|_| PlanError::Header(header_name(line)))?;
+    let mut value =
+        HeaderValue::from_str(value.trim()).map_err(|_| PlanError::Header(header_name(line)))?;
+    value.set_sensitive(true);
+    Ok((name, value))
+}
+
+/// The name part only: a header value may be a secret and never goes into an error.
+fn header_name(line: &str) -> String {
+    let line = line.trim_start();
+    line.split(|c: char| c == ':' || c.is_whitespace())
+        .next()
+        .unwrap_or("")
+        .chars()
+        .take(64)
+        .collect()
+}
+
+/// The prompts the spec asks for (reads the prompt file).
+pub fn load_prompts(spec: &LoadSpec) -> Result<Vec<Prompt>, PlanError> {
+    let given = [
+        spec.prompt.is_some(),
+        spec.prompts_file.is_some(),
+        spec.input_tokens.is_some(),
+    ];
+    if given.iter().filter(|g| **g).count() > 1 {
+        return Err(usage(
+            "give one prompt source: --prompt, --prompts or --input-tokens",
+        ));
+    }
+    if let Some(p) = &spec.prompt {
+        if p.trim().is_empty() {
+            return Err(usage("--prompt is empty"));
+        }
+        return Ok(vec![Prompt::Text(p.clone())]);
+    }
+    if let Some(path) = &spec.prompts_file {
+        return Ok(prompts::load_file(path)?);
+    }
+    let count = spec.requests.map_or(1024, |n| n.clamp(1, 1024) as usize);
+    let input = spec.input_tokens.unwrap_or(TokenSpec { mean: 128, sd: 0 });
+    Ok(prompts::synthetic(input, count, spec.seed))
+}
+
+#[derive(Deserialize)]
+struct ModelList {
+    data: Vec<ModelCard>,
+}
+
+#[derive(Deserialize)]
+struct ModelCard {
+    id: String,
+    #[serde(default)]
+    owned_by: Option<String>,
+}
+
+/// The served models, or `None` when the server has no `/v1/models` (404).
+async fn served_models(
+    client: &Client,
+    target: &Target,
+) -> Result<Option<Vec<ModelCard>>, PlanError> {
+    let url = format!("{target}/v1/models");
+    let (status, ctype, body) = client
+        .get(target.uri("/v1/models"), Duration::from_secs(10))
+        .await
+        .map_err(|e| match e {
+            FetchError::Connect(io) => PlanError::Unreachable {
+                target: target.to_string(),
+                why: io.to_string(),
+            },
+            FetchError::Timeout => PlanError::Unreachable {
+                target: target.to_string(),
+                why: "no answer within 10s".into(),
+            },
+            FetchError::Http(h) => PlanError::NotOpenAi {
+                url: url.clone(),
+                got: format!("HTTP error: {h}"),
+            },
+        })?;
+    if status == 404 {
+        return Ok(None);
+    }
+    let not_openai = |got: String| PlanError::NotOpenAi {
+        url: url.clone(),
+        got,
+    };
+    if status == 401 || status == 403 {
+        return Err(not_openai(format!(
+            "HTTP {status}: check --api-key / OPENAI_API_KEY"
+        )));
+    }
+    if status != 200 {
+        return Err(not_openai(format!("HTTP {status}")));
+    }
+    let list: ModelList = serde_json::from_slice(&body).map_err(|_| {
+        not_openai(format!(
+            "HTTP 200 but not a model list, content type `{ctype}`"
+        ))
+    })?;
+    Ok(Some(list.data))
+}
+
+/// Resolves a spec: validates it, reads prompts, checks the server and its model, builds bodies.
+pub async fn resolve(spec: &LoadSpec) -> Result<LoadPlan, PlanError> {
+    let stages = stages(spec)?;
+    if spec.output_tokens.is_some() && spec.max_tokens.is_some() {
+        return Err(usage(
+            "give --output-tokens (exact length) or --max-tokens (a cap), not both",
+        ));
+    }
+    let target: Target = spec.target.parse()?;
+    let headers = spec
+        .headers
+        .iter()
+        .map(|h| parse_header(h))
+        .collect::<Result<Vec<_>, _>>()?;
+    let prompts = load_prompts(spec)?;
+    let addrs = target.resolve().await.map_err(|e| PlanError::Unreachable {
+        target: target.to_string(),
+        why: e.to_string(),
+    })?;
+    let client = Arc::new(Client::new(&target, addrs, spec.api_key.as_ref(), &headers));
+    let served = served_models(&client, &target).await?;
+    let (model, vllm) = choose_model(spec, &target, served.as_deref())?;
+    let mut notes = Vec::new();
+    let ignore_eos = spec.output_tokens.is_some() && vllm;
+    if spec.output_tokens.is_some() && !vllm {
+        notes.push("the server does not look like vLLM: sending max_tokens without ignore_eos, so answers may end early".into());
+    }
+    let opts = BodyOptions {
+        endpoint: spec.endpoint,
+        model: model.clone(),
+        stream: spec.stream,
+        max_tokens: spec.output_tokens.or(spec.max_tokens),
+        ignore_eos,
+    };
+    Ok(LoadPlan {
+        target,
+        model,
+        endpoint: spec.endpoint,
+        stream: spec.stream,
+        stages,
+        bodies: prompts::build_bodies(&prompts, &opts).into(),
+        slo: spec.slo,
+        timeout: spec.timeout,
+        idle_timeout: spec.idle_timeout,
+        grace: spec.grace,
+        seed: spec.seed,
+        notes,
+        client,
+    })
+}
+
+/// The model to use and whether the server is vLLM (`owned_by: "vllm"`).
+fn choose_model(
+    spec: &LoadSpec,
+    target: &Target,
+    served: Option<&[ModelCard]>,
+) -> Result<(String, bool), PlanError> {
+    let vllm = served.is_some_and(|s| s.iter().any(|m| m.owned_by.as_deref() == Some("vllm")));
+    match (&spec.model, served) {
+        (Some(m), None) => Ok((m.clone(), false)),
+        (Some(m), Some(s)) if s.iter().any(|c| &c.id == m) => Ok((m.clone(), vllm)),
+        (Some(m), Some(s)) => Err(PlanError::ModelNotServed {
+            model: m.clone(),
+            target: target.to_string(),
+            served: s
+                .iter()
+                .map(|c| c.id.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+        }),
+        (None, Some([first, ..])) => Ok((first.id.clone(), vllm)),
+        (None, _) => Err(PlanError::NoModel {
+            target: target.to_string(),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec() -> LoadSpec {
+        LoadSpec {
+            duration: Some(Duration::from_secs(1)),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn stage_shapes() {
+        let s = LoadSpec {
+            concurrency: vec![1, 8],
+            ..spec()
+        };
+        assert_eq!(
+            stages(&s)
+                .unwrap()
+                .iter()
+                .map(|s| s.mode)
+                .collect::<Vec<_>>(),
+            vec![
+                Mode::Closed { concurrency: 1 },
+                Mode::Closed { concurrency: 8 }
+            ]
+        );
+        let s = LoadSpec {
+            rate: vec![5.0],
+            concurrency: vec![4],
+            arrival: ArrivalKind::Gamma,
+            burstiness: Some(0.5),
+            ..spec()
+        };
+        assert_eq!(
+            stages(&s).unwrap()[0].mode,
+            Mode::Open {
+                rate: 5.0,
+                arrival: Arrival::Gamma { burstiness: 0.5 },
+                cap: Some(4)
+            }
+        );
+        assert_eq!(
+            stages(&spec()).unwrap()[0].mode,
+            Mode::Closed { concurrency: 1 }
+        );
+        assert!(stages(&s).unwrap()[0].label().contains("cap 4"));
+    }
+
+    #[test]
+    fn bad_shapes_say_how_to_fix() {
+        let cases = [
+            LoadSpec {
+                duration: None,
+                ..spec()
+            },
+            LoadSpec {
+                concurrency: vec![0],
+                ..spec()
+            },
+            LoadSpec {
+                rate: vec![-1.0],
+                ..spec()
+            },
+            LoadSpec {
+                rate: vec![1.0],
+                concurrency: vec![1, 2],
+                ..spec()
+            },
+            LoadSpec {
+                rate: vec![1.0],
+                arrival: ArrivalKind::Gamma,
+                ..spec()
+            },
+            LoadSpec {
+                rate: vec![1.0],
+                arrival: ArrivalKind::Constant,
+                burstiness: Some(2.0),
+                ..spec()
+            },
+            LoadSpec {
+                burstiness: Some(2.0),
+                ..spec()
+            },
+        ];
+        for c in cases {
+            let e = stages(&c).unwrap_err().to_string();
+            assert!(e.contains("--"), "{e}");
+        }
+    }
+
+    #[test]
+    fn headers_never_echo_values() {
+        let (n, v) = parse_header("X-Api-Token: abc").unwrap();
+        assert_eq!((n.as_str(), v.is_sensitive()), ("x-api-token", true));
+        let e = parse_header("Authorization secret-token")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            !e.contains("secret-token") && e.contains("`Authorization`"),
+            "{e}"
+        );
+        let e = parse_header("Bad Name: secret-value")
+            .unwrap_err()
+            .to_string();
+        assert!(!e.contains("secret-value"), "{e}");
+    }
+
+    #[test]
+    fn prompt_sources() {
+        let p = load_prompts(&LoadSpec {
+            prompt: Some("hi".into()),
+            ..spec()
+        })
+        .unwrap();
+        assert_eq!(p, vec![Prompt::Text("hi".into())]);
+        assert!(
+            load_prompts(&LoadSpec {
+                prompt: Some(" ".into()),
+                ..spec()
+            })
+            .is_err()
+        );
+        let both = LoadSpec {
+            prompt: Some("a".into()),
+            input_tokens: Some(TokenSpec { mean: 3, sd: 0 }),
+            ..spec()
+        };
+        assert!(load_prompts(&both).is_err());
+        let syn = load_prompts(&LoadSpec {
+            requests: Some(5),
+            input_tokens: Some(TokenSpec { mean: 3, sd: 0 }),
+            ..spec()
+        })
+        .unwrap();
+        assert_eq!(syn.len(), 5);
+    }
+
+    #[test]
+    fn model_choice() {
+        let t: Target = "http://127.0.0.1:1".parse().unwrap();
+        let cards = [
+            ModelCard {
+                id: "a".into(),
+                owned_by: Some("vllm".into()),
+            },
+            ModelCard {
+                id: "b".into(),
+                owned_by: None,
+            },
+        ];
+        assert_eq!(
+            choose_model(&spec(), &t, Some(&cards)).unwrap(),
+            ("a".into(), true)
+        );
+        let b = LoadSpec {
+            model: Some("b".into()),
+            ..spec()
+        };
+        assert_eq!(choose_model(&b, &t, Some(&cards)).unwrap().0, "b");
+        let e = choose_model(
+            &LoadSpec {
+                model: Some("zz".into()),
+                ..spec()
+            },
+            &t,
+            Some(&cards),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("zz") && e.contains("a, b") && e.contains("--model"),
+            "{e}"
+        );
+        assert!(choose_model(&spec(), &t, None).is_err());
+        assert_eq!(choose_model(&b, &t, None).unwrap(), ("b".into(), false));
+    }
+}

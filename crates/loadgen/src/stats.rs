@@ -1,0 +1,494 @@
+//! Streaming statistics: records in, [`StageReport`] out. Pure and mergeable.
+//!
+//! [`StageStats::add`] folds one [`RequestRecord`] into HDR histograms (microsecond resolution,
+//! 3 significant digits, up to one hour) and counters; [`StageStats::merge`] adds another stage's
+//! stats, so a multi-stage run reports each stage and their union without keeping records.
+
+use crate::record::{ErrorKind, RequestRecord};
+use crate::report::{
+    Goodput, Latencies, LoadInfo, RequestCounts, StageReport, Summary, Throughput, TimingCheck,
+    Tokens,
+};
+use crate::schedule::Mode;
+use crate::slo::Slo;
+use hdrhistogram::Histogram;
+use std::collections::BTreeMap;
+
+const MAX_US: u64 = 3_600_000_000;
+
+/// A latency histogram in microseconds.
+#[derive(Debug, Clone)]
+pub struct Hist(Histogram<u64>);
+
+impl Default for Hist {
+    fn default() -> Self {
+        Hist(Histogram::new_with_bounds(1, MAX_US, 3).expect("valid HDR bounds"))
+    }
+}
+
+impl Hist {
+    pub fn record_us(&mut self, us: u64) {
+        self.0.saturating_record(us.min(MAX_US));
+    }
+
+    pub fn record_ns(&mut self, ns: u64) {
+        self.record_us((ns + 500) / 1000);
+    }
+
+    pub fn merge(&mut self, other: &Hist) {
+        // Same bounds on both sides, so adding cannot fail.
+        let _ = self.0.add(&other.0);
+    }
+
+    pub fn len(&self) -> u64 {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Percentiles and moments in milliseconds; all `None` when empty.
+    pub fn summary(&self) -> Summary {
+        let h = &self.0;
+        if h.is_empty() {
+            return Summary::default();
+        }
+        // HDR's convention: a bucket (0.1% wide) reads as its highest value, so a percentile is
+        // never under-reported.
+        let ms = |us: u64| Some(round3(us as f64 / 1e3));
+        let q = |q: f64| ms(h.value_at_quantile(q));
+        Summary {
+            count: h.len(),
+            p50: q(0.5),
+            p90: q(0.9),
+            p95: q(0.95),
+            p99: q(0.99),
+            p999: q(0.999),
+            mean: Some(round3(h.mean() / 1e3)),
+            stddev: Some(round3(h.stdev() / 1e3)),
+            min: ms(h.min()),
+            max: ms(h.max()),
+        }
+    }
+}
+
+fn round3(v: f64) -> f64 {
+    (v * 1e3).round() / 1e3
+}
+
+/// Everything measured in one stage.
+#[derive(Debug, Clone, Default)]
+pub struct StageStats {
+    pub requests: RequestCounts,
+    pub errors: BTreeMap<ErrorKind, u64>,
+    ttft: Hist,
+    ttfo: Hist,
+    itl: Hist,
+    tpot: Hist,
+    e2e: Hist,
+    ttft_sched: Hist,
+    e2e_sched: Hist,
+    lag: Hist,
+    delivery: Hist,
+    tokens: Tokens,
+    usage_both: (u64, u64),
+    good: u64,
+    span: Option<(u64, u64)>,
+    closed_windows_ns: u64,
+    busy_ns: u128,
+}
+
+/// What the driver knows about a stage that the records do not say.
+#[derive(Debug, Clone, Default)]
+pub struct StageMeta {
+    pub stage: Option<u32>,
+    pub label: String,
+    /// `None` for merged stages of different modes.
+    pub mode: Option<Mode>,
+    pub mode_name: String,
+    pub peak_concurrency: u64,
+    pub send_window_s: f64,
+    pub duration_s: f64,
+}
+
+impl StageStats {
+    /// Folds one record in.
+    pub fn add(&mut self, r: &RequestRecord, slo: &Slo) {
+        if r.warmup {
+            self.requests.warmup += 1;
+            return;
+        }
+        self.requests.sent += 1;
+        self.extend_span(r.sent_unix_ns, r.end_unix_ns);
+        self.busy_ns += u128::from(r.e2e_ns());
+        if let Some(s) = r.scheduled_unix_ns {
+            self.lag.record_ns(r.sent_unix_ns.saturating_sub(s));
+        }
+        match r.error {
+            Some(kind) => {
+                self.requests.failed += 1;
+                *self.errors.entry(kind).or_default() += 1;
+            }
+            None => self.add_completed(r, slo),
+        }
+    }
+
+    fn extend_span(&mut self, start: u64, end: u64) {
+        let (a, b) = self.span.unwrap_or((start, end));
+        self.span = Some((a.min(start), b.max(end)));
+    }
+
+    fn add_completed(&mut self, r: &RequestRecord, slo: &Slo) {
+        self.requests.completed += 1;
+        self.e2e.record_ns(r.e2e_ns());
+        if let Some(t) = r.ttft_ns() {
+            self.ttft.record_ns(t);
+        }
+        if let Some(t) = r.first_output_unix_ns {
+            self.ttfo.record_ns(t.saturating_sub(r.sent_unix_ns));
+        }
+        if let Some(t) = r.tpot_ns() {
+            self.tpot.record_ns(t);
+        }
+        for &g in &r.gaps_us {
+            self.itl.record_us(u64::from(g));
+        }
+        if let Some(s) = r.scheduled_unix_ns {
+            self.e2e_sched.record_ns(r.end_unix_ns.saturating_sub(s));
+            if let Some(t) = r.first_token_unix_ns {
+                self.ttft_sched.record_ns(t.saturating_sub(s));
+            }
+        }
+        if let (Some(server), Some(client)) = (r.server_first_token_unix_ns, r.first_token_unix_ns)
+        {
+            self.delivery.record_ns(client.saturating_sub(server));
+        }
+        self.add_tokens(r);
+        self.good += u64::from(!slo.is_empty() && slo.met(r));
+    }
+
+    fn add_tokens(&mut self, r: &RequestRecord) {
+        let t = &mut self.tokens;
+        t.prompt += u64::from(r.prompt_tokens.unwrap_or(0));
+        t.output += u64::from(r.tokens_out());
+        t.counted_chunks += u64::from(r.chunk_tokens);
+        match r.output_tokens {
+            None => t.usage_missing += 1,
+            Some(u) if r.first_token_unix_ns.is_some() || r.chunk_tokens > 0 => {
+                t.mismatched_requests += u64::from(u != r.chunk_tokens);
+                self.usage_both.0 += u64::from(u);
+                self.usage_both.1 += u64::from(r.chunk_tokens);
+            }
+            Some(_) => {}
+        }
+    }
+
+    /// Measured window: first send to last end, summed over merged stages.
+    pub fn window_ns(&self) -> u64 {
+        self.closed_windows_ns + self.span.map_or(0, |(a, b)| b - a)
+    }
+
+    /// Adds another stage's stats.
+    pub fn merge(&mut self, o: &StageStats) {
+        let r = &mut self.requests;
+        r.sent += o.requests.sent;
+        r.completed += o.requests.completed;
+        r.failed += o.requests.failed;
+        r.warmup += o.requests.warmup;
+        for (k, v) in &o.errors {
+            *self.errors.entry(*k).or_default() += v;
+        }
+        for (a, b) in self.hists_mut().into_iter().zip(o.hists()) {
+            a.merge(b);
+        }
+        let (t, u) = (&mut self.tokens, &o.tokens);
+        t.prompt += u.prompt;
+        t.output += u.output;
+        t.counted_chunks += u.counted_chunks;
+        t.usage_missing += u.usage_missing;
+        t.mismatched_requests += u.mismatched_requests;
+        self.usage_both.0 += o.usage_both.0;
+        self.usage_both.1 += o.usage_both.1;
+        self.good += o.good;
+        self.closed_windows_ns += o.window_ns();
+        self.busy_ns += o.busy_ns;
+    }
+
+    fn hists(&self) -> [&Hist; 9] {
+        [
+            &self.ttft,
+            &self.ttfo,
+            &self.itl,
+            &self.tpot,
+            &self.e2e,
+            &self.ttft_sched,
+            &self.e2e_sched,
+            &self.lag,
+            &self.delivery,
+        ]
+    }
+
+    fn hists_mut(&mut self) -> [&mut Hist; 9] {
+        [
+            &mut self.ttft,
+            &mut self.ttfo,
+            &mut self.itl,
+            &mut self.tpot,
+            &mut self.e2e,
+            &mut self.ttft_sched,
+            &mut self.e2e_sched,
+            &mut self.lag,
+            &mut self.delivery,
+        ]
+    }
+
+    /// The report of these stats (the client part is filled in by the driver).
+    pub fn report(&self, meta: &StageMeta, slo: &Slo) -> StageReport {
+        let window_s = self.window_ns() as f64 / 1e9;
+        let per_s = |n: u64| {
+            if window_s > 0.0 {
+                n as f64 / window_s
+            } else {
+                0.0
+            }
+        };
+        StageReport {
+            stage: meta.stage,
+            label: meta.label.clone(),
+            duration_s: meta.duration_s,
+            requests: self.requests,
+            errors: self.errors.clone(),
+            latency_ms: self.latencies(),
+            throughput: Throughput {
+                requests_per_s: per_s(self.requests.completed),
+                output_tokens_per_s: per_s(self.tokens.output),
+                total_tokens_per_s: per_s(self.tokens.output + self.tokens.prompt),
+                window_s,
+            },
+            tokens: self.token_report(),
+            load: self.load_info(meta, window_s),
+            goodput: (!slo.is_empty()).then(|| Goodput {
+                slo: *slo,
+                good: self.good,
+                fraction: (self.requests.sent > 0)
+                    .then(|| self.good as f64 / self.requests.sent as f64),
+                requests_per_s: per_s(self.good),
+            }),
+            timing: (!self.delivery.is_empty()).then(|| TimingCheck {
+                first_token_delivery_ms: self.delivery.summary(),
+            }),
+            client: Default::default(),
+        }
+    }
+
+    fn latencies(&self) -> Latencies {
+        let open = !self.lag.is_empty();
+        Latencies {
+            ttft: self.ttft.summary(),
+            ttfo: self.ttfo.summary(),
+            itl: self.itl.summary(),
+            tpot: self.tpot.summary(),
+            e2e: self.e2e.summary(),
+            ttft_from_schedule: open.then(|| self.ttft_sched.summary()),
+            e2e_from_schedule: open.then(|| self.e2e_sched.summary()),
+        }
+    }
+
+    fn token_report(&self) -> Tokens {
+        let (usage, chunks) = self.usage_both;
+        Tokens {
+            mismatch_pct: (usage > 0)
+                .then(|| round3(usage.abs_diff(chunks) as f64 * 100.0 / usage as f64)),
+            ..self.tokens
+        }
+    }
+
+    fn load_info(&self, meta: &StageMeta, window_s: f64) -> LoadInfo {
+        let mean_concurrency = if window_s > 0.0 {
+            self.busy_ns as f64 / 1e9 / window_s
+        } else {
+            0.0
+        };
+        let send_rate = if meta.send_window_s > 0.0 {
+            self.requests.sent as f64 / meta.send_window_s
+        } else {
+            0.0
+        };
+        let (target, achieved, unit, cap) = match meta.mode {
+            Some(Mode::Closed { concurrency }) => (
+                Some(f64::from(concurrency)),
+                Some(mean_concurrency),
+                "concurrency",
+                Some(concurrency),
+            ),
+            Some(Mode::Open { rate, cap, .. }) => {
+                (Some(rate), Some(send_rate), "requests_per_s", cap)
+            }
+            None => (None, None, "", None),
+        };
+        LoadInfo {
+            mode: meta.mode_name.clone(),
+            target,
+            achieved: achieved.map(round3),
+            unit: unit.into(),
+            concurrency_cap: cap,
+            mean_concurrency: round3(mean_concurrency),
+            peak_concurrency: meta.peak_concurrency,
+            send_rate: round3(send_rate),
+            schedule_lag_ms: (!self.lag.is_empty()).then(|| self.lag.summary()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(sent_ms: u64, ttft_ms: u64, e2e_ms: u64, tokens: u32) -> RequestRecord {
+        let ms = 1_000_000;
+        RequestRecord {
+            sent_unix_ns: sent_ms * ms,
+            first_token_unix_ns: Some((sent_ms + ttft_ms) * ms),
+            first_output_unix_ns: Some((sent_ms + ttft_ms) * ms),
+            end_unix_ns: (sent_ms + e2e_ms) * ms,
+            output_tokens: Some(tokens),
+            prompt_tokens: Some(5),
+            chunk_tokens: tokens,
+            gaps_us: vec![1000; tokens.saturating_sub(1) as usize],
+            ..Default::default()
+        }
+    }
+
+    /// Within HDR's 0.1% resolution.
+    fn near(v: Option<f64>, want: f64) -> bool {
+        v.is_some_and(|v| (v - want).abs() <= want * 1e-3 + 1e-3)
+    }
+
+    #[test]
+    fn empty_stats_report_absent_values() {
+        let r = StageStats::default().report(&StageMeta::default(), &Slo::default());
+        assert_eq!(r.latency_ms.ttft, Summary::default());
+        assert_eq!(r.throughput.requests_per_s, 0.0);
+        let json = serde_json::to_value(&r).unwrap();
+        assert!(json["latency_ms"]["ttft"]["p50"].is_null());
+    }
+
+    #[test]
+    fn counts_latencies_tokens_and_goodput() {
+        let mut s = StageStats::default();
+        let slo: Slo = "ttft=15ms".parse().unwrap();
+        s.add(&rec(0, 10, 100, 10), &slo);
+        s.add(&rec(100, 20, 100, 10), &slo);
+        s.add(
+            &RequestRecord {
+                error: Some(ErrorKind::Http(500)),
+                sent_unix_ns: 0,
+                end_unix_ns: 1,
+                ..Default::default()
+            },
+            &slo,
+        );
+        s.add(
+            &RequestRecord {
+                warmup: true,
+                ..rec(0, 1, 1, 1)
+            },
+            &slo,
+        );
+        let meta = StageMeta {
+            mode: Some(Mode::Closed { concurrency: 2 }),
+            mode_name: "closed".into(),
+            ..Default::default()
+        };
+        let r = s.report(&meta, &slo);
+        assert_eq!(
+            r.requests,
+            RequestCounts {
+                sent: 3,
+                completed: 2,
+                failed: 1,
+                warmup: 1
+            }
+        );
+        assert_eq!(r.errors[&ErrorKind::Http(500)], 1);
+        assert!(near(r.latency_ms.ttft.p50, 10.0), "{:?}", r.latency_ms.ttft);
+        assert!(near(r.latency_ms.ttft.max, 20.0), "{:?}", r.latency_ms.ttft);
+        assert_eq!(r.latency_ms.itl.count, 18);
+        assert!(
+            near(r.latency_ms.tpot.max, 10.0) && near(r.latency_ms.tpot.p50, 8.889),
+            "{:?}",
+            r.latency_ms.tpot
+        );
+        assert_eq!(
+            (r.tokens.output, r.tokens.prompt, r.tokens.mismatch_pct),
+            (20, 10, Some(0.0))
+        );
+        assert_eq!(r.throughput.window_s, 0.2);
+        assert_eq!(r.throughput.output_tokens_per_s, 100.0);
+        assert_eq!(r.goodput.unwrap().good, 1);
+        assert_eq!(
+            r.load.achieved,
+            Some(1.0),
+            "200 ms busy over a 200 ms window"
+        );
+        assert!(r.latency_ms.ttft_from_schedule.is_none());
+    }
+
+    #[test]
+    fn usage_mismatch_is_reported() {
+        let mut s = StageStats::default();
+        s.add(
+            &RequestRecord {
+                chunk_tokens: 8,
+                ..rec(0, 1, 10, 10)
+            },
+            &Slo::default(),
+        );
+        let t = s.report(&StageMeta::default(), &Slo::default()).tokens;
+        assert_eq!((t.mismatched_requests, t.mismatch_pct), (1, Some(20.0)));
+    }
+
+    #[test]
+    fn merge_equals_adding_everything_to_one() {
+        let recs: Vec<RequestRecord> = (0..50)
+            .map(|i| rec(i * 10, 5 + i % 7, 50 + i, 3 + (i % 5) as u32))
+            .collect();
+        let (mut a, mut b, mut all) = (
+            StageStats::default(),
+            StageStats::default(),
+            StageStats::default(),
+        );
+        for (i, r) in recs.iter().enumerate() {
+            if i < 20 {
+                a.add(r, &Slo::default())
+            } else {
+                b.add(r, &Slo::default())
+            }
+            all.add(r, &Slo::default());
+        }
+        let mut merged = StageStats::default();
+        merged.merge(&a);
+        merged.merge(&b);
+        let (m, w) = (
+            merged.report(&StageMeta::default(), &Slo::default()),
+            all.report(&StageMeta::default(), &Slo::default()),
+        );
+        assert_eq!(m.latency_ms, w.latency_ms);
+        assert_eq!((m.requests, m.tokens), (w.requests, w.tokens));
+    }
+
+    #[test]
+    fn open_loop_reports_schedule_lag_and_corrected_latency() {
+        let mut s = StageStats::default();
+        let r = RequestRecord {
+            scheduled_unix_ns: Some(0),
+            ..rec(3, 10, 20, 2)
+        };
+        s.add(&r, &Slo::default());
+        let l = s.report(&StageMeta::default(), &Slo::default());
+        assert!(near(l.load.schedule_lag_ms.unwrap().p50, 3.0));
+        assert!(near(l.latency_ms.ttft_from_schedule.unwrap().p50, 13.0));
+        assert!(near(l.latency_ms.e2e_from_schedule.unwrap().p50, 23.0));
+    }
+}

@@ -1,0 +1,245 @@
+//! The human summary of a [`LoadReport`], written to any `impl Write` (the CLI passes stdout).
+
+use crate::report::{LoadReport, StageReport, Summary};
+use std::io::{self, Write};
+
+/// Writes the summary table: one block per stage, then the total when there are several.
+pub fn write_summary(r: &LoadReport, w: &mut impl Write) -> io::Result<()> {
+    let mode = if r.stream {
+        "streaming"
+    } else {
+        "not streaming"
+    };
+    writeln!(
+        w,
+        "target  {}  model {}  {} ({mode})",
+        r.target, r.model, r.endpoint
+    )?;
+    if r.interrupted {
+        writeln!(
+            w,
+            "interrupted: the figures cover the requests that completed"
+        )?;
+    }
+    let n = r.stages.len();
+    for s in &r.stages {
+        writeln!(w)?;
+        let idx = s.stage.map_or(0, |i| i + 1);
+        writeln!(w, "stage {idx}/{n}: {} ({:.1} s)", s.label, s.duration_s)?;
+        write_stage(s, w)?;
+    }
+    if n > 1 {
+        writeln!(w)?;
+        writeln!(w, "{} ({:.1} s)", r.total.label, r.total.duration_s)?;
+        write_stage(&r.total, w)?;
+    }
+    Ok(())
+}
+
+fn write_stage(s: &StageReport, w: &mut impl Write) -> io::Result<()> {
+    let q = &s.requests;
+    let errors: Vec<String> = s.errors.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    let errors = if errors.is_empty() {
+        String::new()
+    } else {
+        format!("  ({})", errors.join(", "))
+    };
+    let warm = if q.warmup > 0 {
+        format!("  (+{} warmup)", q.warmup)
+    } else {
+        String::new()
+    };
+    writeln!(
+        w,
+        "  requests    sent {}  completed {}  failed {}{errors}{warm}",
+        q.sent, q.completed, q.failed
+    )?;
+    write_latencies(s, w)?;
+    let t = &s.throughput;
+    writeln!(
+        w,
+        "  throughput  {:.2} req/s  {} output tok/s  {} total tok/s  over {:.1} s",
+        t.requests_per_s,
+        thousands(t.output_tokens_per_s),
+        thousands(t.total_tokens_per_s),
+        t.window_s
+    )?;
+    write_tokens(s, w)?;
+    write_load(s, w)?;
+    if let Some(g) = &s.goodput {
+        let pct = g
+            .fraction
+            .map_or("-".into(), |f| format!("{:.1}%", f * 100.0));
+        writeln!(
+            w,
+            "  goodput     {} good ({pct})  {:.2} req/s",
+            g.good, g.requests_per_s
+        )?;
+    }
+    if let Some(t) = &s.timing {
+        let d = &t.first_token_delivery_ms;
+        writeln!(
+            w,
+            "  timing      first token arrived after server emit: p50 {} ms  p99 {} ms  max {} ms",
+            ms(d.p50),
+            ms(d.p99),
+            ms(d.max)
+        )?;
+    }
+    let c = &s.client;
+    writeln!(
+        w,
+        "  client      {}; event-loop lag p99 {} ms",
+        c.verdict,
+        ms(c.event_loop_lag_ms.p99)
+    )
+}
+
+fn write_latencies(s: &StageReport, w: &mut impl Write) -> io::Result<()> {
+    let l = &s.latency_ms;
+    writeln!(
+        w,
+        "  latency ms  {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "p50", "p90", "p95", "p99", "p99.9", "mean"
+    )?;
+    let mut rows: Vec<(&str, &Summary)> = vec![
+        ("TTFT", &l.ttft),
+        ("TTFO", &l.ttfo),
+        ("ITL", &l.itl),
+        ("TPOT", &l.tpot),
+        ("e2e", &l.e2e),
+    ];
+    if let (Some(t), Some(e)) = (&l.ttft_from_schedule, &l.e2e_from_schedule) {
+        rows.push(("TTFT*", t));
+        rows.push(("e2e*", e));
+    }
+    if let Some(lag) = &s.load.schedule_lag_ms {
+        rows.push(("lag*", lag));
+    }
+    for (name, v) in rows.into_iter().filter(|(_, v)| v.count > 0) {
+        writeln!(
+            w,
+            "    {name:<8}  {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+            ms(v.p50),
+            ms(v.p90),
+            ms(v.p95),
+            ms(v.p99),
+            ms(v.p999),
+            ms(v.mean)
+        )?;
+    }
+    if l.ttft_from_schedule.is_some() {
+        writeln!(
+            w,
+            "    (* from the intended send time; lag = actual − intended send)"
+        )?;
+    }
+    Ok(())
+}
+
+fn write_tokens(s: &StageReport, w: &mut impl Write) -> io::Result<()> {
+    let t = &s.tokens;
+    let mismatch = match t.mismatch_pct {
+        Some(p) => format!(
+            "; usage vs counted chunks: {} requests differ ({p:.2}%)",
+            t.mismatched_requests
+        ),
+        None => String::new(),
+    };
+    writeln!(
+        w,
+        "  tokens      prompt {}  output {}{mismatch}",
+        thousands(t.prompt as f64),
+        thousands(t.output as f64)
+    )
+}
+
+fn write_load(s: &StageReport, w: &mut impl Write) -> io::Result<()> {
+    let l = &s.load;
+    let reach = match (l.target, l.achieved) {
+        (Some(t), Some(a)) => format!("target {t} {}, achieved {a}", l.unit.replace('_', " ")),
+        _ => format!("mode {}", l.mode),
+    };
+    writeln!(
+        w,
+        "  load        {reach}  (mean in flight {:.1}, peak {}, sent {:.2}/s)",
+        l.mean_concurrency, l.peak_concurrency, l.send_rate
+    )
+}
+
+fn ms(v: Option<f64>) -> String {
+    match v {
+        None => "-".into(),
+        Some(v) if v >= 100.0 => format!("{v:.0}"),
+        Some(v) if v >= 1.0 => format!("{v:.1}"),
+        Some(v) => format!("{v:.3}"),
+    }
+}
+
+/// `12345.6` → `12,346`.
+fn thousands(v: f64) -> String {
+    let s = format!("{:.0}", v.max(0.0));
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::StageReport;
+
+    #[test]
+    fn formats_numbers() {
+        assert_eq!(thousands(1234567.4), "1,234,567");
+        assert_eq!(thousands(999.0), "999");
+        assert_eq!(
+            (
+                ms(None),
+                ms(Some(0.1234)),
+                ms(Some(12.34)),
+                ms(Some(1234.5))
+            ),
+            ("-".into(), "0.123".into(), "12.3".into(), "1234".into())
+        );
+    }
+
+    #[test]
+    fn writes_every_section() {
+        let mut r = LoadReport {
+            target: "http://x:1".into(),
+            model: "m".into(),
+            ..Default::default()
+        };
+        let stage = StageReport {
+            stage: Some(0),
+            label: "closed-loop, concurrency 2".into(),
+            ..Default::default()
+        };
+        r.stages = vec![
+            stage.clone(),
+            StageReport {
+                stage: Some(1),
+                ..stage
+            },
+        ];
+        let mut out = Vec::new();
+        write_summary(&r, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        for want in [
+            "target  http://x:1",
+            "stage 1/2",
+            "stage 2/2",
+            "requests    sent 0",
+            "throughput",
+            "client",
+        ] {
+            assert!(text.contains(want), "{want}:\n{text}");
+        }
+    }
+}
