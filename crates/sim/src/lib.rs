@@ -9,12 +9,16 @@
 //! Data flows one way: requests → engine steps → stats/timeline → exposition text.
 
 pub mod dcgm;
+pub mod dcgm_text;
 pub mod engine;
+pub mod faults;
 pub mod kv;
 pub mod metrics;
 pub mod offline;
+pub mod openai;
 pub mod preset;
 pub mod rng;
+pub mod serve;
 pub mod stats;
 pub mod timeline;
 pub mod tokenizer;

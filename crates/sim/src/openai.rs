@@ -1,0 +1,342 @@
+//! The OpenAI-compatible wire format as vLLM speaks it: request bodies in, JSON and SSE chunks out.
+//!
+//! Requests are decoded with serde into [`ChatRequest`] / [`CompletionRequest`] (unknown fields
+//! ignored, as vLLM's pydantic models do for most). Responses are written by hand into `String`s in
+//! vLLM's field order (`shared/reference/serving-metrics.md` §6) — the stream path builds one small
+//! string per chunk, so it stays cheap at hundreds of thousands of chunks per second.
+
+use serde::Deserialize;
+use std::fmt::Write as _;
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct StreamOptions {
+    #[serde(default)]
+    pub include_usage: bool,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Message {
+    pub role: String,
+    #[serde(default)]
+    pub content: serde_json::Value,
+}
+
+/// `POST /v1/chat/completions`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ChatRequest {
+    pub model: Option<String>,
+    pub messages: Vec<Message>,
+    pub max_tokens: Option<u32>,
+    pub max_completion_tokens: Option<u32>,
+    #[serde(default)]
+    pub stream: bool,
+    pub stream_options: Option<StreamOptions>,
+    #[serde(default)]
+    pub ignore_eos: bool,
+    pub n: Option<u32>,
+}
+
+/// `POST /v1/completions`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct CompletionRequest {
+    pub model: Option<String>,
+    pub prompt: serde_json::Value,
+    pub max_tokens: Option<u32>,
+    #[serde(default)]
+    pub stream: bool,
+    pub stream_options: Option<StreamOptions>,
+    #[serde(default)]
+    pub ignore_eos: bool,
+    pub n: Option<u32>,
+}
+
+/// The text of a message `content`: a string, or an array of `{"type":"text","text":…}` parts.
+pub fn content_text(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(|t| t.as_str()))
+            .collect::<Vec<_>>()
+            .join(" "),
+        _ => String::new(),
+    }
+}
+
+/// Appends `s` as a JSON string literal.
+pub fn json_str(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// Which endpoint a stream belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Endpoint {
+    Chat,
+    Completion,
+}
+
+/// Fixed parts of every chunk of one response.
+#[derive(Debug, Clone)]
+pub struct ChunkHead {
+    pub endpoint: Endpoint,
+    /// `{"id":"…","object":"…","created":…,"model":"…",` — shared prefix of every chunk.
+    prefix: String,
+}
+
+impl ChunkHead {
+    pub fn new(endpoint: Endpoint, id: &str, created: u64, model: &str) -> Self {
+        let object = match endpoint {
+            Endpoint::Chat => "chat.completion.chunk",
+            Endpoint::Completion => "text_completion",
+        };
+        let mut prefix = String::with_capacity(128);
+        prefix.push_str("{\"id\":");
+        json_str(&mut prefix, id);
+        let _ = write!(
+            prefix,
+            ",\"object\":\"{object}\",\"created\":{created},\"model\":"
+        );
+        json_str(&mut prefix, model);
+        prefix.push(',');
+        Self { endpoint, prefix }
+    }
+
+    /// `data: …` for the chat role chunk (chat only).
+    pub fn role_event(&self, out: &mut String, emit_ns: Option<u128>) {
+        out.push_str("data: ");
+        out.push_str(&self.prefix);
+        out.push_str("\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"logprobs\":null,\"finish_reason\":null}],\"prompt_token_ids\":null");
+        close(out, emit_ns);
+    }
+
+    /// `data: …` for a content chunk carrying `text`, finishing with `finish` if set.
+    pub fn content_event(
+        &self,
+        out: &mut String,
+        text: &str,
+        finish: Option<&str>,
+        emit_ns: Option<u128>,
+    ) {
+        out.push_str("data: ");
+        out.push_str(&self.prefix);
+        out.push_str("\"choices\":[{\"index\":0,");
+        match self.endpoint {
+            Endpoint::Chat => {
+                out.push_str("\"delta\":{\"content\":");
+                json_str(out, text);
+                out.push_str("},\"logprobs\":null,");
+                push_finish(out, finish);
+                if finish.is_some() {
+                    out.push_str(",\"stop_reason\":null");
+                }
+                out.push_str(",\"token_ids\":null}]");
+            }
+            Endpoint::Completion => {
+                out.push_str("\"text\":");
+                json_str(out, text);
+                out.push_str(",\"logprobs\":null,");
+                push_finish(out, finish);
+                out.push_str(
+                    ",\"stop_reason\":null,\"prompt_token_ids\":null,\"token_ids\":null}]",
+                );
+            }
+        }
+        close(out, emit_ns);
+    }
+
+    /// `data: …` for the final usage chunk (`stream_options.include_usage`).
+    pub fn usage_event(
+        &self,
+        out: &mut String,
+        prompt: u32,
+        completion: u32,
+        emit_ns: Option<u128>,
+    ) {
+        out.push_str("data: ");
+        out.push_str(&self.prefix);
+        let _ = write!(
+            out,
+            "\"choices\":[],\"usage\":{{\"prompt_tokens\":{prompt},\"total_tokens\":{},\"completion_tokens\":{completion}}}",
+            prompt + completion
+        );
+        close(out, emit_ns);
+    }
+
+    /// A truncated, invalid-JSON event (fault injection).
+    pub fn malformed_event(&self, out: &mut String) {
+        out.push_str("data: ");
+        out.push_str(&self.prefix[..self.prefix.len() / 2]);
+        out.push_str("\n\n");
+    }
+}
+
+fn push_finish(out: &mut String, finish: Option<&str>) {
+    out.push_str("\"finish_reason\":");
+    match finish {
+        Some(f) => json_str(out, f),
+        None => out.push_str("null"),
+    }
+}
+
+fn close(out: &mut String, emit_ns: Option<u128>) {
+    if let Some(ns) = emit_ns {
+        let _ = write!(out, ",\"llmscope_emit_unix_ns\":{ns}");
+    }
+    out.push_str("}\n\n");
+}
+
+/// The non-streaming response body.
+pub fn full_response(
+    endpoint: Endpoint,
+    id: &str,
+    created: u64,
+    model: &str,
+    text: &str,
+    finish: &str,
+    prompt: u32,
+    completion: u32,
+) -> String {
+    let mut out = String::with_capacity(256 + text.len());
+    out.push_str("{\"id\":");
+    json_str(&mut out, id);
+    let object = match endpoint {
+        Endpoint::Chat => "chat.completion",
+        Endpoint::Completion => "text_completion",
+    };
+    let _ = write!(
+        out,
+        ",\"object\":\"{object}\",\"created\":{created},\"model\":"
+    );
+    json_str(&mut out, model);
+    out.push_str(",\"choices\":[{\"index\":0,");
+    match endpoint {
+        Endpoint::Chat => {
+            out.push_str("\"message\":{\"role\":\"assistant\",\"content\":");
+            json_str(&mut out, text);
+            out.push_str(",\"refusal\":null,\"annotations\":null,\"audio\":null,\"function_call\":null,\"tool_calls\":[],\"reasoning\":null},\"logprobs\":null,");
+        }
+        Endpoint::Completion => {
+            out.push_str("\"text\":");
+            json_str(&mut out, text);
+            out.push_str(",\"logprobs\":null,");
+        }
+    }
+    push_finish(&mut out, Some(finish));
+    let _ = write!(
+        out,
+        ",\"stop_reason\":null}}],\"usage\":{{\"prompt_tokens\":{prompt},\"total_tokens\":{},\"completion_tokens\":{completion},\"prompt_tokens_details\":null}}}}",
+        prompt + completion
+    );
+    out
+}
+
+/// `{"error":{"message","type","param","code"}}` as vLLM ≥ 0.10.1 returns it.
+pub fn error_body(message: &str, kind: &str, param: Option<&str>, code: u16) -> String {
+    let mut out = String::with_capacity(128 + message.len());
+    out.push_str("{\"error\":{\"message\":");
+    json_str(&mut out, message);
+    out.push_str(",\"type\":");
+    json_str(&mut out, kind);
+    out.push_str(",\"param\":");
+    match param {
+        Some(p) => json_str(&mut out, p),
+        None => out.push_str("null"),
+    }
+    let _ = write!(out, ",\"code\":{code}}}}}");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(event: &str) -> serde_json::Value {
+        let json = event.strip_prefix("data: ").unwrap().trim_end();
+        serde_json::from_str(json).unwrap()
+    }
+
+    #[test]
+    fn chat_chunks_are_valid_vllm_json() {
+        let head = ChunkHead::new(
+            Endpoint::Chat,
+            "chatcmpl-1",
+            1747360800,
+            "Qwen/Qwen2.5-3B-Instruct",
+        );
+        let mut s = String::new();
+        head.role_event(&mut s, None);
+        let v = parse(&s);
+        assert_eq!(v["choices"][0]["delta"]["role"], "assistant");
+        s.clear();
+        head.content_event(&mut s, "a \"quote\"\n", Some("stop"), Some(42));
+        assert!(s.ends_with("}\n\n"));
+        let v = parse(&s);
+        assert_eq!(v["choices"][0]["delta"]["content"], "a \"quote\"\n");
+        assert_eq!(v["choices"][0]["finish_reason"], "stop");
+        assert_eq!(v["llmscope_emit_unix_ns"], 42);
+        s.clear();
+        head.usage_event(&mut s, 55, 10, None);
+        let v = parse(&s);
+        assert_eq!(v["usage"]["total_tokens"], 65);
+        assert_eq!(v["choices"].as_array().unwrap().len(), 0);
+    }
+
+    #[test]
+    fn completion_chunks_and_bodies_parse() {
+        let head = ChunkHead::new(Endpoint::Completion, "cmpl-1", 1, "m");
+        let mut s = String::new();
+        head.content_event(&mut s, " hi", None, None);
+        assert_eq!(parse(&s)["choices"][0]["text"], " hi");
+        let body = full_response(
+            Endpoint::Chat,
+            "chatcmpl-2",
+            1,
+            "m",
+            "hello",
+            "length",
+            5,
+            2,
+        );
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(v["choices"][0]["message"]["content"], "hello");
+        assert_eq!(v["usage"]["completion_tokens"], 2);
+        let err: serde_json::Value =
+            serde_json::from_str(&error_body("x", "NotFoundError", Some("model"), 404)).unwrap();
+        assert_eq!(err["error"]["code"], 404);
+        assert_eq!(err["error"]["param"], "model");
+    }
+
+    #[test]
+    fn malformed_event_is_not_json() {
+        let head = ChunkHead::new(Endpoint::Chat, "chatcmpl-1", 1, "m");
+        let mut s = String::new();
+        head.malformed_event(&mut s);
+        let json = s.strip_prefix("data: ").unwrap().trim_end();
+        assert!(serde_json::from_str::<serde_json::Value>(json).is_err());
+    }
+
+    #[test]
+    fn content_accepts_strings_and_parts() {
+        assert_eq!(content_text(&serde_json::json!("hi")), "hi");
+        assert_eq!(
+            content_text(
+                &serde_json::json!([{"type":"text","text":"a"},{"type":"text","text":"b"}])
+            ),
+            "a b"
+        );
+    }
+}

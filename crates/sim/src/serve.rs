@@ -1,0 +1,921 @@
+//! The simulator's HTTP servers: a vLLM-compatible API with `/metrics`, and a dcgm-exporter.
+//!
+//! Data flow: a handler decodes the request, counts prompt tokens and submits it over a channel
+//! to the **engine thread**, which runs [`Engine`] in real time (schedule, sleep for the step's
+//! duration, complete) and sends each produced token to the request's own channel. The handler
+//! turns tokens into SSE chunks (coalescing tokens that queued up, as vLLM does when a client lags)
+//! or one JSON body. A client that goes away closes its channel; the engine aborts the request.
+//! `/metrics` renders the engine's stats on each scrape; the dcgm server serves a page that a
+//! collector task refreshes every `dcgm_interval` from the engine's GPU timeline.
+
+use crate::dcgm::DcgmState;
+use crate::dcgm_text::{self, GpuIdentity};
+use crate::engine::{Engine, EngineError, NewRequest, ReqId};
+use crate::faults::{FaultRateError, Faults, RequestFault, ScrapeFault};
+use crate::metrics::{self, Dialect};
+use crate::openai::{self, ChatRequest, ChunkHead, CompletionRequest, Endpoint};
+use crate::preset::Preset;
+use crate::rng::Rng;
+use crate::stats::FinishReason;
+use crate::tokenizer;
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tokio::sync::{mpsc as tmpsc, watch};
+
+/// Everything needed to start the simulated stack.
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    pub preset: Preset,
+    pub seed: u64,
+    pub listen: IpAddr,
+    pub port: u16,
+    pub dcgm_port: u16,
+    pub dcgm_interval: Duration,
+    pub dialect: Dialect,
+    pub faults: Faults,
+    /// `Hostname` label of the dcgm series (the node name).
+    pub hostname: String,
+}
+
+impl SimConfig {
+    /// The default preset on 127.0.0.1 with free ports.
+    pub fn new(preset: Preset) -> Self {
+        Self {
+            preset,
+            seed: 1,
+            listen: IpAddr::from([127, 0, 0, 1]),
+            port: 0,
+            dcgm_port: 0,
+            dcgm_interval: Duration::from_secs(30),
+            dialect: Dialect::LATEST,
+            faults: Faults::default(),
+            hostname: "llmscope-sim".to_owned(),
+        }
+    }
+}
+
+/// Why the simulator could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    #[error(transparent)]
+    Fault(#[from] FaultRateError),
+    #[error("--dcgm-interval must be at least 10ms")]
+    DcgmInterval,
+    #[error("cannot listen on {addr}: {source} (pick another port, or 0 for a free one)")]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+}
+
+/// A running simulator; dropping it does not stop it, call [`SimHandle::shutdown`].
+#[derive(Debug)]
+pub struct SimHandle {
+    pub vllm_addr: SocketAddr,
+    pub dcgm_addr: SocketAddr,
+    shared: Arc<Shared>,
+    stop: watch::Sender<bool>,
+    engine_thread: Option<std::thread::JoinHandle<()>>,
+    servers: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl SimHandle {
+    /// Base URL of the vLLM-compatible API (`http://127.0.0.1:PORT`).
+    pub fn vllm_url(&self) -> String {
+        format!("http://{}", self.vllm_addr)
+    }
+
+    /// URL of the dcgm-exporter page.
+    pub fn dcgm_url(&self) -> String {
+        format!("http://{}/metrics", self.dcgm_addr)
+    }
+
+    /// The engine's `num_gpu_blocks`, `fb_used` etc.
+    pub fn memory(&self) -> crate::engine::MemoryPlan {
+        lock(&self.shared.engine).memory
+    }
+
+    /// Stops the servers and the engine thread.
+    pub async fn shutdown(mut self) {
+        let _ = self.stop.send(true);
+        let _ = self.shared.cmd.lock().map(|tx| tx.send(Cmd::Shutdown));
+        for s in self.servers.drain(..) {
+            let _ = s.await;
+        }
+        if let Some(t) = self.engine_thread.take() {
+            let _ = tokio::task::spawn_blocking(move || t.join()).await;
+        }
+    }
+}
+
+/// Waits until the process is told to stop (Ctrl-C / SIGTERM) — for `llmscope sim`.
+pub async fn wait_for_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(t) => t,
+                Err(_) => {
+                    let _ = ctrl_c.await;
+                    return;
+                }
+            };
+        tokio::select! { _ = ctrl_c => {}, _ = term.recv() => {} }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = ctrl_c.await;
+    }
+}
+
+/// Wall-clock anchor: engine time is seconds since `start`.
+#[derive(Debug, Clone, Copy)]
+struct Clock {
+    start: Instant,
+}
+
+impl Clock {
+    fn now(&self) -> f64 {
+        self.start.elapsed().as_secs_f64()
+    }
+
+    fn sleep_until(&self, t: f64) {
+        let target = self.start + Duration::from_secs_f64(t.max(0.0));
+        let now = Instant::now();
+        if target > now {
+            std::thread::sleep(target - now);
+        }
+    }
+}
+
+fn unix_ns() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos())
+}
+
+/// A token for one request.
+#[derive(Debug, Clone, Copy)]
+struct Tok {
+    index: u32,
+    finish: Option<FinishReason>,
+}
+
+enum Cmd {
+    Submit {
+        req: NewRequest,
+        arrival: f64,
+        tx: tmpsc::UnboundedSender<Tok>,
+    },
+    Shutdown,
+}
+
+#[derive(Debug)]
+struct Shared {
+    engine: Mutex<Engine>,
+    clock: Clock,
+    cmd: Mutex<mpsc::Sender<Cmd>>,
+    model_id: String,
+    dialect: Dialect,
+    faults: Faults,
+    rng: Mutex<Rng>,
+    created_unix: f64,
+    next_id: AtomicU64,
+    dcgm_text: Mutex<Arc<String>>,
+}
+
+impl std::fmt::Debug for Cmd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Cmd::Submit { .. } => "Submit",
+            Cmd::Shutdown => "Shutdown",
+        })
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Starts the engine thread and both servers.
+pub async fn start(cfg: SimConfig) -> Result<SimHandle, SimError> {
+    cfg.faults.validate()?;
+    if cfg.dcgm_interval < Duration::from_millis(10) {
+        return Err(SimError::DcgmInterval);
+    }
+    let engine = Engine::new(&cfg.preset, cfg.seed)?;
+    let vllm_listener = bind(cfg.listen, cfg.port).await?;
+    let dcgm_listener = bind(cfg.listen, cfg.dcgm_port).await?;
+    let (cmd_tx, cmd_rx) = mpsc::channel();
+    let identity = gpu_identity(&cfg);
+    let shared = Arc::new(Shared {
+        model_id: engine.model.id.to_owned(),
+        engine: Mutex::new(engine),
+        clock: Clock {
+            start: Instant::now(),
+        },
+        cmd: Mutex::new(cmd_tx),
+        dialect: cfg.dialect,
+        faults: cfg.faults.clone(),
+        rng: Mutex::new(Rng::new(cfg.seed ^ 0xFA17)),
+        created_unix: unix_ns() as f64 / 1e9,
+        next_id: AtomicU64::new(1),
+        dcgm_text: Mutex::new(Arc::new(String::new())),
+    });
+    let engine_shared = shared.clone();
+    let engine_thread = std::thread::Builder::new()
+        .name("llmscope-sim-engine".into())
+        .spawn(move || engine_loop(&engine_shared, &cmd_rx))
+        .map_err(|source| SimError::Bind {
+            addr: SocketAddr::from(([0, 0, 0, 0], 0)),
+            source,
+        })?;
+    let (stop, stop_rx) = watch::channel(false);
+    let vllm_addr = vllm_listener
+        .local_addr()
+        .map_err(|source| SimError::Bind {
+            addr: SocketAddr::new(cfg.listen, cfg.port),
+            source,
+        })?;
+    let dcgm_addr = dcgm_listener
+        .local_addr()
+        .map_err(|source| SimError::Bind {
+            addr: SocketAddr::new(cfg.listen, cfg.dcgm_port),
+            source,
+        })?;
+    let mut state = DcgmState::new(&lock(&shared.engine));
+    refresh_dcgm(
+        &shared,
+        &mut state,
+        &identity,
+        cfg.dcgm_interval.as_secs_f64(),
+    );
+    let servers = vec![
+        tokio::spawn(serve(
+            vllm_listener,
+            vllm_router(shared.clone()),
+            stop_rx.clone(),
+        )),
+        tokio::spawn(serve(
+            dcgm_listener,
+            dcgm_router(shared.clone()),
+            stop_rx.clone(),
+        )),
+        tokio::spawn(dcgm_collector(
+            shared.clone(),
+            state,
+            identity,
+            cfg.dcgm_interval,
+            stop_rx,
+        )),
+    ];
+    Ok(SimHandle {
+        vllm_addr,
+        dcgm_addr,
+        shared,
+        stop,
+        engine_thread: Some(engine_thread),
+        servers,
+    })
+}
+
+async fn bind(ip: IpAddr, port: u16) -> Result<tokio::net::TcpListener, SimError> {
+    let addr = SocketAddr::new(ip, port);
+    tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|source| SimError::Bind { addr, source })
+}
+
+async fn serve(listener: tokio::net::TcpListener, router: Router, mut stop: watch::Receiver<bool>) {
+    let shutdown = async move {
+        let _ = stop.wait_for(|s| *s).await;
+    };
+    let _ = axum::serve(listener, router)
+        .with_graceful_shutdown(shutdown)
+        .await;
+}
+
+fn gpu_identity(cfg: &SimConfig) -> GpuIdentity {
+    let mut rng = Rng::new(cfg.seed ^ 0x6D5);
+    let h = |rng: &mut Rng, n: usize| {
+        let v = rng.next_u64();
+        format!("{v:016x}")[..n].to_owned()
+    };
+    let uuid = format!(
+        "GPU-{}-{}-{}-{}-{}",
+        h(&mut rng, 8),
+        h(&mut rng, 4),
+        h(&mut rng, 4),
+        h(&mut rng, 4),
+        format!("{}{}", h(&mut rng, 8), h(&mut rng, 4))
+    );
+    GpuIdentity {
+        uuid,
+        model_name: cfg.preset.gpu.model_name.to_owned(),
+        hostname: cfg.hostname.clone(),
+        driver_version: "580.126.09".to_owned(),
+        has_nvlink: cfg.preset.gpu.id != "l4",
+    }
+}
+
+// ---------------------------------------------------------------- engine thread
+
+fn engine_loop(sh: &Shared, rx: &mpsc::Receiver<Cmd>) {
+    let mut senders: HashMap<ReqId, tmpsc::UnboundedSender<Tok>> = HashMap::new();
+    let mut out = Vec::new();
+    loop {
+        let idle = !lock(&sh.engine).has_work();
+        if idle {
+            match rx.recv() {
+                Ok(cmd) => {
+                    if !accept(sh, cmd, &mut senders) {
+                        return;
+                    }
+                }
+                Err(_) => return,
+            }
+        }
+        loop {
+            match rx.try_recv() {
+                Ok(cmd) => {
+                    if !accept(sh, cmd, &mut senders) {
+                        return;
+                    }
+                }
+                Err(mpsc::TryRecvError::Empty) => break,
+                Err(mpsc::TryRecvError::Disconnected) => return,
+            }
+        }
+        abort_closed(sh, &mut senders);
+        let now = sh.clock.now();
+        let plan = lock(&sh.engine).schedule(now);
+        let Some(plan) = plan else {
+            std::thread::sleep(Duration::from_millis(1));
+            continue;
+        };
+        sh.clock.sleep_until(now + plan.duration);
+        let end = sh.clock.now();
+        out.clear();
+        lock(&sh.engine).complete(&plan, end, &mut out);
+        deliver(sh, &out, &mut senders, end);
+    }
+}
+
+/// Registers a command; false means shut down.
+fn accept(
+    sh: &Shared,
+    cmd: Cmd,
+    senders: &mut HashMap<ReqId, tmpsc::UnboundedSender<Tok>>,
+) -> bool {
+    match cmd {
+        Cmd::Submit { req, arrival, tx } => {
+            let id = lock(&sh.engine).add(arrival, req);
+            senders.insert(id, tx);
+            true
+        }
+        Cmd::Shutdown => false,
+    }
+}
+
+fn abort_closed(sh: &Shared, senders: &mut HashMap<ReqId, tmpsc::UnboundedSender<Tok>>) {
+    let closed: Vec<ReqId> = senders
+        .iter()
+        .filter(|(_, tx)| tx.is_closed())
+        .map(|(id, _)| *id)
+        .collect();
+    if closed.is_empty() {
+        return;
+    }
+    let now = sh.clock.now();
+    let mut engine = lock(&sh.engine);
+    for id in closed {
+        senders.remove(&id);
+        engine.abort(id, now);
+    }
+}
+
+fn deliver(
+    sh: &Shared,
+    out: &[crate::engine::Emitted],
+    senders: &mut HashMap<ReqId, tmpsc::UnboundedSender<Tok>>,
+    end: f64,
+) {
+    let mut gone = Vec::new();
+    for e in out {
+        let Some(tx) = senders.get(&e.id) else {
+            continue;
+        };
+        if tx
+            .send(Tok {
+                index: e.index,
+                finish: e.finish,
+            })
+            .is_err()
+            && e.finish.is_none()
+        {
+            gone.push(e.id);
+        }
+        if e.finish.is_some() {
+            senders.remove(&e.id);
+        }
+    }
+    if !gone.is_empty() {
+        let mut engine = lock(&sh.engine);
+        for id in gone {
+            senders.remove(&id);
+            engine.abort(id, end);
+        }
+    }
+}
+
+// ---------------------------------------------------------------- vLLM API
+
+fn vllm_router(sh: Arc<Shared>) -> Router {
+    Router::new()
+        .route("/v1/chat/completions", post(chat))
+        .route("/v1/completions", post(completions))
+        .route("/v1/models", get(models))
+        .route("/health", get(|| async { StatusCode::OK }))
+        .route(
+            "/version",
+            get(|| async { axum::Json(serde_json::json!({"version": "0.26.0"})) }),
+        )
+        .route("/metrics", get(vllm_metrics))
+        .fallback(|| async { json_error(StatusCode::NOT_FOUND, "Not Found", "Not Found", None) })
+        .with_state(sh)
+}
+
+fn json_error(status: StatusCode, message: &str, kind: &str, param: Option<&str>) -> Response {
+    let body = openai::error_body(message, kind, param, status.as_u16());
+    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+fn bad_request(message: &str) -> Response {
+    json_error(StatusCode::BAD_REQUEST, message, "BadRequestError", None)
+}
+
+async fn models(State(sh): State<Arc<Shared>>) -> Response {
+    let max_model_len = lock(&sh.engine).cfg.max_model_len;
+    let created = sh.created_unix as u64;
+    let mut id = String::new();
+    openai::json_str(&mut id, &sh.model_id);
+    // Field order as vLLM's pydantic ModelCard prints it.
+    let body = format!(
+        "{{\"object\":\"list\",\"data\":[{{\"id\":{id},\"object\":\"model\",\"created\":{created},\"owned_by\":\"vllm\",\"root\":{id},\"parent\":null,\"max_model_len\":{max_model_len},\"permission\":[{{\"id\":\"modelperm-0123456789abcdef\",\"object\":\"model_permission\",\"created\":{created},\"allow_create_engine\":false,\"allow_sampling\":true,\"allow_logprobs\":true,\"allow_search_indices\":false,\"allow_view\":true,\"allow_fine_tuning\":false,\"organization\":\"*\",\"group\":null,\"is_blocking\":false}}]}}]}}"
+    );
+    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+async fn vllm_metrics(State(sh): State<Arc<Shared>>) -> Response {
+    if let Some(r) = scrape_fault(&sh) {
+        return r;
+    }
+    let text = metrics::render(&lock(&sh.engine), sh.dialect, sh.created_unix);
+    exposition(text)
+}
+
+fn exposition(text: String) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        text,
+    )
+        .into_response()
+}
+
+fn scrape_fault(sh: &Shared) -> Option<Response> {
+    let fault = sh.faults.draw_scrape(&mut lock(&sh.rng));
+    match fault {
+        ScrapeFault::None => None,
+        ScrapeFault::Down => Some((StatusCode::SERVICE_UNAVAILABLE, "Service Unavailable").into_response()),
+        ScrapeFault::Garbage => Some(exposition(
+            "<html><body>502 Bad Gateway</body></html>\nvllm:num_requests_running{engine=\"0\" 1.0\n\u{1}\u{2}garbage 1 2 3 4\n"
+                .to_owned(),
+        )),
+    }
+}
+
+/// A validated generation request, common to both endpoints.
+struct Generation {
+    endpoint: Endpoint,
+    prompt_tokens: u32,
+    template_tokens: u32,
+    prompt_key: u64,
+    max_tokens: Option<u32>,
+    ignore_eos: bool,
+    stream: bool,
+    include_usage: bool,
+}
+
+async fn chat(State(sh): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    let req: ChatRequest = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => {
+            return json_error(
+                StatusCode::BAD_REQUEST,
+                &format!("invalid request body: {e}"),
+                "Bad Request",
+                None,
+            );
+        }
+    };
+    if let Err(r) = check_model(&sh, req.model.as_deref(), req.n) {
+        return r;
+    }
+    if req.messages.is_empty() {
+        return bad_request("messages must not be empty");
+    }
+    let (per_msg, template) = {
+        let e = lock(&sh.engine);
+        (e.model.per_message_tokens, e.model.chat_template_tokens)
+    };
+    let has_system = req.messages.iter().any(|m| m.role == "system");
+    let template = if has_system { per_msg } else { template };
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    let mut prompt = template;
+    for m in &req.messages {
+        let text = openai::content_text(&m.content);
+        prompt += per_msg + tokenizer::count_tokens(&text);
+        m.role.hash(&mut hasher);
+        text.hash(&mut hasher);
+    }
+    let g = Generation {
+        endpoint: Endpoint::Chat,
+        prompt_tokens: prompt,
+        template_tokens: template,
+        prompt_key: hasher.finish(),
+        max_tokens: req.max_completion_tokens.or(req.max_tokens),
+        ignore_eos: req.ignore_eos,
+        stream: req.stream,
+        include_usage: req.stream_options.is_some_and(|o| o.include_usage),
+    };
+    generate(sh, g, &headers).await
+}
+
+async fn completions(State(sh): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    let req: CompletionRequest = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => {
+            return json_error(
+                StatusCode::BAD_REQUEST,
+                &format!("invalid request body: {e}"),
+                "Bad Request",
+                None,
+            );
+        }
+    };
+    if let Err(r) = check_model(&sh, req.model.as_deref(), req.n) {
+        return r;
+    }
+    let text = match &req.prompt {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Array(a) if a.len() == 1 && a[0].is_string() => {
+            a[0].as_str().unwrap_or("").to_owned()
+        }
+        _ => return bad_request("prompt must be a string (batched prompts are not simulated)"),
+    };
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut hasher);
+    let g = Generation {
+        endpoint: Endpoint::Completion,
+        prompt_tokens: tokenizer::count_tokens(&text).max(1) + 1,
+        template_tokens: 0,
+        prompt_key: hasher.finish(),
+        max_tokens: Some(req.max_tokens.unwrap_or(16)),
+        ignore_eos: req.ignore_eos,
+        stream: req.stream,
+        include_usage: req.stream_options.is_some_and(|o| o.include_usage),
+    };
+    generate(sh, g, &headers).await
+}
+
+fn check_model(sh: &Shared, model: Option<&str>, n: Option<u32>) -> Result<(), Response> {
+    if let Some(m) = model
+        && m != sh.model_id
+    {
+        return Err(json_error(
+            StatusCode::NOT_FOUND,
+            &format!("The model `{m}` does not exist."),
+            "NotFoundError",
+            Some("model"),
+        ));
+    }
+    if n.is_some_and(|n| n != 1) {
+        return Err(bad_request("the simulator serves n = 1 only"));
+    }
+    Ok(())
+}
+
+async fn generate(sh: Arc<Shared>, g: Generation, headers: &HeaderMap) -> Response {
+    let (max_model_len, mean_out) = {
+        let e = lock(&sh.engine);
+        (e.cfg.max_model_len, e.k.output_mean_tokens)
+    };
+    if let Some(err) = length_error(g.prompt_tokens, g.max_tokens, max_model_len) {
+        return json_error(
+            StatusCode::BAD_REQUEST,
+            &err,
+            "BadRequestError",
+            Some("input_tokens"),
+        );
+    }
+    let max_tokens = g.max_tokens.unwrap_or(max_model_len - g.prompt_tokens);
+    let expected = if g.ignore_eos {
+        max_tokens
+    } else {
+        max_tokens.min(mean_out as u32)
+    };
+    let fault = sh.faults.draw(&mut lock(&sh.rng), expected);
+    match fault {
+        RequestFault::Http500 => {
+            return json_error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "simulated internal error",
+                "InternalServerError",
+                None,
+            );
+        }
+        RequestFault::Http429 => {
+            return json_error(
+                StatusCode::TOO_MANY_REQUESTS,
+                "simulated rate limit: too many requests",
+                "RateLimitError",
+                None,
+            );
+        }
+        _ => {}
+    }
+    let seq = sh.next_id.fetch_add(1, Ordering::Relaxed);
+    let id = match g.endpoint {
+        Endpoint::Chat => format!("chatcmpl-{:016x}", seq.wrapping_mul(0x9E37_79B9_7F4A_7C15)),
+        Endpoint::Completion => format!("cmpl-{:016x}", seq.wrapping_mul(0x9E37_79B9_7F4A_7C15)),
+    };
+    let (tx, rx) = tmpsc::unbounded_channel();
+    let req = NewRequest {
+        prompt_tokens: g.prompt_tokens,
+        template_tokens: g.template_tokens,
+        prompt_key: g.prompt_key,
+        max_tokens,
+        max_tokens_param: g.max_tokens,
+        ignore_eos: g.ignore_eos,
+        n: 1,
+    };
+    let sent = lock(&sh.cmd).send(Cmd::Submit {
+        req,
+        arrival: sh.clock.now(),
+        tx,
+    });
+    if sent.is_err() {
+        return json_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "engine is shut down",
+            "ServiceUnavailable",
+            None,
+        );
+    }
+    let head = ChunkHead::new(g.endpoint, &id, sh.created_unix as u64, &sh.model_id);
+    let timestamps = headers
+        .get("x-llmscope-timestamps")
+        .is_some_and(|v| v.as_bytes() == b"1");
+    if !g.stream {
+        return full_body(rx, &head, &id, &sh, &g, seq).await;
+    }
+    let stream = SseStream {
+        head,
+        rx,
+        phase: if g.endpoint == Endpoint::Chat {
+            Phase::Role
+        } else {
+            Phase::Tokens
+        },
+        produced: 0,
+        seed: seq,
+        fault,
+        stalled: false,
+        stall_for: sh.faults.stall_for,
+        include_usage: g.include_usage,
+        timestamps,
+        prompt: g.prompt_tokens,
+    };
+    let body = Body::from_stream(futures_util::stream::unfold(stream, SseStream::next));
+    let mut resp = Response::new(body);
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream; charset=utf-8"),
+    );
+    resp
+}
+
+/// vLLM's 400 for prompts that do not fit `max_model_len`.
+fn length_error(prompt: u32, max_tokens: Option<u32>, max_model_len: u32) -> Option<String> {
+    let requested = max_tokens.unwrap_or(0);
+    if prompt >= max_model_len || prompt + requested > max_model_len {
+        return Some(format!(
+            "This model's maximum context length is {max_model_len} tokens. However, you requested {requested} output tokens and your prompt contains {prompt} input tokens, for a total of {} tokens. Please reduce the length of the input prompt or the number of requested output tokens.",
+            prompt + requested
+        ));
+    }
+    None
+}
+
+async fn full_body(
+    mut rx: tmpsc::UnboundedReceiver<Tok>,
+    head: &ChunkHead,
+    id: &str,
+    sh: &Shared,
+    g: &Generation,
+    seed: u64,
+) -> Response {
+    let mut text = String::new();
+    let mut n = 0;
+    while let Some(t) = rx.recv().await {
+        text.push_str(tokenizer::piece(seed, t.index));
+        n += 1;
+        if let Some(f) = t.finish {
+            let body = openai::full_response(
+                head.endpoint,
+                id,
+                sh.created_unix as u64,
+                &sh.model_id,
+                &text,
+                f.as_str(),
+                g.prompt_tokens,
+                n,
+            );
+            return ([(header::CONTENT_TYPE, "application/json")], body).into_response();
+        }
+    }
+    json_error(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "the engine stopped before the request finished",
+        "InternalServerError",
+        None,
+    )
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Role,
+    Tokens,
+    Usage,
+    Done,
+    End,
+}
+
+/// State of one SSE response body.
+struct SseStream {
+    head: ChunkHead,
+    rx: tmpsc::UnboundedReceiver<Tok>,
+    phase: Phase,
+    produced: u32,
+    seed: u64,
+    fault: RequestFault,
+    stalled: bool,
+    stall_for: Duration,
+    include_usage: bool,
+    timestamps: bool,
+    prompt: u32,
+}
+
+type Chunk = Result<Bytes, std::io::Error>;
+
+impl SseStream {
+    async fn next(mut self) -> Option<(Chunk, Self)> {
+        let mut out = String::with_capacity(320);
+        let stamp = |on: bool| on.then(unix_ns);
+        match self.phase {
+            Phase::Role => {
+                self.head.role_event(&mut out, stamp(self.timestamps));
+                self.phase = Phase::Tokens;
+            }
+            Phase::Tokens => {
+                if let Some(err) = self.tokens(&mut out).await {
+                    self.phase = Phase::End;
+                    return Some((Err(err), self));
+                }
+            }
+            Phase::Usage => {
+                self.head
+                    .usage_event(&mut out, self.prompt, self.produced, stamp(self.timestamps));
+                self.phase = Phase::Done;
+            }
+            Phase::Done => {
+                out.push_str("data: [DONE]\n\n");
+                self.phase = Phase::End;
+            }
+            Phase::End => return None,
+        }
+        Some((Ok(Bytes::from(out)), self))
+    }
+
+    /// Waits for the next token(s) and writes one content chunk; an error ends the connection.
+    async fn tokens(&mut self, out: &mut String) -> Option<std::io::Error> {
+        let Some(first) = self.rx.recv().await else {
+            return Some(std::io::Error::other("engine stopped"));
+        };
+        let mut text = String::from(tokenizer::piece(self.seed, first.index));
+        let mut finish = first.finish;
+        let mut count = 1;
+        while finish.is_none() {
+            match self.rx.try_recv() {
+                Ok(t) => {
+                    text.push_str(tokenizer::piece(self.seed, t.index));
+                    finish = t.finish;
+                    count += 1;
+                }
+                Err(_) => break,
+            }
+        }
+        let before = self.produced;
+        self.produced += count;
+        match self.fault {
+            RequestFault::DisconnectAfter(k) if self.produced >= k => {
+                return Some(std::io::Error::new(
+                    std::io::ErrorKind::ConnectionReset,
+                    "simulated disconnect",
+                ));
+            }
+            RequestFault::StallAfter(k) if self.produced >= k && !self.stalled => {
+                self.stalled = true;
+                tokio::time::sleep(self.stall_for).await;
+            }
+            _ => {}
+        }
+        if let RequestFault::MalformedAt(k) = self.fault
+            && before < k
+            && self.produced >= k
+        {
+            self.head.malformed_event(out);
+        } else {
+            let emit = self.timestamps.then(unix_ns);
+            self.head
+                .content_event(out, &text, finish.map(FinishReason::as_str), emit);
+        }
+        if finish.is_some() {
+            self.phase = if self.include_usage {
+                Phase::Usage
+            } else {
+                Phase::Done
+            };
+        }
+        None
+    }
+}
+
+// ---------------------------------------------------------------- dcgm-exporter
+
+fn dcgm_router(sh: Arc<Shared>) -> Router {
+    Router::new()
+        .route("/metrics", get(dcgm_metrics))
+        .route("/health", get(|| async { StatusCode::OK }))
+        .with_state(sh)
+}
+
+async fn dcgm_metrics(State(sh): State<Arc<Shared>>) -> Response {
+    if let Some(r) = scrape_fault(&sh) {
+        return r;
+    }
+    let text = lock(&sh.dcgm_text).clone();
+    exposition(String::clone(&text))
+}
+
+fn refresh_dcgm(sh: &Shared, state: &mut DcgmState, id: &GpuIdentity, interval_s: f64) {
+    let text = {
+        let e = lock(&sh.engine);
+        let r = state.collect(&e, sh.clock.now(), interval_s);
+        dcgm_text::render(id, &r)
+    };
+    *lock(&sh.dcgm_text) = Arc::new(text);
+}
+
+async fn dcgm_collector(
+    sh: Arc<Shared>,
+    mut state: DcgmState,
+    id: GpuIdentity,
+    interval: Duration,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => refresh_dcgm(&sh, &mut state, &id, interval.as_secs_f64()),
+            _ = stop.wait_for(|s| *s) => return,
+        }
+    }
+}
