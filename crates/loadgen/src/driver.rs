@@ -235,12 +235,15 @@ fn total_report(
         label: format!("all {} stages", done.len()),
         ..Default::default()
     };
+    let mut busy = 0.0;
     for (s, m, _) in done {
         stats.merge(s);
         meta.peak_concurrency = meta.peak_concurrency.max(m.peak_concurrency);
         meta.send_window_s += m.send_window_s;
+        busy += m.sending_concurrency.unwrap_or(0.0) * m.send_window_s;
         meta.duration_s += m.duration_s;
     }
+    meta.sending_concurrency = (meta.send_window_s > 0.0).then(|| busy / meta.send_window_s);
     let names: Vec<&str> = done.iter().map(|(_, m, _)| m.mode_name.as_str()).collect();
     meta.mode_name = match names.first() {
         Some(first) if names.iter().all(|n| n == first) => (*first).to_owned(),
@@ -336,6 +339,11 @@ async fn run_stage(
     let mut sending_ended: Option<Instant> = None;
     let mut signals = control.subscribe();
     let mut aborted = false;
+    let mut in_flight = InFlight {
+        from: clock.ns(warmup_end),
+        to: None,
+        busy_ns: 0,
+    };
     loop {
         tokio::select! {
             n = rx.recv_many(&mut batch, 4096) => {
@@ -345,11 +353,16 @@ async fn run_stage(
                 for r in &batch {
                     stats.add(r, &plan.slo);
                     live.add(r);
+                    in_flight.add(r);
                 }
                 observer.records(&batch);
                 batch.clear();
             }
-            _ = &mut dispatcher, if sending_ended.is_none() => sending_ended = Some(Instant::now()),
+            end = &mut dispatcher, if sending_ended.is_none() => {
+                let end = end.unwrap_or_else(|_| Instant::now());
+                sending_ended = Some(end);
+                in_flight.to = Some(clock.ns(end));
+            }
             _ = signals.changed(), if !aborted => {
                 if *signals.borrow() == Signal::Abort {
                     aborted = true;
@@ -380,13 +393,16 @@ async fn run_stage(
     }
     let ended = Instant::now();
     let send_end = sending_ended.unwrap_or(ended);
+    let send_window = send_end.saturating_duration_since(warmup_end);
     let meta = StageMeta {
         stage: Some(index),
         label: sp.label(),
         mode: Some(sp.mode),
         mode_name: sp.mode.name().into(),
         peak_concurrency: gauge.peak.load(Ordering::Relaxed),
-        send_window_s: send_end.saturating_duration_since(warmup_end).as_secs_f64(),
+        send_window_s: send_window.as_secs_f64(),
+        sending_concurrency: (!send_window.is_zero())
+            .then(|| in_flight.busy_ns as f64 / send_window.as_nanos() as f64),
         duration_s: ended.duration_since(started).as_secs_f64(),
     };
     StageOutcome {
@@ -394,6 +410,22 @@ async fn run_stage(
         meta,
         started,
         ended,
+    }
+}
+
+/// Time-weighted requests in flight while sending: Σ overlap of each request with the sending
+/// window (end of warmup → end of sending), exact from the records.
+struct InFlight {
+    from: u64,
+    /// Unknown until sending ends; records that arrive before that ended before it.
+    to: Option<u64>,
+    busy_ns: u128,
+}
+
+impl InFlight {
+    fn add(&mut self, r: &RequestRecord) {
+        let end = self.to.map_or(r.end_unix_ns, |to| r.end_unix_ns.min(to));
+        self.busy_ns += u128::from(end.saturating_sub(r.sent_unix_ns.max(self.from)));
     }
 }
 
@@ -523,13 +555,13 @@ async fn unless_stopped<F: Future>(
     }
 }
 
-/// The one send loop, for every schedule.
+/// The one send loop, for every schedule. Returns when sending stopped.
 async fn dispatch(
     ctx: Arc<StageCtx>,
     sp: StagePlan,
     seed: u64,
     mut control: watch::Receiver<Signal>,
-) {
+) -> Instant {
     let start = ctx.warmup_end - sp.warmup;
     let deadline = sp.duration.map(|d| ctx.warmup_end + d);
     let mut arrivals = Arrivals::new(&sp, start, deadline, seed);
@@ -547,6 +579,7 @@ async fn dispatch(
             break;
         }
     }
+    Instant::now()
 }
 
 /// Sends the record of a request exactly once: on success, or from `Drop` if the task dies.

@@ -87,7 +87,7 @@ pub struct LoadInfo {
     pub mode: String,
     /// Closed: concurrency asked for; open: requests/s asked for.
     pub target: Option<f64>,
-    /// Closed: mean requests in flight; open: requests/s actually sent.
+    /// Closed: mean requests in flight while sending; open: requests/s actually sent.
     pub achieved: Option<f64>,
     /// The unit of `target` and `achieved`: `concurrency` or `requests_per_s`.
     pub unit: String,

@@ -109,6 +109,8 @@ pub struct StageMeta {
     pub mode_name: String,
     pub peak_concurrency: u64,
     pub send_window_s: f64,
+    /// Mean requests in flight while sending (warmup and drain excluded).
+    pub sending_concurrency: Option<f64>,
     pub duration_s: f64,
 }
 
@@ -318,7 +320,7 @@ impl StageStats {
         let (target, achieved, unit, cap) = match meta.mode {
             Some(Mode::Closed { concurrency }) => (
                 Some(f64::from(concurrency)),
-                Some(mean_concurrency),
+                Some(meta.sending_concurrency.unwrap_or(mean_concurrency)),
                 "concurrency",
                 Some(concurrency),
             ),

@@ -157,7 +157,7 @@ fn write_tokens(s: &StageReport, w: &mut impl Write) -> io::Result<()> {
 fn write_load(s: &StageReport, w: &mut impl Write) -> io::Result<()> {
     let l = &s.load;
     let reach = match (l.target, l.achieved) {
-        (Some(t), Some(a)) => format!("target {t} {}, achieved {a}", l.unit.replace('_', " ")),
+        (Some(t), Some(a)) => format!("target {t} {}, achieved {a:.1}", l.unit.replace('_', " ")),
         _ => format!("mode {}", l.mode),
     };
     writeln!(
