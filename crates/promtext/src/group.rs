@@ -20,9 +20,22 @@ use std::collections::HashSet;
 struct Current<'a> {
     name: Escaped<'a>,
     ty: MetricType,
+    has_samples: bool,
 }
 
-/// Tracks the current family and every name seen so far.
+impl<'a> Current<'a> {
+    fn new(name: Escaped<'a>, ty: MetricType) -> Self {
+        Current {
+            name,
+            ty,
+            has_samples: false,
+        }
+    }
+}
+
+/// Tracks the current family and the names seen so far. `with_samples` holds the name of every
+/// family that got a sample (one insert per family, not per sample), which is what the
+/// `TypeAfterSamples` check needs: an untyped family is named after its samples.
 #[derive(Debug)]
 pub(crate) struct Grouper<'a> {
     current: Option<Current<'a>>,
@@ -30,8 +43,7 @@ pub(crate) struct Grouper<'a> {
     typed: HashSet<&'a str>,
     helped: HashSet<&'a str>,
     united: HashSet<&'a str>,
-    sample_names: HashSet<&'a str>,
-    last_sample_name: Option<&'a str>,
+    with_samples: HashSet<&'a str>,
     scratch: String,
 }
 
@@ -44,8 +56,7 @@ impl<'a> Grouper<'a> {
             typed: HashSet::new(),
             helped: HashSet::new(),
             united: HashSet::new(),
-            sample_names: HashSet::new(),
-            last_sample_name: None,
+            with_samples: HashSet::new(),
             scratch: String::new(),
         }
     }
@@ -84,58 +95,48 @@ impl<'a> Grouper<'a> {
         name: Escaped<'a>,
         has_le: bool,
     ) -> Result<(MetricType, Suffix), ErrorKind> {
-        self.remember_sample_name(name.raw());
         let member = self
             .current
             .and_then(|cur| Some((cur.ty, member_suffix(cur, name)?)));
-        if let Some((ty, suffix)) = member {
-            let histogram = matches!(ty, MetricType::Histogram | MetricType::GaugeHistogram);
-            if histogram && suffix == Suffix::Bucket && !has_le {
-                return Err(ErrorKind::BucketWithoutLe);
-            }
-            return Ok((ty, suffix));
+        let (ty, suffix) = member.unwrap_or((self.default_ty, Suffix::None));
+        let histogram = matches!(ty, MetricType::Histogram | MetricType::GaugeHistogram);
+        if histogram && suffix == Suffix::Bucket && !has_le {
+            return Err(ErrorKind::BucketWithoutLe);
         }
-        self.current = Some(Current {
-            name,
-            ty: self.default_ty,
-        });
-        Ok((self.default_ty, Suffix::None))
+        if member.is_none() {
+            self.current = Some(Current::new(name, self.default_ty));
+        }
+        self.mark_has_samples();
+        Ok((ty, suffix))
     }
 
     /// Makes `name` the current family (keeping it if it already is).
     fn enter(&mut self, name: Escaped<'a>) -> &mut Current<'a> {
         let default_ty = self.default_ty;
-        let cur = self.current.get_or_insert(Current {
-            name,
-            ty: default_ty,
-        });
+        let cur = self.current.get_or_insert(Current::new(name, default_ty));
         if cur.name != name {
-            *cur = Current {
-                name,
-                ty: default_ty,
-            };
+            *cur = Current::new(name, default_ty);
         }
         cur
     }
 
-    fn remember_sample_name(&mut self, raw: &'a str) {
-        // Consecutive samples mostly share a name (series of one family, buckets): hash only on change.
-        if self.last_sample_name != Some(raw) {
-            self.sample_names.insert(raw);
-            self.last_sample_name = Some(raw);
+    fn mark_has_samples(&mut self) {
+        if let Some(cur) = self.current.as_mut().filter(|c| !c.has_samples) {
+            cur.has_samples = true;
+            self.with_samples.insert(cur.name.raw());
         }
     }
 
     /// Whether any sample that a family `name` of type `ty` would own was already seen.
     fn samples_seen(&mut self, name: &str, ty: MetricType) -> bool {
-        if self.sample_names.contains(name) {
+        if self.with_samples.contains(name) {
             return true;
         }
         Suffix::allowed(ty).iter().any(|suffix| {
             self.scratch.clear();
             self.scratch.push_str(name);
             self.scratch.push_str(suffix.as_str());
-            self.sample_names.contains(self.scratch.as_str())
+            self.with_samples.contains(self.scratch.as_str())
         })
     }
 }

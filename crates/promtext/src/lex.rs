@@ -186,6 +186,10 @@ impl<'a> Lexer<'a> {
     /// One `name="value"` pair at the cursor.
     pub fn label_pair(&mut self) -> LexResult<(Escaped<'a>, Escaped<'a>)> {
         let name = self.label_name()?;
+        if self.s.as_bytes().get(self.pos..self.pos + 2) == Some(b"=\"") {
+            self.pos += 1; // the common `name="` with no blanks
+            return Ok((name, self.quoted(ErrorKind::UnterminatedLabelValue)?));
+        }
         self.expect(b'=')?;
         self.skip_blanks();
         match self.peek() {
