@@ -23,7 +23,10 @@ pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
     if s == "0" {
         return Ok(Duration::ZERO);
     }
-    let invalid = |why| DurationError::Invalid { text: text.to_owned(), why };
+    let invalid = |why| DurationError::Invalid {
+        text: text.to_owned(),
+        why,
+    };
     let mut total = 0f64;
     let mut rest = s;
     while !rest.is_empty() {

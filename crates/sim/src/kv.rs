@@ -170,7 +170,7 @@ mod tests {
         assert_eq!(kv.free(), 3);
         assert!(kv.try_alloc(2)); // one uncached free block + one eviction (the oldest)
         assert_eq!(kv.cached_prefix([(7, 0)].into_iter()), 0);
-        assert_eq!(kv.cached_prefix([(7, 1)].into_iter().skip(0)), 1);
+        assert_eq!(kv.cached_prefix([(7, 1)].into_iter()), 1);
         assert!(!kv.try_alloc(2));
         assert!((kv.usage() - 2.0 / 3.0).abs() < 1e-12);
     }

@@ -199,17 +199,29 @@ fn close(out: &mut String, emit_ns: Option<u128>) {
     out.push_str("}\n\n");
 }
 
+/// What a finished non-streaming request produced.
+#[derive(Debug, Clone, Copy)]
+pub struct Completed<'a> {
+    pub text: &'a str,
+    pub finish: &'a str,
+    pub prompt: u32,
+    pub completion: u32,
+}
+
 /// The non-streaming response body.
 pub fn full_response(
     endpoint: Endpoint,
     id: &str,
     created: u64,
     model: &str,
-    text: &str,
-    finish: &str,
-    prompt: u32,
-    completion: u32,
+    done: &Completed,
 ) -> String {
+    let Completed {
+        text,
+        finish,
+        prompt,
+        completion,
+    } = *done;
     let mut out = String::with_capacity(256 + text.len());
     out.push_str("{\"id\":");
     json_str(&mut out, id);
@@ -301,16 +313,13 @@ mod tests {
         let mut s = String::new();
         head.content_event(&mut s, " hi", None, None);
         assert_eq!(parse(&s)["choices"][0]["text"], " hi");
-        let body = full_response(
-            Endpoint::Chat,
-            "chatcmpl-2",
-            1,
-            "m",
-            "hello",
-            "length",
-            5,
-            2,
-        );
+        let done = Completed {
+            text: "hello",
+            finish: "length",
+            prompt: 5,
+            completion: 2,
+        };
+        let body = full_response(Endpoint::Chat, "chatcmpl-2", 1, "m", &done);
         let v: serde_json::Value = serde_json::from_str(&body).unwrap();
         assert_eq!(v["choices"][0]["message"]["content"], "hello");
         assert_eq!(v["usage"]["completion_tokens"], 2);

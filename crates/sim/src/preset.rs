@@ -268,7 +268,7 @@ pub const TINY: ModelSpec = ModelSpec {
     layers: 12,
     hidden: 768,
     heads: 12,
-    kv_heads: 12,
+    kv_heads: 2,
     head_dim: 64,
     intermediate: 3072,
     vocab: 32_000,

@@ -10,7 +10,7 @@
 
 use crate::dcgm::DcgmState;
 use crate::dcgm_text::{self, GpuIdentity};
-use crate::engine::{Engine, EngineError, NewRequest, ReqId};
+use crate::engine::{Engine, EngineError, IdMap, NewRequest, ReqId};
 use crate::faults::{FaultRateError, Faults, RequestFault, ScrapeFault};
 use crate::metrics::{self, Dialect};
 use crate::openai::{self, ChatRequest, ChunkHead, CompletionRequest, Endpoint};
@@ -24,7 +24,6 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -314,13 +313,17 @@ fn gpu_identity(cfg: &SimConfig) -> GpuIdentity {
         let v = rng.next_u64();
         format!("{v:016x}")[..n].to_owned()
     };
-    let uuid = format!(
-        "GPU-{}-{}-{}-{}-{}",
+    let parts = [
         h(&mut rng, 8),
         h(&mut rng, 4),
         h(&mut rng, 4),
         h(&mut rng, 4),
-        format!("{}{}", h(&mut rng, 8), h(&mut rng, 4))
+        h(&mut rng, 8),
+        h(&mut rng, 4),
+    ];
+    let uuid = format!(
+        "GPU-{}-{}-{}-{}-{}{}",
+        parts[0], parts[1], parts[2], parts[3], parts[4], parts[5]
     );
     GpuIdentity {
         uuid,
@@ -334,7 +337,7 @@ fn gpu_identity(cfg: &SimConfig) -> GpuIdentity {
 // ---------------------------------------------------------------- engine thread
 
 fn engine_loop(sh: &Shared, rx: &mpsc::Receiver<Cmd>) {
-    let mut senders: HashMap<ReqId, tmpsc::UnboundedSender<Tok>> = HashMap::new();
+    let mut senders: IdMap<tmpsc::UnboundedSender<Tok>> = IdMap::default();
     let mut out = Vec::new();
     loop {
         let idle = !lock(&sh.engine).has_work();
@@ -375,11 +378,7 @@ fn engine_loop(sh: &Shared, rx: &mpsc::Receiver<Cmd>) {
 }
 
 /// Registers a command; false means shut down.
-fn accept(
-    sh: &Shared,
-    cmd: Cmd,
-    senders: &mut HashMap<ReqId, tmpsc::UnboundedSender<Tok>>,
-) -> bool {
+fn accept(sh: &Shared, cmd: Cmd, senders: &mut IdMap<tmpsc::UnboundedSender<Tok>>) -> bool {
     match cmd {
         Cmd::Submit { req, arrival, tx } => {
             let id = lock(&sh.engine).add(arrival, req);
@@ -390,7 +389,7 @@ fn accept(
     }
 }
 
-fn abort_closed(sh: &Shared, senders: &mut HashMap<ReqId, tmpsc::UnboundedSender<Tok>>) {
+fn abort_closed(sh: &Shared, senders: &mut IdMap<tmpsc::UnboundedSender<Tok>>) {
     let closed: Vec<ReqId> = senders
         .iter()
         .filter(|(_, tx)| tx.is_closed())
@@ -410,7 +409,7 @@ fn abort_closed(sh: &Shared, senders: &mut HashMap<ReqId, tmpsc::UnboundedSender
 fn deliver(
     sh: &Shared,
     out: &[crate::engine::Emitted],
-    senders: &mut HashMap<ReqId, tmpsc::UnboundedSender<Tok>>,
+    senders: &mut IdMap<tmpsc::UnboundedSender<Tok>>,
     end: f64,
 ) {
     let mut gone = Vec::new();
@@ -534,7 +533,7 @@ async fn chat(State(sh): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) ->
             );
         }
     };
-    if let Err(r) = check_model(&sh, req.model.as_deref(), req.n) {
+    if let Some(r) = check_model(&sh, req.model.as_deref(), req.n) {
         return r;
     }
     if req.messages.is_empty() {
@@ -579,7 +578,7 @@ async fn completions(State(sh): State<Arc<Shared>>, headers: HeaderMap, body: By
             );
         }
     };
-    if let Err(r) = check_model(&sh, req.model.as_deref(), req.n) {
+    if let Some(r) = check_model(&sh, req.model.as_deref(), req.n) {
         return r;
     }
     let text = match &req.prompt {
@@ -604,11 +603,12 @@ async fn completions(State(sh): State<Arc<Shared>>, headers: HeaderMap, body: By
     generate(sh, g, &headers).await
 }
 
-fn check_model(sh: &Shared, model: Option<&str>, n: Option<u32>) -> Result<(), Response> {
+/// A 404 for another model, a 400 for `n` ≠ 1; `None` when the request may go on.
+fn check_model(sh: &Shared, model: Option<&str>, n: Option<u32>) -> Option<Response> {
     if let Some(m) = model
         && m != sh.model_id
     {
-        return Err(json_error(
+        return Some(json_error(
             StatusCode::NOT_FOUND,
             &format!("The model `{m}` does not exist."),
             "NotFoundError",
@@ -616,9 +616,9 @@ fn check_model(sh: &Shared, model: Option<&str>, n: Option<u32>) -> Result<(), R
         ));
     }
     if n.is_some_and(|n| n != 1) {
-        return Err(bad_request("the simulator serves n = 1 only"));
+        return Some(bad_request("the simulator serves n = 1 only"));
     }
-    Ok(())
+    None
 }
 
 async fn generate(sh: Arc<Shared>, g: Generation, headers: &HeaderMap) -> Response {
@@ -747,15 +747,18 @@ async fn full_body(
         text.push_str(tokenizer::piece(seed, t.index));
         n += 1;
         if let Some(f) = t.finish {
+            let done = openai::Completed {
+                text: &text,
+                finish: f.as_str(),
+                prompt: g.prompt_tokens,
+                completion: n,
+            };
             let body = openai::full_response(
                 head.endpoint,
                 id,
                 sh.created_unix as u64,
                 &sh.model_id,
-                &text,
-                f.as_str(),
-                g.prompt_tokens,
-                n,
+                &done,
             );
             return ([(header::CONTENT_TYPE, "application/json")], body).into_response();
         }
