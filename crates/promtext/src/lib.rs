@@ -1,16 +1,37 @@
 //! `promtext`: the Prometheus exposition format (text 0.0.4 and OpenMetrics 1.0), read and written.
 //!
-//! - [`write`]: [`write::Writer`] renders families byte-for-byte as `prometheus_client` (vLLM) or
+//! - [`write`](mod@write): [`write::Writer`] renders families byte-for-byte as `prometheus_client` (vLLM) or
 //!   dcgm-exporter print them; [`fmt`] holds the number formatting rules.
 //! - [`parse`]: [`Parser`] streams [`Event`]s (`# HELP`, `# TYPE`, `# UNIT`, [`Sample`], `# EOF`)
-//!   over `&[u8]` without copying names, labels or values; [`lex`](crate::lex) reads the tokens of
-//!   one line, [`group`](crate::group) assigns samples to families by `# TYPE`.
+//!   over `&[u8]` without copying names, labels or values; the private `lex` module reads the
+//!   tokens of one line and `group` assigns samples to families by `# TYPE`.
 //! - [`family`]: [`parse_families`] collects the stream into [`Family`] values plus the
 //!   [`ParseError`]s of the bad lines (lenient) or the first one (strict).
 //! - [`text`], [`labels`], [`sample`]: the borrowed value types ([`Escaped`] strings with lazy
 //!   unescaping, [`Labels`], [`Sample`]); [`error`]: [`ParseError`] and [`ErrorKind`].
 //!
 //! No I/O, no async: bytes in, events/text out.
+//!
+//! ```
+//! use promtext::{Event, MetricType, ParseOptions, Parser, parse_families};
+//!
+//! let page = b"# TYPE vllm:iteration_tokens_total histogram\n\
+//!     vllm:iteration_tokens_total_bucket{engine=\"0\",le=\"+Inf\"} 852.0\n\
+//!     vllm:iteration_tokens_total_count{engine=\"0\"} 852.0\n\
+//!     vllm:iteration_tokens_total_sum{engine=\"0\"} 5.052943e+06\n";
+//! // Streaming: one event per meaningful line, nothing copied.
+//! for event in Parser::new(page, ParseOptions::lenient()) {
+//!     if let Ok(Event::Sample(s)) = event {
+//!         assert_eq!(s.family_name(), "vllm:iteration_tokens_total");
+//!         assert_eq!(s.labels.get("engine").unwrap(), "0");
+//!     }
+//! }
+//! // Whole page: families grouped by `# TYPE`, plus the errors of bad lines.
+//! let (families, errors) = parse_families(page);
+//! assert!(errors.is_empty());
+//! assert_eq!(families[0].ty, MetricType::Histogram);
+//! assert_eq!(families[0].samples[2].value, 5052943.0);
+//! ```
 
 pub mod error;
 pub mod family;

@@ -1,9 +1,10 @@
 //! The streaming parser: `&[u8]` in, an iterator of [`Event`]s (or [`ParseError`]s) out.
 //!
-//! [`Parser`] finds lines with `memchr`, checks each is UTF-8, and hands it to the [`Lexer`]
-//! (sample lines) or the comment reader (`# HELP`/`# TYPE`/`# UNIT`/`# EOF`; other comments are
-//! skipped). Every event borrows from the input; a sample costs no allocation. A [`Grouper`]
-//! assigns samples to families by `# TYPE` and performs the cross-line checks.
+//! [`Parser`] finds lines with `memchr`, checks they are UTF-8 (the whole input at once when it
+//! is), and hands each to the `Lexer` (sample lines) or the comment reader (`# HELP`/`# TYPE`/
+//! `# UNIT`/`# EOF`; other comments are skipped). Every event borrows from the input; a sample
+//! costs no allocation. A `Grouper` assigns samples to families by `# TYPE` and performs the
+//! cross-line checks.
 //!
 //! Errors: in lenient mode ([`ParseOptions::lenient`], the default) a bad line yields one `Err`
 //! and parsing goes on with the next line; in strict mode the iterator ends after the first error.

@@ -3,7 +3,7 @@
 //! [`Escaped`] is what the parser hands out for metric names, label names, label values and HELP
 //! text: a `&str` slice of the input (without surrounding quotes) plus a flag saying whether it
 //! contains backslash escapes. [`Escaped::unescape`] returns `Cow::Borrowed` unless there were
-//! escapes, so the common case never allocates. [`scan_quoted`] finds the end of a quoted string
+//! escapes, so the common case never allocates. `scan_quoted` finds the end of a quoted string
 //! and validates its escapes; the parser runs it once, so `unescape` itself cannot fail.
 
 use memchr::memchr;
