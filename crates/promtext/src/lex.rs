@@ -99,20 +99,20 @@ impl<'a> Lexer<'a> {
 
     /// The next run of non-blank bytes (possibly empty).
     pub fn word(&mut self) -> &'a str {
-        let b = self.s.as_bytes();
-        let start = self.pos;
-        while self.pos < b.len() && !matches!(b[self.pos], b' ' | b'\t') {
-            self.pos += 1;
-        }
-        self.slice(start, self.pos)
+        self.advance_while(|c| !matches!(c, b' ' | b'\t'))
     }
 
     fn scan_table(&mut self, table: &[bool; 256]) -> &'a str {
-        let b = self.s.as_bytes();
+        self.advance_while(|c| table[c as usize])
+    }
+
+    /// Moves past the bytes matching `keep` and returns them (iterating a slice, which spares a
+    /// bounds check per byte).
+    fn advance_while(&mut self, keep: impl Fn(u8) -> bool) -> &'a str {
         let start = self.pos;
-        while self.pos < b.len() && table[b[self.pos] as usize] {
-            self.pos += 1;
-        }
+        let rest = self.s.as_bytes().get(start..).unwrap_or_default();
+        let len = rest.iter().position(|&c| !keep(c)).unwrap_or(rest.len());
+        self.pos = start + len;
         self.slice(start, self.pos)
     }
 
