@@ -134,6 +134,7 @@ pub struct AssessInput {
 const CPU_SATURATED: f64 = 0.85;
 const LAG_LIMIT_MS: f64 = 10.0;
 const REACHED: f64 = 0.95;
+const HOST_BUSY: f64 = 90.0;
 
 /// Decides whether the client limited the result.
 pub fn assess(input: &AssessInput) -> ClientReport {
@@ -155,6 +156,12 @@ pub fn assess(input: &AssessInput) -> ClientReport {
     }
     let reached = input.load.map(|l| l.achieved >= REACHED * l.target);
     let limited = !causes.is_empty();
+    // A starved client is limited too: say who else wants the cores.
+    if let (true, Some(h), Some(c)) = (limited, host, cpu_mean) {
+        if h >= HOST_BUSY && c < CPU_SATURATED * capacity {
+            causes.push(format!("machine CPU {h:.0}% busy, this client {c:.0}%: other processes compete for the cores"));
+        }
+    }
     let verdict = verdict(input, cpu_mean, host, reached, &causes);
     ClientReport {
         cores: input.cores,
@@ -323,6 +330,11 @@ mod tests {
         });
         assert!(
             r.limited && r.verdict.contains("event-loop lag"),
+            "{}",
+            r.verdict
+        );
+        assert!(
+            r.verdict.contains("machine CPU 90% busy, this client 20%"),
             "{}",
             r.verdict
         );

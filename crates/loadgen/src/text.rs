@@ -87,12 +87,13 @@ fn write_stage(s: &StageReport, w: &mut impl Write) -> io::Result<()> {
         )?;
     }
     let c = &s.client;
-    writeln!(
-        w,
-        "  client      {}; event-loop lag p99 {} ms",
-        c.verdict,
-        ms(c.event_loop_lag_ms.p99)
-    )
+    let lag = match c.event_loop_lag_ms.p99 {
+        Some(p99) if !c.verdict.contains("event-loop lag") => {
+            format!("; event-loop lag p99 {} ms", ms(Some(p99)))
+        }
+        _ => String::new(),
+    };
+    writeln!(w, "  client      {}{lag}", c.verdict)
 }
 
 fn write_latencies(s: &StageReport, w: &mut impl Write) -> io::Result<()> {
