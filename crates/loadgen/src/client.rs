@@ -157,10 +157,13 @@ pub fn assess(input: &AssessInput) -> ClientReport {
     let reached = input.load.map(|l| l.achieved >= REACHED * l.target);
     let limited = !causes.is_empty();
     // A starved client is limited too: say who else wants the cores.
-    if let (true, Some(h), Some(c)) = (limited, host, cpu_mean) {
-        if h >= HOST_BUSY && c < CPU_SATURATED * capacity {
-            causes.push(format!("machine CPU {h:.0}% busy, this client {c:.0}%: other processes compete for the cores"));
-        }
+    if let (true, Some(h), Some(c)) = (limited, host, cpu_mean)
+        && h >= HOST_BUSY
+        && c < CPU_SATURATED * capacity
+    {
+        causes.push(format!(
+            "machine CPU {h:.0}% busy, this client {c:.0}%: other processes compete for the cores"
+        ));
     }
     let verdict = verdict(input, cpu_mean, host, reached, &causes);
     ClientReport {
