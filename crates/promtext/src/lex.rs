@@ -10,6 +10,7 @@
 use crate::error::ErrorKind;
 use crate::labels::Labels;
 use crate::text::{Escaped, QuoteError, scan_quoted};
+use std::collections::HashSet;
 
 /// An error inside a line: what, and at which byte offset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -214,7 +215,7 @@ impl<'a> Lexer<'a> {
     pub fn label_set(
         &mut self,
         name_allowed: bool,
-        names: &mut Vec<&'a str>,
+        names: &mut LabelNames<'a>,
     ) -> LexResult<LabelSet<'a>> {
         self.pos += 1; // '{'
         self.skip_blanks();
@@ -226,7 +227,6 @@ impl<'a> Lexer<'a> {
         let start = self.pos;
         names.clear();
         let mut has_le = false;
-        let mut filter = 0u64;
         loop {
             self.skip_blanks();
             match self.peek() {
@@ -236,12 +236,9 @@ impl<'a> Lexer<'a> {
             }
             let at = self.pos;
             let (label, _) = self.label_pair()?;
-            let bit = name_filter_bit(label.raw());
-            if filter & bit != 0 && names.iter().any(|n| *n == label.raw()) {
+            if !names.insert(label.raw()) {
                 return err(ErrorKind::DuplicateLabel, at);
             }
-            filter |= bit;
-            names.push(label.raw());
             has_le |= label.raw() == "le";
             self.skip_blanks();
             match self.peek() {
@@ -281,6 +278,50 @@ impl<'a> Lexer<'a> {
                 Ok(None)
             }
         }
+    }
+}
+
+/// The label names of one set so far, for the duplicate check: a list with a 64-bit filter on
+/// (length, first and last byte) so full comparisons are rare, and a hash set once the set is
+/// large, so a hostile line with a million labels stays linear. Reused across lines.
+#[derive(Debug, Default)]
+pub(crate) struct LabelNames<'a> {
+    list: Vec<&'a str>,
+    filter: u64,
+    large: HashSet<&'a str>,
+}
+
+impl<'a> LabelNames<'a> {
+    const SMALL: usize = 32;
+
+    pub fn clear(&mut self) {
+        self.list.clear();
+        self.filter = 0;
+        self.large.clear();
+    }
+
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    /// Adds `name`; false if it was already there.
+    pub fn insert(&mut self, name: &'a str) -> bool {
+        if self.list.len() >= Self::SMALL {
+            if self.large.is_empty() {
+                self.large.extend(self.list.iter().copied());
+            }
+            if !self.large.insert(name) {
+                return false;
+            }
+        } else {
+            let bit = name_filter_bit(name);
+            if self.filter & bit != 0 && self.list.contains(&name) {
+                return false;
+            }
+            self.filter |= bit;
+        }
+        self.list.push(name);
+        true
     }
 }
 
@@ -339,7 +380,7 @@ mod tests {
     use super::*;
 
     fn set(s: &str) -> LexResult<LabelSet<'_>> {
-        let mut names = Vec::new();
+        let mut names = LabelNames::default();
         Lexer::new(s).label_set(true, &mut names)
     }
 
@@ -410,6 +451,21 @@ mod tests {
             }
         );
         assert_eq!(e(r#"{"x"="#).kind, ErrorKind::UnterminatedLabelSet);
+    }
+
+    #[test]
+    fn duplicate_check_scales_past_the_small_list() {
+        let mut names = LabelNames::default();
+        let owned: Vec<String> = (0..100).map(|i| format!("l{i}")).collect();
+        assert!(owned.iter().all(|n| names.insert(n)));
+        assert!(!names.insert("l5") && !names.insert("l99"));
+        assert_eq!(names.len(), 100);
+        names.clear();
+        assert!(names.insert("l5"));
+        let many: String = (0..50_000).map(|i| format!("l{i}=\"v\",")).collect();
+        let dup = format!("{{{many}l4321=\"x\"}}");
+        assert_eq!(set(&dup).unwrap_err().kind, ErrorKind::DuplicateLabel);
+        assert_eq!(set(&format!("{{{many}}}")).unwrap().labels.len(), 50_000);
     }
 
     #[test]

@@ -14,7 +14,7 @@ use crate::MetricType;
 use crate::error::{ErrorKind, ParseError};
 use crate::group::Grouper;
 use crate::labels::Labels;
-use crate::lex::{LexError, LexResult, Lexer, parse_value};
+use crate::lex::{LabelNames, LexError, LexResult, Lexer, parse_value};
 use crate::sample::{Exemplar, Sample, Timestamp};
 use crate::text::{Escaped, check_escapes};
 
@@ -133,7 +133,7 @@ pub struct Parser<'a> {
     format: Format,
     strict: bool,
     group: Grouper<'a>,
-    label_names: Vec<&'a str>,
+    label_names: LabelNames<'a>,
     eof: EofState,
     done: bool,
 }
@@ -150,7 +150,7 @@ impl<'a> Parser<'a> {
             format,
             strict: options.strict,
             group: Grouper::new(format.untyped()),
-            label_names: Vec::new(),
+            label_names: LabelNames::default(),
             eof: EofState::NotSeen,
             done: false,
         }
