@@ -46,6 +46,9 @@ pub struct EngineFlags {
     /// vLLM --async-scheduling: host work overlaps GPU work.
     #[arg(long, help_heading = "vLLM engine")]
     pub async_scheduling: bool,
+    /// vLLM --stream-interval: tokens buffered per request before a stream chunk is sent.
+    #[arg(long, help_heading = "vLLM engine")]
+    pub stream_interval: Option<u32>,
     /// Metric names of this vLLM version: 0.26 (default), 0.11, 0.10, 0.8.
     #[arg(long, default_value = "0.26", help_heading = "vLLM engine")]
     pub metrics_dialect: String,
@@ -96,6 +99,10 @@ impl EngineFlags {
         set(&mut e.gpu_memory_utilization, self.gpu_memory_utilization);
         e.enable_prefix_caching &= !self.no_enable_prefix_caching;
         e.async_scheduling |= self.async_scheduling;
+        set(&mut e.stream_interval, self.stream_interval);
+        if e.stream_interval == 0 {
+            bail!("--stream-interval must be at least 1");
+        }
         let k = &mut p.constants;
         set(
             &mut k.host_step_s,
@@ -126,7 +133,8 @@ impl EngineFlags {
                 bail!("{name} {v} is out of range; use a fraction in (0, 1], e.g. 0.85");
             }
         }
-        if !(k.output_mean_tokens >= 1.0) || !(k.output_sigma >= 0.0) {
+        let valid_lengths = k.output_mean_tokens >= 1.0 && k.output_sigma >= 0.0; // false for NaN too
+        if !valid_lengths {
             bail!("--output-mean must be ≥ 1 and --output-sigma ≥ 0");
         }
         let Some(dialect) = Dialect::parse(&self.metrics_dialect) else {

@@ -108,6 +108,9 @@ pub struct EngineConfig {
     pub enable_prefix_caching: bool,
     /// `--async-scheduling`: host work overlaps GPU work (step = max instead of sum).
     pub async_scheduling: bool,
+    /// `--stream-interval` (vLLM ≥ 0.12): tokens buffered per request before a stream chunk is
+    /// sent; the first token always goes at once. 1 = every token.
+    pub stream_interval: u32,
 }
 
 /// The constants of the step-time, memory, output-length and power models.
@@ -288,6 +291,7 @@ fn small_gpu_defaults(max_model_len: u32) -> EngineConfig {
         block_size: 16,
         enable_prefix_caching: true,
         async_scheduling: false,
+        stream_interval: 1,
     }
 }
 

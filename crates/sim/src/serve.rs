@@ -188,6 +188,7 @@ struct Shared {
     clock: Clock,
     cmd: Mutex<mpsc::Sender<Cmd>>,
     model_id: String,
+    stream_interval: u32,
     dialect: Dialect,
     faults: Faults,
     rng: Mutex<Rng>,
@@ -222,6 +223,7 @@ pub async fn start(cfg: SimConfig) -> Result<SimHandle, SimError> {
     let identity = gpu_identity(&cfg);
     let shared = Arc::new(Shared {
         model_id: engine.model.id.to_owned(),
+        stream_interval: engine.cfg.stream_interval.max(1),
         engine: Mutex::new(engine),
         clock: Clock {
             start: Instant::now(),
@@ -339,6 +341,7 @@ fn gpu_identity(cfg: &SimConfig) -> GpuIdentity {
 fn engine_loop(sh: &Shared, rx: &mpsc::Receiver<Cmd>) {
     let mut senders: IdMap<tmpsc::UnboundedSender<Tok>> = IdMap::default();
     let mut out = Vec::new();
+    let mut last_prune = 0.0;
     loop {
         let idle = !lock(&sh.engine).has_work();
         if idle {
@@ -362,7 +365,11 @@ fn engine_loop(sh: &Shared, rx: &mpsc::Receiver<Cmd>) {
                 Err(mpsc::TryRecvError::Disconnected) => return,
             }
         }
-        abort_closed(sh, &mut senders);
+        // Clients that went away: checked a few times a second, not every step (cheap at 5k streams).
+        if sh.clock.now() - last_prune > 0.05 {
+            abort_closed(sh, &mut senders);
+            last_prune = sh.clock.now();
+        }
         let now = sh.clock.now();
         let plan = lock(&sh.engine).schedule(now);
         let Some(plan) = plan else {
@@ -413,7 +420,12 @@ fn deliver(
     end: f64,
 ) {
     let mut gone = Vec::new();
+    let interval = sh.stream_interval;
     for e in out {
+        // `--stream-interval`: buffer tokens, but never the first or the last one.
+        if e.index != 0 && e.finish.is_none() && (e.index + 1) % interval != 0 {
+            continue;
+        }
         let Some(tx) = senders.get(&e.id) else {
             continue;
         };
@@ -744,8 +756,10 @@ async fn full_body(
     let mut text = String::new();
     let mut n = 0;
     while let Some(t) = rx.recv().await {
-        text.push_str(tokenizer::piece(seed, t.index));
-        n += 1;
+        for i in n..=t.index {
+            text.push_str(tokenizer::piece(seed, i));
+        }
+        n = t.index + 1;
         if let Some(f) = t.finish {
             let done = openai::Completed {
                 text: &text,
@@ -828,22 +842,22 @@ impl SseStream {
 
     /// Waits for the next token(s) and writes one content chunk; an error ends the connection.
     async fn tokens(&mut self, out: &mut String) -> Option<std::io::Error> {
-        let Some(first) = self.rx.recv().await else {
+        let Some(mut last) = self.rx.recv().await else {
             return Some(std::io::Error::other("engine stopped"));
         };
-        let mut text = String::from(tokenizer::piece(self.seed, first.index));
-        let mut finish = first.finish;
-        let mut count = 1;
-        while finish.is_none() {
+        // Tokens that queued up while the client was slow go out in one chunk, as in vLLM.
+        while last.finish.is_none() {
             match self.rx.try_recv() {
-                Ok(t) => {
-                    text.push_str(tokenizer::piece(self.seed, t.index));
-                    finish = t.finish;
-                    count += 1;
-                }
+                Ok(t) => last = t,
                 Err(_) => break,
             }
         }
+        let finish = last.finish;
+        let mut text = String::new();
+        for i in self.produced..=last.index {
+            text.push_str(tokenizer::piece(self.seed, i));
+        }
+        let count = last.index + 1 - self.produced;
         let before = self.produced;
         self.produced += count;
         match self.fault {

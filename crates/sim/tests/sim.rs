@@ -443,3 +443,31 @@ async fn reference_load_reaches_the_calibrated_steady_state() {
     assert!((25.0..=40.0).contains(&util), "util {util} {samples:?}");
     sim.shutdown().await;
 }
+
+#[tokio::test]
+async fn stream_interval_batches_tokens_into_fewer_chunks() {
+    let mut c = cfg();
+    c.preset.engine.stream_interval = 4;
+    let sim = start(c).await;
+    let r = http(
+        sim.vllm_addr,
+        "POST",
+        "/v1/chat/completions",
+        &chat_body(10, true),
+        "",
+    )
+    .await;
+    let json: Vec<serde_json::Value> = events(&r.body)
+        .iter()
+        .filter(|e| **e != "[DONE]")
+        .map(|e| serde_json::from_str(e).unwrap())
+        .collect();
+    let texts: Vec<&str> = json[1..]
+        .iter()
+        .filter_map(|j| j["choices"][0]["delta"]["content"].as_str())
+        .collect();
+    // First token alone, then 4 at a time (tokens 2–4, 5–8), then the last two with the finish.
+    assert_eq!(texts.len(), 4, "{texts:?}");
+    assert_eq!(json.last().unwrap()["usage"]["completion_tokens"], 10);
+    sim.shutdown().await;
+}
