@@ -7,3 +7,4 @@
 //! - [`duration`]: human durations (`5s`, `2m`, `500ms`) as used on every command line.
 
 pub mod duration;
+pub mod series;
