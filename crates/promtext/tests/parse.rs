@@ -397,6 +397,78 @@ fn long_lines_are_truncated_in_errors() {
     assert_eq!(errors[0].text.len(), promtext::error::MAX_LINE_TEXT);
 }
 
+// ---- oracle: the real Prometheus parser ---------------------------------------------------
+
+/// Runs `promtool check metrics` (the Go text parser plus lints) on `page`. `None` if promtool is
+/// not installed, which CI (CI=true) does not accept.
+fn promtool(page: &[u8]) -> Option<(i32, String)> {
+    use std::io::Write as _;
+    use std::process::{Command, Stdio};
+    let child = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let mut child = match child {
+        Ok(child) => child,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            assert!(std::env::var_os("CI").is_none(), "CI must install promtool");
+            return None;
+        }
+        Err(e) => panic!("promtool: {e}"),
+    };
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(page)
+        .expect("write to promtool");
+    let out = child.wait_with_output().expect("promtool output");
+    Some((
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    ))
+}
+
+/// promtool exits 1 on a parse error and 3 on lint findings only (e.g. `:` in vLLM names).
+const PROMTOOL_PARSE_ERROR: i32 = 1;
+
+#[test]
+fn promtool_parses_what_we_parse() {
+    let mut written = String::new();
+    let mut w = Writer::new(&mut written, FloatStyle::Python);
+    w.family("esc_total", "a \\ b\nc", MetricType::Counter);
+    w.sample("esc_total", &[("v", "q\"x\\y\nz")], f64::NAN);
+    for page in [VLLM, DCGM, written.as_str()] {
+        let Some((code, stderr)) = promtool(page.as_bytes()) else {
+            return;
+        };
+        assert_ne!(code, PROMTOOL_PARSE_ERROR, "{stderr}");
+        assert!(parse_families(page.as_bytes()).1.is_empty());
+    }
+}
+
+#[test]
+fn promtool_rejects_the_same_lines_we_reject() {
+    // Checks the Go text parser has no notion of; `# UNIT` is a plain comment in text 0.0.4.
+    let ours_only = [
+        ErrorKind::TypeAfterSamples,
+        ErrorKind::BucketWithoutLe,
+        ErrorKind::DuplicateUnit,
+    ];
+    for (page, kind, line, _) in ERROR_CASES.iter().filter(|c| !ours_only.contains(&c.1)) {
+        let Some((code, stderr)) = promtool(&page_with_after(page)) else {
+            return;
+        };
+        assert_eq!(code, PROMTOOL_PARSE_ERROR, "{kind:?}: {stderr}");
+        assert!(
+            stderr.contains(&format!("line {line}:")),
+            "{kind:?}: {stderr}"
+        );
+    }
+}
+
 // ---- properties -----------------------------------------------------------------------------
 
 proptest! {
