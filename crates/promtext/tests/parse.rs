@@ -180,6 +180,99 @@ fn dcgm_blank_sentinel_parses_exactly() {
     assert!(gpu3.int_value().unwrap() >= 0x7fff_ffff_ffff_fff0);
 }
 
+const OPENMETRICS: &str = r#"# HELP vllm:prompt_tokens Number of prefill tokens processed.
+# TYPE vllm:prompt_tokens counter
+vllm:prompt_tokens_total{engine="0"} 5052943.0 1747360860.5 # {trace_id="4bf92f"} 812.0 1747360859.25
+vllm:prompt_tokens_created{engine="0"} 1747360800.123456
+# TYPE request_latency_seconds histogram
+# UNIT request_latency_seconds seconds
+request_latency_seconds_bucket{le="0.5"} 3 # {trace_id="a\"b"} 0.25
+request_latency_seconds_bucket{le="+Inf"} 4
+request_latency_seconds_count 4
+request_latency_seconds_sum 2.5
+request_latency_seconds_created 1747360800
+# TYPE rpc_seconds summary
+rpc_seconds{quantile="0.99"} 0.75
+rpc_seconds_count 10
+rpc_seconds_sum 3.5
+# TYPE build info
+build_info{version="0.26.0"} 1
+# TYPE feature stateset
+feature{feature="a"} 1
+feature{feature="b"} 0
+# TYPE queue_depth gaugehistogram
+queue_depth_bucket{le="+Inf"} 7
+queue_depth_gcount 7
+queue_depth_gsum 12
+# TYPE "my.dotted.metric" gauge
+{"my.dotted.metric","zone.name"="eu"} 1.5
+mystery 42
+# EOF
+"#;
+
+#[test]
+fn openmetrics_page_groups_every_type() {
+    let families = parse_ok(OPENMETRICS);
+    let shape: Vec<(String, MetricType, Vec<Suffix>)> = families
+        .iter()
+        .map(|f| {
+            (
+                f.name.to_string(),
+                f.ty,
+                f.samples.iter().map(|s| s.suffix).collect(),
+            )
+        })
+        .collect();
+    use Suffix as S;
+    let want = [
+        (
+            "vllm:prompt_tokens",
+            MetricType::Counter,
+            vec![S::Total, S::Created],
+        ),
+        (
+            "request_latency_seconds",
+            MetricType::Histogram,
+            vec![S::Bucket, S::Bucket, S::Count, S::Sum, S::Created],
+        ),
+        (
+            "rpc_seconds",
+            MetricType::Summary,
+            vec![S::None, S::Count, S::Sum],
+        ),
+        ("build", MetricType::Info, vec![S::Info]),
+        ("feature", MetricType::StateSet, vec![S::None, S::None]),
+        (
+            "queue_depth",
+            MetricType::GaugeHistogram,
+            vec![S::Bucket, S::GCount, S::GSum],
+        ),
+        ("my.dotted.metric", MetricType::Gauge, vec![S::None]),
+        ("mystery", MetricType::Unknown, vec![S::None]),
+    ];
+    let want: Vec<(String, MetricType, Vec<Suffix>)> = want
+        .into_iter()
+        .map(|(n, t, s)| (n.to_string(), t, s))
+        .collect();
+    assert_eq!(shape, want);
+    let counter = &families[0].samples[0];
+    assert_eq!(
+        counter.timestamp,
+        Some(promtext::Timestamp::Seconds(1747360860.5))
+    );
+    let ex = counter.exemplar.expect("exemplar");
+    assert_eq!((ex.value, ex.timestamp), (812.0, Some(1747360859.25)));
+    assert_eq!(ex.labels.get("trace_id").unwrap(), "4bf92f");
+    let hist = &families[1];
+    assert_eq!(hist.unit, Some("seconds"));
+    let ex = hist.samples[0].exemplar.expect("exemplar");
+    assert_eq!(ex.labels.get("trace_id").unwrap().unescape(), "a\"b");
+    assert_eq!(
+        families[6].samples[0].labels.get("zone.name").unwrap(),
+        "eu"
+    );
+}
+
 // ---- writer round-trip ----------------------------------------------------------------------
 
 fn same_value(a: f64, b: f64) -> bool {
