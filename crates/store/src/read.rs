@@ -1,0 +1,274 @@
+//! Reads: the run list, per-source statistics, series with their points, health and findings.
+//!
+//! Everything a summary prints is computed here from the stored rows, so a summary is also a
+//! check that the data reached the database.
+
+use crate::{Finding, RunId, RunStatus, SourceSpec, Store, StoreError};
+use llmscope_core::series::{FailureKind, Labels, Point, ScrapeHealth, Series, SeriesKey};
+use rusqlite::{OptionalExtension, Row, params};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// One line of `llmscope runs`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunSummary {
+    pub id: RunId,
+    pub kind: String,
+    pub status: RunStatus,
+    pub started_at: f64,
+    pub ended_at: Option<f64>,
+    pub window: Option<(f64, f64)>,
+    pub tool_version: String,
+    pub server_versions: BTreeMap<String, String>,
+    pub sources: Vec<String>,
+    pub series: u64,
+    pub samples: u64,
+    pub requests: u64,
+    pub findings: u64,
+}
+
+/// What one source of a run delivered.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SourceStats {
+    pub name: String,
+    pub kind: String,
+    pub url: String,
+    pub series: u64,
+    pub samples: u64,
+    /// Holes inside series: consecutive points more than 1.5 steps apart.
+    pub gaps: u64,
+    /// Scrapes (or API queries) made, and how many of them failed.
+    pub scrapes: u64,
+    pub failed_scrapes: u64,
+}
+
+const RUN_COLUMNS: &str = "id, kind, status, started_at, ended_at, window_from, window_to,
+    tool_version, server_versions,
+    (SELECT group_concat(name, ',') FROM (SELECT name FROM sources WHERE run_id = runs.id ORDER BY id)),
+    (SELECT count(*) FROM series se JOIN sources so ON so.id = se.source_id WHERE so.run_id = runs.id),
+    (SELECT count(*) FROM samples sa JOIN series se ON se.id = sa.series_id
+        JOIN sources so ON so.id = se.source_id WHERE so.run_id = runs.id),
+    (SELECT count(*) FROM requests WHERE run_id = runs.id),
+    (SELECT count(*) FROM findings WHERE run_id = runs.id)";
+
+impl Store {
+    /// Every run, newest first.
+    pub fn runs(&self) -> Result<Vec<RunSummary>, StoreError> {
+        let sql = format!("SELECT {RUN_COLUMNS} FROM runs ORDER BY id DESC");
+        let mut stmt = self.conn.prepare(&sql)?;
+        let rows = stmt.query_map([], run_summary)?;
+        rows.map(|r| r?).collect()
+    }
+
+    /// One run.
+    pub fn run(&self, id: RunId) -> Result<RunSummary, StoreError> {
+        let sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = ?1");
+        let found = self.conn.query_row(&sql, [id], run_summary).optional()?;
+        found.ok_or(StoreError::NoSuchRun(id))?
+    }
+
+    /// The sources of a run, in the order they were added.
+    pub fn sources(&self, run: RunId) -> Result<Vec<SourceSpec>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT name, kind, url FROM sources WHERE run_id = ?1 ORDER BY id")?;
+        let rows = stmt.query_map([run], |r| {
+            Ok(SourceSpec {
+                name: r.get(0)?,
+                kind: r.get(1)?,
+                url: r.get(2)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Per-source counts of a run; `step` (seconds) defines a gap.
+    pub fn source_stats(&self, run: RunId, step: f64) -> Result<Vec<SourceStats>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT so.id, so.name, so.kind, so.url,
+               (SELECT count(*) FROM series WHERE source_id = so.id),
+               (SELECT count(*) FROM samples sa JOIN series se ON se.id = sa.series_id
+                  WHERE se.source_id = so.id),
+               (SELECT count(*) FROM scrapes WHERE source_id = so.id),
+               (SELECT count(*) FROM scrapes WHERE source_id = so.id AND up = 0)
+             FROM sources so WHERE so.run_id = ?1 ORDER BY so.id",
+        )?;
+        let rows = stmt.query_map([run], |r| {
+            let id: i64 = r.get(0)?;
+            let stats = SourceStats {
+                name: r.get(1)?,
+                kind: r.get(2)?,
+                url: r.get(3)?,
+                series: count(r, 4)?,
+                samples: count(r, 5)?,
+                gaps: 0,
+                scrapes: count(r, 6)?,
+                failed_scrapes: count(r, 7)?,
+            };
+            Ok((id, stats))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (id, mut stats) = row?;
+            stats.gaps = self.gaps(id, step)?;
+            out.push(stats);
+        }
+        Ok(out)
+    }
+
+    fn gaps(&self, source: i64, step: f64) -> Result<u64, StoreError> {
+        Ok(self.conn.query_row(
+            "SELECT count(*) FROM (
+               SELECT t - lag(t) OVER (PARTITION BY series_id ORDER BY t) AS dt
+               FROM samples WHERE series_id IN (SELECT id FROM series WHERE source_id = ?1))
+             WHERE dt > ?2",
+            params![source, 1.5 * step],
+            |r| count(r, 0),
+        )?)
+    }
+
+    /// The series of a run (of one source, or all), points in time order, sorted by key.
+    pub fn series(
+        &self,
+        run: RunId,
+        source: Option<&str>,
+    ) -> Result<Vec<(String, Series)>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT so.name, se.id, se.name, se.labels FROM series se
+             JOIN sources so ON so.id = se.source_id
+             WHERE so.run_id = ?1 AND (?2 IS NULL OR so.name = ?2)",
+        )?;
+        let rows = stmt.query_map(params![run, source], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, String>(3)?,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (source, id, name, labels) = row?;
+            let labels: Labels = serde_json::from_str(&labels)?;
+            let points = self.points(id)?;
+            out.push((
+                source,
+                Series {
+                    key: SeriesKey::new(name, labels),
+                    points,
+                },
+            ));
+        }
+        out.sort_by(|a, b| (&a.0, &a.1.key).cmp(&(&b.0, &b.1.key)));
+        Ok(out)
+    }
+
+    fn points(&self, series: i64) -> Result<Vec<Point>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT t, v FROM samples WHERE series_id = ?1 ORDER BY t")?;
+        let rows = stmt.query_map([series], |r| {
+            let v: Option<f64> = r.get(1)?;
+            Ok(Point {
+                t: r.get(0)?,
+                v: v.unwrap_or(f64::NAN),
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// The scrape health records of one source of a run, in time order.
+    pub fn health(&self, run: RunId, source: &str) -> Result<Vec<ScrapeHealth>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT sc.t, sc.up, sc.duration_s, sc.bytes, sc.samples, sc.failure, sc.status, sc.message
+             FROM scrapes sc JOIN sources so ON so.id = sc.source_id
+             WHERE so.run_id = ?1 AND so.name = ?2 ORDER BY sc.t",
+        )?;
+        let rows = stmt.query_map(params![run, source], |r| {
+            let failure: Option<String> = r.get(5)?;
+            Ok(ScrapeHealth {
+                t: r.get(0)?,
+                up: r.get(1)?,
+                duration_s: r.get(2)?,
+                bytes: r.get::<_, i64>(3)? as u64,
+                samples: r.get::<_, i64>(4)? as u64,
+                failure: failure.as_deref().and_then(FailureKind::from_name),
+                status: r.get(6)?,
+                message: r.get(7)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// The findings of a run, in the order they were added.
+    pub fn findings(&self, run: RunId) -> Result<Vec<Finding>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT severity, code, source, message, evidence FROM findings
+             WHERE run_id = ?1 ORDER BY id",
+        )?;
+        let rows = stmt.query_map([run], |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get::<_, String>(4)?,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (severity, code, source, message, evidence) = row?;
+            out.push(Finding {
+                severity,
+                code,
+                source,
+                message,
+                evidence: serde_json::from_str(&evidence)?,
+            });
+        }
+        Ok(out)
+    }
+
+    /// How many load-generator records a run has.
+    pub fn request_count(&self, run: RunId) -> Result<u64, StoreError> {
+        Ok(self.conn.query_row(
+            "SELECT count(*) FROM requests WHERE run_id = ?1",
+            [run],
+            |r| count(r, 0),
+        )?)
+    }
+}
+
+fn run_summary(r: &Row<'_>) -> rusqlite::Result<Result<RunSummary, StoreError>> {
+    let status: String = r.get(2)?;
+    let from: Option<f64> = r.get(5)?;
+    let to: Option<f64> = r.get(6)?;
+    let versions: String = r.get(8)?;
+    let sources: Option<String> = r.get(9)?;
+    let server_versions = match serde_json::from_str(&versions) {
+        Ok(v) => v,
+        Err(e) => return Ok(Err(e.into())),
+    };
+    Ok(Ok(RunSummary {
+        id: r.get(0)?,
+        kind: r.get(1)?,
+        status: RunStatus::from_name(&status),
+        started_at: r.get(3)?,
+        ended_at: r.get(4)?,
+        window: from.zip(to),
+        tool_version: r.get(7)?,
+        server_versions,
+        sources: sources
+            .map(|s| s.split(',').map(str::to_owned).collect())
+            .unwrap_or_default(),
+        series: count(r, 10)?,
+        samples: count(r, 11)?,
+        requests: count(r, 12)?,
+        findings: count(r, 13)?,
+    }))
+}
+
+/// A `count(*)` column (SQLite integers are i64).
+fn count(r: &Row<'_>, i: usize) -> rusqlite::Result<u64> {
+    r.get::<_, i64>(i).map(|n| n.max(0) as u64)
+}

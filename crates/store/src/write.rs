@@ -1,0 +1,262 @@
+//! Inserts: runs, sources, batches of samples and health, requests, findings.
+//!
+//! [`Store::write`] is the hot path: one transaction per call, cached prepared statements, and a
+//! series-id cache so a scrape that repeats last interval's series does no lookups in SQLite.
+
+use crate::{Finding, NewRun, RequestRow, RunId, RunStatus, SourceSpec, Store, StoreError};
+use llmscope_core::series::{Batch, ScrapeHealth, SeriesKey};
+use rusqlite::{OptionalExtension, Transaction, params};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+/// `(source id, key)` → `series.id`.
+pub(crate) type SeriesIds = HashMap<(i64, Arc<SeriesKey>), i64>;
+
+/// What one [`Store::write`] call stored.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WriteStats {
+    pub samples: u64,
+    pub new_series: u64,
+    pub health: u64,
+}
+
+impl Store {
+    /// Starts a run in status `running`.
+    pub fn create_run(&mut self, run: &NewRun) -> Result<RunId, StoreError> {
+        let (from, to) = run.window.unzip();
+        self.conn.execute(
+            "INSERT INTO runs (kind, status, started_at, window_from, window_to, tool_version, config)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![
+                run.kind,
+                RunStatus::Running.as_str(),
+                run.started_at,
+                from,
+                to,
+                run.tool_version,
+                run.config.to_string()
+            ],
+        )?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// Registers a source of `run` (again: returns the existing id).
+    pub fn add_source(&mut self, run: RunId, spec: &SourceSpec) -> Result<i64, StoreError> {
+        self.conn.execute(
+            "INSERT INTO sources (run_id, name, kind, url) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT (run_id, name) DO NOTHING",
+            params![run, spec.name, spec.kind, spec.url],
+        )?;
+        let id = self.source_id(run, &spec.name)?;
+        Ok(id)
+    }
+
+    fn source_id(&mut self, run: RunId, name: &str) -> Result<i64, StoreError> {
+        if let Some(id) = self.sources.get(&(run, name.to_owned())) {
+            return Ok(*id);
+        }
+        let id: Option<i64> = self
+            .conn
+            .query_row(
+                "SELECT id FROM sources WHERE run_id = ?1 AND name = ?2",
+                params![run, name],
+                |r| r.get(0),
+            )
+            .optional()?;
+        let id = id.ok_or_else(|| StoreError::NoSuchSource {
+            run,
+            source_name: name.to_owned(),
+        })?;
+        self.sources.insert((run, name.to_owned()), id);
+        Ok(id)
+    }
+
+    /// Stores `batches` of `run` in one transaction: all of them or none.
+    pub fn write(&mut self, run: RunId, batches: &[Batch]) -> Result<WriteStats, StoreError> {
+        let mut ids = Vec::with_capacity(batches.len());
+        for b in batches {
+            ids.push(self.source_id(run, &b.source)?);
+        }
+        let tx = self.conn.transaction()?;
+        let mut stats = WriteStats::default();
+        let mut fresh = SeriesIds::new();
+        for (b, &source) in batches.iter().zip(&ids) {
+            insert_samples(&tx, &self.series_ids, source, b, &mut fresh, &mut stats)?;
+            insert_health(&tx, source, &b.health)?;
+            stats.health += b.health.len() as u64;
+        }
+        tx.commit()?;
+        // Only now are the new series ids real.
+        self.series_ids.extend(fresh);
+        Ok(stats)
+    }
+
+    /// Stores load-generator records of `run` in one transaction.
+    pub fn add_requests(&mut self, run: RunId, rows: &[RequestRow]) -> Result<(), StoreError> {
+        let tx = self.conn.transaction()?;
+        {
+            let mut stmt = tx.prepare_cached(
+                "INSERT INTO requests (run_id, stage, id, sent_unix_ns, end_unix_ns,
+                 first_token_unix_ns, status, error, prompt_tokens, output_tokens, record)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            )?;
+            for r in rows {
+                stmt.execute(params![
+                    run,
+                    r.stage,
+                    r.id as i64,
+                    r.sent_unix_ns as i64,
+                    r.end_unix_ns as i64,
+                    r.first_token_unix_ns.map(|t| t as i64),
+                    r.status,
+                    r.error,
+                    r.prompt_tokens,
+                    r.output_tokens,
+                    r.record.to_string()
+                ])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Stores findings of `run`.
+    pub fn add_findings(&mut self, run: RunId, findings: &[Finding]) -> Result<(), StoreError> {
+        let tx = self.conn.transaction()?;
+        for f in findings {
+            tx.execute(
+                "INSERT INTO findings (run_id, severity, code, source, message, evidence)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![
+                    run,
+                    f.severity,
+                    f.code,
+                    f.source,
+                    f.message,
+                    f.evidence.to_string()
+                ],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Records the versions the sources reported (`{"prometheus": "2.42.0", …}`).
+    pub fn set_server_versions(
+        &mut self,
+        run: RunId,
+        versions: &BTreeMap<String, String>,
+    ) -> Result<(), StoreError> {
+        let json = serde_json::to_string(versions)?;
+        self.update_run(
+            run,
+            "UPDATE runs SET server_versions = ?2 WHERE id = ?1",
+            &json,
+        )
+    }
+
+    /// Ends a run with `status` at `ended_at`, setting its window if it had none.
+    pub fn finish_run(
+        &mut self,
+        run: RunId,
+        status: RunStatus,
+        ended_at: f64,
+        window: Option<(f64, f64)>,
+    ) -> Result<(), StoreError> {
+        let (from, to) = window.unzip();
+        let n = self.conn.execute(
+            "UPDATE runs SET status = ?2, ended_at = ?3,
+               window_from = coalesce(window_from, ?4), window_to = coalesce(window_to, ?5)
+             WHERE id = ?1",
+            params![run, status.as_str(), ended_at, from, to],
+        )?;
+        if n == 0 {
+            return Err(StoreError::NoSuchRun(run));
+        }
+        Ok(())
+    }
+
+    fn update_run(&mut self, run: RunId, sql: &str, value: &str) -> Result<(), StoreError> {
+        if self.conn.execute(sql, params![run, value])? == 0 {
+            return Err(StoreError::NoSuchRun(run));
+        }
+        Ok(())
+    }
+}
+
+fn insert_samples(
+    tx: &Transaction<'_>,
+    known: &SeriesIds,
+    source: i64,
+    batch: &Batch,
+    fresh: &mut SeriesIds,
+    stats: &mut WriteStats,
+) -> Result<(), StoreError> {
+    let mut sample =
+        tx.prepare_cached("INSERT INTO samples (series_id, t, v) VALUES (?1, ?2, ?3)")?;
+    let mut last: Option<(&Arc<SeriesKey>, i64)> = None;
+    for (key, point) in &batch.samples {
+        let id = match last {
+            // Consecutive points of one series (a Prometheus range) skip the lookup.
+            Some((k, id)) if Arc::ptr_eq(k, key) => id,
+            _ => series_id(tx, known, fresh, source, key, stats)?,
+        };
+        last = Some((key, id));
+        // SQLite stores NaN as NULL; the read side turns NULL back into NaN.
+        sample.execute(params![id, point.t, point.v])?;
+        stats.samples += 1;
+    }
+    Ok(())
+}
+
+fn series_id(
+    tx: &Transaction<'_>,
+    known: &SeriesIds,
+    fresh: &mut SeriesIds,
+    source: i64,
+    key: &Arc<SeriesKey>,
+    stats: &mut WriteStats,
+) -> Result<i64, StoreError> {
+    let probe = (source, Arc::clone(key));
+    if let Some(id) = known.get(&probe) {
+        return Ok(*id);
+    }
+    if let Some(id) = fresh.get(&probe) {
+        return Ok(*id);
+    }
+    let labels = serde_json::to_string(&key.labels)?;
+    let mut find = tx.prepare_cached(
+        "INSERT INTO series (source_id, name, labels) VALUES (?1, ?2, ?3)
+         ON CONFLICT (source_id, name, labels) DO UPDATE SET name = excluded.name
+         RETURNING id",
+    )?;
+    let id: i64 = find.query_row(params![source, key.name, labels], |r| r.get(0))?;
+    stats.new_series += 1;
+    fresh.insert(probe, id);
+    Ok(id)
+}
+
+fn insert_health(
+    tx: &Transaction<'_>,
+    source: i64,
+    health: &[ScrapeHealth],
+) -> Result<(), StoreError> {
+    let mut stmt = tx.prepare_cached(
+        "INSERT INTO scrapes (source_id, t, up, duration_s, bytes, samples, failure, status, message)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )?;
+    for h in health {
+        stmt.execute(params![
+            source,
+            h.t,
+            h.up,
+            h.duration_s,
+            h.bytes as i64,
+            h.samples as i64,
+            h.failure.map(|f| f.as_str()),
+            h.status,
+            h.message
+        ])?;
+    }
+    Ok(())
+}

@@ -1,0 +1,109 @@
+//! The store writer thread: collectors send [`Batch`]es on a channel; one thread owns the
+//! [`Store`] and commits whatever has queued up as one transaction.
+//!
+//! Under light load every batch (one scrape) is its own commit, so a killed process loses at most
+//! the batch in flight; under heavy load batches coalesce (up to [`MAX_COALESCED`]) and the
+//! commit rate stays bounded. Sending never blocks (the channel is unbounded), so async scrape
+//! loops never wait for the disk.
+
+use crate::{RunId, Store, StoreError, WriteStats};
+use llmscope_core::series::Batch;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::thread::JoinHandle;
+
+/// The most batches one transaction takes.
+pub const MAX_COALESCED: usize = 512;
+
+/// Totals over a writer's life.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WriterTotals {
+    pub samples: u64,
+    pub series: u64,
+    pub health: u64,
+    pub commits: u64,
+}
+
+/// Where collectors send batches. Cheap to clone; sending fails only once the writer stopped.
+#[derive(Debug, Clone)]
+pub struct BatchSender(Sender<Batch>);
+
+impl BatchSender {
+    /// Queues a batch; `false` when the writer has stopped (after a database error).
+    pub fn send(&self, batch: Batch) -> bool {
+        self.0.send(batch).is_ok()
+    }
+}
+
+/// A running writer thread.
+#[derive(Debug)]
+pub struct Writer {
+    tx: BatchSender,
+    committed: Arc<AtomicU64>,
+    thread: JoinHandle<Result<(Store, WriterTotals), StoreError>>,
+}
+
+/// Starts the writer thread for `run`.
+pub fn spawn(store: Store, run: RunId) -> Result<Writer, StoreError> {
+    let (tx, rx) = channel();
+    let committed = Arc::new(AtomicU64::new(0));
+    let counter = Arc::clone(&committed);
+    let thread = std::thread::Builder::new()
+        .name("llmscope-store".into())
+        .spawn(move || drain(store, run, rx, &counter))
+        .map_err(StoreError::Thread)?;
+    Ok(Writer {
+        tx: BatchSender(tx),
+        committed,
+        thread,
+    })
+}
+
+impl Writer {
+    pub fn sender(&self) -> BatchSender {
+        self.tx.clone()
+    }
+
+    /// Samples committed so far (for progress lines).
+    pub fn committed_samples(&self) -> u64 {
+        self.committed.load(Ordering::Relaxed)
+    }
+
+    /// Waits until every sender is dropped and everything queued is committed; gives the store back.
+    pub fn finish(self) -> Result<(Store, WriterTotals), StoreError> {
+        drop(self.tx);
+        self.thread.join().map_err(|_| StoreError::WriterGone)?
+    }
+}
+
+fn drain(
+    mut store: Store,
+    run: RunId,
+    rx: Receiver<Batch>,
+    committed: &AtomicU64,
+) -> Result<(Store, WriterTotals), StoreError> {
+    let mut totals = WriterTotals::default();
+    let mut pending = Vec::new();
+    while let Ok(first) = rx.recv() {
+        pending.push(first);
+        while pending.len() < MAX_COALESCED {
+            match rx.try_recv() {
+                Ok(b) => pending.push(b),
+                Err(_) => break,
+            }
+        }
+        let stats = store.write(run, &pending)?;
+        pending.clear();
+        add(&mut totals, stats);
+        committed.fetch_add(stats.samples, Ordering::Relaxed);
+    }
+    Ok((store, totals))
+}
+
+fn add(totals: &mut WriterTotals, s: WriteStats) {
+    totals.samples += s.samples;
+    totals.series += s.new_series;
+    totals.health += s.health;
+    totals.commits += 1;
+}

@@ -1,0 +1,286 @@
+//! Integration tests of the run store: round trips, the writer thread, and a writer killed with
+//! SIGKILL (a child process running this same test binary).
+#![allow(clippy::print_stdout)]
+
+use llmscope_core::series::{Batch, FailureKind, Labels, Point, ScrapeHealth, SeriesKey};
+use llmscope_store::{Finding, NewRun, RequestRow, RunStatus, SourceSpec, Store, writer};
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn key(name: &str, pairs: &[(&str, &str)]) -> Arc<SeriesKey> {
+    let labels = Labels::new(pairs.iter().map(|(n, v)| (n.to_string(), v.to_string())));
+    Arc::new(SeriesKey::new(name, labels))
+}
+
+fn new_run() -> NewRun {
+    NewRun {
+        kind: "observe".into(),
+        started_at: 1000.0,
+        window: None,
+        tool_version: "0.1.0".into(),
+        config: serde_json::json!({"interval": "1s"}),
+    }
+}
+
+fn source(name: &str) -> SourceSpec {
+    SourceSpec {
+        name: name.into(),
+        kind: "scrape".into(),
+        url: format!("http://127.0.0.1:1/{name}"),
+    }
+}
+
+fn health(t: f64, up: bool) -> ScrapeHealth {
+    ScrapeHealth {
+        t,
+        up,
+        duration_s: 0.01,
+        bytes: 100,
+        samples: if up { 2 } else { 0 },
+        failure: (!up).then_some(FailureKind::Http),
+        status: Some(if up { 200 } else { 503 }),
+        message: (!up).then(|| "HTTP 503".to_owned()),
+    }
+}
+
+/// Two series over four scrapes: scrape 3 failed (a gap in `a`), `b` vanished after scrape 2.
+fn scrape_batches() -> Vec<Batch> {
+    let a = key("vllm:num_requests_waiting", &[("engine", "0")]);
+    let b = key("DCGM_FI_DEV_GPU_UTIL", &[("gpu", "0"), ("UUID", "GPU-1")]);
+    let mut out = Vec::new();
+    for (i, t) in [1.0, 2.0, 3.0, 4.0].into_iter().enumerate() {
+        let mut batch = Batch::new("vllm");
+        let up = i != 2;
+        batch.health.push(health(t, up));
+        if up {
+            let v = if i == 3 { f64::NAN } else { i as f64 };
+            batch.samples.push((Arc::clone(&a), Point { t, v }));
+        }
+        if i < 2 {
+            batch.samples.push((
+                Arc::clone(&b),
+                Point {
+                    t,
+                    v: f64::INFINITY,
+                },
+            ));
+        }
+        out.push(batch);
+    }
+    out
+}
+
+#[test]
+fn a_run_round_trips_with_nan_inf_gaps_and_vanished_series() {
+    let mut store = Store::open_in_memory().unwrap();
+    let run = store.create_run(&new_run()).unwrap();
+    store.add_source(run, &source("vllm")).unwrap();
+    assert_eq!(
+        store.add_source(run, &source("vllm")).unwrap(),
+        1,
+        "idempotent"
+    );
+    for b in scrape_batches() {
+        store.write(run, &[b]).unwrap();
+    }
+    let series = store.series(run, Some("vllm")).unwrap();
+    assert_eq!(series.len(), 2);
+    let (_, dcgm) = &series[0];
+    assert_eq!(dcgm.key.name, "DCGM_FI_DEV_GPU_UTIL");
+    assert_eq!(dcgm.points.len(), 2, "vanished series are not filled");
+    assert!(dcgm.points.iter().all(|p| p.v == f64::INFINITY));
+    let (_, waiting) = &series[1];
+    let ts: Vec<f64> = waiting.points.iter().map(|p| p.t).collect();
+    assert_eq!(
+        ts,
+        [1.0, 2.0, 4.0],
+        "the failed scrape is no point, not a 0"
+    );
+    assert!(waiting.points[2].v.is_nan(), "NaN comes back as NaN");
+    let stats = store.source_stats(run, 1.0).unwrap();
+    assert_eq!(
+        (stats[0].series, stats[0].samples, stats[0].gaps),
+        (2, 5, 1)
+    );
+    assert_eq!((stats[0].scrapes, stats[0].failed_scrapes), (4, 1));
+    let h = store.health(run, "vllm").unwrap();
+    assert_eq!(h[2].failure, Some(FailureKind::Http));
+    assert_eq!(h[2].message.as_deref(), Some("HTTP 503"));
+}
+
+#[test]
+fn an_unknown_source_is_refused_and_nothing_is_written() {
+    let mut store = Store::open_in_memory().unwrap();
+    let run = store.create_run(&new_run()).unwrap();
+    store.add_source(run, &source("vllm")).unwrap();
+    let mut batches = scrape_batches();
+    batches[1].source = "nope".into();
+    let err = store.write(run, &batches).unwrap_err();
+    assert!(err.to_string().contains("`nope`"), "{err}");
+    assert_eq!(store.run(run).unwrap().samples, 0);
+}
+
+#[test]
+fn runs_list_findings_requests_and_status() {
+    let mut store = Store::open_in_memory().unwrap();
+    let first = store.create_run(&new_run()).unwrap();
+    let run = store.create_run(&new_run()).unwrap();
+    store.add_source(run, &source("vllm")).unwrap();
+    store.add_source(run, &source("dcgm")).unwrap();
+    store.write(run, &scrape_batches()).unwrap();
+    let finding = Finding {
+        severity: "error".into(),
+        code: "source_failed".into(),
+        source: Some("dcgm".into()),
+        message: "dcgm: connection refused".into(),
+        evidence: serde_json::json!({"failed_scrapes": 4}),
+    };
+    store
+        .add_findings(run, std::slice::from_ref(&finding))
+        .unwrap();
+    let row = RequestRow {
+        stage: 0,
+        id: 7,
+        sent_unix_ns: 1,
+        end_unix_ns: 2,
+        first_token_unix_ns: None,
+        status: Some(503),
+        error: Some("http_503".into()),
+        prompt_tokens: None,
+        output_tokens: None,
+        record: serde_json::json!({"id": 7}),
+    };
+    store.add_requests(run, &[row]).unwrap();
+    let versions = [("vllm".to_owned(), "0.26.0".to_owned())].into();
+    store.set_server_versions(run, &versions).unwrap();
+    store
+        .finish_run(run, RunStatus::Partial, 1020.0, Some((1000.0, 1020.0)))
+        .unwrap();
+    let runs = store.runs().unwrap();
+    assert_eq!(runs.iter().map(|r| r.id).collect::<Vec<_>>(), [run, first]);
+    let r = &runs[0];
+    assert_eq!((r.status, r.series, r.samples), (RunStatus::Partial, 2, 5));
+    assert_eq!((r.requests, r.findings), (1, 1));
+    assert_eq!(r.sources, ["vllm", "dcgm"]);
+    assert_eq!(r.window, Some((1000.0, 1020.0)));
+    assert_eq!(r.server_versions["vllm"], "0.26.0");
+    assert_eq!(runs[1].status, RunStatus::Running);
+    assert_eq!(store.findings(run).unwrap(), [finding]);
+    assert!(
+        store
+            .finish_run(99, RunStatus::Completed, 0.0, None)
+            .is_err()
+    );
+}
+
+#[test]
+fn the_writer_thread_commits_everything_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("w.db");
+    let mut store = Store::open(&path).unwrap();
+    let run = store.create_run(&new_run()).unwrap();
+    store.add_source(run, &source("vllm")).unwrap();
+    let w = writer::spawn(store, run).unwrap();
+    let tx = w.sender();
+    let k = key("m", &[]);
+    for i in 0..2000 {
+        let mut b = Batch::new("vllm");
+        b.samples.push((
+            Arc::clone(&k),
+            Point {
+                t: i as f64,
+                v: 1.0,
+            },
+        ));
+        assert!(tx.send(b));
+    }
+    drop(tx);
+    let (store, totals) = w.finish().unwrap();
+    assert_eq!((totals.samples, totals.series), (2000, 1));
+    assert!(totals.commits >= 1 && totals.commits <= 2000);
+    // A second connection (another process in real life) sees it all.
+    drop(store);
+    let again = Store::open(&path).unwrap();
+    assert_eq!(again.run(run).unwrap().samples, 2000);
+}
+
+#[test]
+fn the_schema_version_is_current_after_open() {
+    let store = Store::open_in_memory().unwrap();
+    assert_eq!(
+        store.schema_version().unwrap(),
+        llmscope_store::schema::CURRENT_VERSION
+    );
+}
+
+const CHILD_ENV: &str = "LLMSCOPE_STORE_KILL_CHILD";
+const PER_BATCH: usize = 50;
+
+/// The child half of the SIGKILL test: writes batches forever (bounded), one commit each, and
+/// says so on stdout after each commit.
+#[test]
+#[ignore = "run by a_killed_writer_leaves_every_committed_batch_readable"]
+fn kill_child_writer() {
+    let Ok(path) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    let mut store = Store::open(&path).unwrap();
+    let run = store.create_run(&new_run()).unwrap();
+    store.add_source(run, &source("vllm")).unwrap();
+    let mut out = std::io::stdout();
+    for i in 0..20_000 {
+        let mut b = Batch::new("vllm");
+        for s in 0..PER_BATCH {
+            let k = key("m", &[("s", &s.to_string())]);
+            b.samples.push((
+                k,
+                Point {
+                    t: i as f64,
+                    v: 1.0,
+                },
+            ));
+        }
+        store.write(run, &[b]).unwrap();
+        writeln!(out, "committed {}", i + 1).unwrap();
+        out.flush().unwrap();
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+#[test]
+fn a_killed_writer_leaves_every_committed_batch_readable() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("killed.db");
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--ignored", "--exact", "kill_child_writer", "--nocapture"])
+        .env(CHILD_ENV, &path)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut committed = 0;
+    while committed < 30 && Instant::now() < deadline {
+        let line = lines.next().expect("child ended early").unwrap();
+        if let Some(n) = line.strip_prefix("committed ") {
+            committed = n.parse().unwrap();
+        }
+    }
+    child.kill().unwrap(); // SIGKILL on Unix: no destructor, no checkpoint.
+    child.wait().unwrap();
+    assert!(committed >= 30, "the child never got going");
+    let store = Store::open(&path).unwrap();
+    let runs = store.runs().unwrap();
+    assert_eq!(runs.len(), 1);
+    let run = &runs[0];
+    assert_eq!(run.status, RunStatus::Running, "killed runs stay `running`");
+    let samples = run.samples as usize;
+    assert!(
+        samples >= committed * PER_BATCH,
+        "{samples} < {committed} batches"
+    );
+    assert_eq!(samples % PER_BATCH, 0, "a batch is all there or not at all");
+    assert_eq!(run.series, PER_BATCH as u64);
+}
