@@ -23,6 +23,8 @@ pub struct Sample {
     pub cpu_s: Option<f64>,
     /// Machine (busy, total) ticks so far.
     pub host: Option<(u64, u64)>,
+    /// Seconds this process's threads have waited for a core, so far (`schedstat`).
+    pub runq_wait_s: Option<f64>,
     /// Run-queue delay of this sample's probe, µs.
     pub lag_us: u64,
 }
@@ -70,6 +72,7 @@ async fn sample_loop(samples: Arc<Mutex<Vec<Sample>>>) {
             at: Instant::now(),
             cpu_s: if proc { process_cpu_s() } else { None },
             host: if proc { host_ticks() } else { None },
+            runq_wait_s: if proc { runqueue_wait_s() } else { None },
             lag_us,
         };
         if let Ok(mut v) = samples.lock() {
@@ -91,6 +94,21 @@ pub fn parse_proc_stat(stat: &str) -> Option<f64> {
     let utime: u64 = f.next()?.parse().ok()?;
     let stime: u64 = f.next()?.parse().ok()?;
     Some((utime + stime) as f64 / TICKS_PER_S)
+}
+
+/// Σ run-queue wait of this process's threads, from `/proc/self/task/*/schedstat`.
+fn runqueue_wait_s() -> Option<f64> {
+    let mut ns = 0u64;
+    let tasks = std::fs::read_dir("/proc/self/task").ok()?;
+    for task in tasks.flatten() {
+        let stat = std::fs::read_to_string(task.path().join("schedstat")).unwrap_or_default();
+        ns += stat
+            .split_whitespace()
+            .nth(1)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0);
+    }
+    (ns > 0).then(|| ns as f64 / 1e9)
 }
 
 fn host_ticks() -> Option<(u64, u64)> {
@@ -135,10 +153,13 @@ const CPU_SATURATED: f64 = 0.85;
 const LAG_LIMIT_MS: f64 = 10.0;
 const REACHED: f64 = 0.95;
 const HOST_BUSY: f64 = 90.0;
+/// Run-queue wait, percent of wall time, beyond which the OS is starving the client.
+const WAIT_LIMIT: f64 = 5.0;
 
 /// Decides whether the client limited the result.
 pub fn assess(input: &AssessInput) -> ClientReport {
     let (cpu_mean, cpu_max) = cpu_percent(&input.samples);
+    let waited = runqueue_percent(&input.samples);
     let host = host_percent(&input.samples);
     let mut lag = Hist::default();
     input.samples.iter().for_each(|s| lag.record_us(s.lag_us));
@@ -150,6 +171,12 @@ pub fn assess(input: &AssessInput) -> ClientReport {
     }
     if let Some(p99) = lag.p99.filter(|l| *l >= LAG_LIMIT_MS) {
         causes.push(format!("event-loop lag p99 {p99:.1} ms"));
+    }
+    if let Some(w) = waited.filter(|w| *w >= WAIT_LIMIT) {
+        causes.push(format!(
+            "its threads waited for a core {:.0} ms per second (other processes run on the cores)",
+            w * 10.0
+        ));
     }
     if let Some(p99) = input.schedule_lag_p99_ms.filter(|l| *l >= LAG_LIMIT_MS) {
         causes.push(format!("sends p99 {p99:.1} ms behind schedule"));
@@ -171,6 +198,7 @@ pub fn assess(input: &AssessInput) -> ClientReport {
         cpu_percent_mean: cpu_mean.map(round1),
         cpu_percent_max: cpu_max.map(round1),
         host_cpu_percent_mean: host.map(round1),
+        runqueue_wait_percent: waited.map(round1),
         event_loop_lag_ms: lag,
         load_reached: reached,
         limited,
@@ -243,6 +271,17 @@ fn cpu_percent(samples: &[Sample]) -> (Option<f64>, Option<f64>) {
     (mean, max)
 }
 
+/// Run-queue wait over the samples, in percent of wall time.
+fn runqueue_percent(samples: &[Sample]) -> Option<f64> {
+    let pts: Vec<(Instant, f64)> = samples
+        .iter()
+        .filter_map(|s| Some((s.at, s.runq_wait_s?)))
+        .collect();
+    let (a, b) = (pts.first()?, pts.last()?);
+    let dt = b.0.duration_since(a.0).as_secs_f64();
+    (dt > 0.0).then(|| (b.1 - a.1).max(0.0) / dt * 100.0)
+}
+
 fn host_percent(samples: &[Sample]) -> Option<f64> {
     let pts: Vec<(u64, u64)> = samples.iter().filter_map(|s| s.host).collect();
     let (a, b) = (pts.first()?, pts.last()?);
@@ -261,6 +300,7 @@ mod tests {
                 at: t0 + Duration::from_millis(100 * i),
                 cpu_s: Some(cpu_per_s * i as f64 / 10.0),
                 host: Some((90 * i, 100 * i)),
+                runq_wait_s: Some(0.001 * i as f64),
                 lag_us,
             })
             .collect()
@@ -350,6 +390,25 @@ mod tests {
             !ok.limited && ok.verdict.starts_with("not client-limited"),
             "{}",
             ok.verdict
+        );
+    }
+
+    #[test]
+    fn a_client_kept_off_the_cores_is_limited() {
+        let mut s = samples(0.2, 100);
+        for (i, x) in s.iter_mut().enumerate() {
+            x.runq_wait_s = Some(0.02 * i as f64);
+        }
+        let r = assess(&AssessInput {
+            samples: s,
+            cores: 2,
+            ..Default::default()
+        });
+        assert_eq!(r.runqueue_wait_percent, Some(20.0));
+        assert!(
+            r.limited && r.verdict.contains("waited for a core 200 ms per second"),
+            "{}",
+            r.verdict
         );
     }
 

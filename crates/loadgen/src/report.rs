@@ -127,6 +127,8 @@ pub struct ClientReport {
     pub cpu_percent_max: Option<f64>,
     /// Whole machine busy, in percent of all cores.
     pub host_cpu_percent_mean: Option<f64>,
+    /// Time the client's threads waited for a core (other processes), in percent of wall time.
+    pub runqueue_wait_percent: Option<f64>,
     /// How late a task that yields is polled again (run-queue delay).
     pub event_loop_lag_ms: Summary,
     /// Achieved ≥ 95% of the target.

@@ -104,7 +104,7 @@ async fn both_endpoints_streaming_and_not() {
     }
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn open_loop_every_arrival_kind_hits_its_rate() {
     let server = fake::start(FakeConfig::default()).await;
     for (arrival, burstiness) in [
@@ -141,7 +141,8 @@ async fn open_loop_every_arrival_kind_hits_its_rate() {
         assert_accounted(&r);
         if arrival == ArrivalKind::Constant {
             let lag = r.total.load.schedule_lag_ms.unwrap().p50.unwrap();
-            assert!(lag < 5.0, "constant-rate sends lag {lag} ms");
+            // Generous: debug build on a shared 2-core machine; a broken pacer lags by seconds.
+            assert!(lag < 25.0, "constant-rate sends lag {lag} ms");
         }
     }
 }
