@@ -4,7 +4,10 @@
 //! (`sim`, `loadgen`, `collect`, `store`, `cli`) depend on this one, never the other way round.
 //!
 //! Modules:
+//! - [`diagnose`]: signals in, one verdict with evidence out (phases, window statistics, edges,
+//!   detectors, decision table, recommendations).
 //! - [`duration`]: human durations (`5s`, `2m`, `500ms`) as used on every command line.
 
+pub mod diagnose;
 pub mod duration;
 pub mod series;

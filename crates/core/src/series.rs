@@ -274,6 +274,24 @@ impl Batch {
     }
 }
 
+/// Groups `(key, point)` samples into series sorted by key, points sorted by time.
+pub fn group<'a>(samples: impl IntoIterator<Item = &'a (Arc<SeriesKey>, Point)>) -> Vec<Series> {
+    let mut by_key: std::collections::BTreeMap<&SeriesKey, Vec<Point>> = Default::default();
+    for (key, point) in samples {
+        by_key.entry(key.as_ref()).or_default().push(*point);
+    }
+    by_key
+        .into_iter()
+        .map(|(key, mut points)| {
+            points.sort_by(|a, b| a.t.total_cmp(&b.t));
+            Series {
+                key: key.clone(),
+                points,
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -387,5 +405,23 @@ mod tests {
         assert_eq!(b.samples.len(), 2);
         assert!(Arc::ptr_eq(&b.samples[0].0, &b.samples[1].0));
         assert!(b.samples[1].1.v.is_nan());
+    }
+
+    #[test]
+    fn grouping_sorts_keys_and_times() {
+        let a = Arc::new(SeriesKey::new("a", Labels::default()));
+        let b = Arc::new(SeriesKey::new("b", Labels::default()));
+        let p = |t| Point { t, v: t };
+        let samples = [
+            (b.clone(), p(2.0)),
+            (a.clone(), p(3.0)),
+            (b, p(1.0)),
+            (a, p(1.0)),
+        ];
+        let series = group(&samples);
+        assert_eq!(series.len(), 2);
+        assert_eq!(series[0].key.name, "a");
+        let ts: Vec<f64> = series[1].points.iter().map(|p| p.t).collect();
+        assert_eq!(ts, [1.0, 2.0]);
     }
 }

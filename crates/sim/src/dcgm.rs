@@ -16,7 +16,7 @@
 use crate::engine::Engine;
 
 /// One collection of every emitted field.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct DcgmReading {
     pub gpu_util: i64,
     pub mem_copy_util: i64,

@@ -474,9 +474,9 @@ mod tests {
     #[test]
     fn latest_dialect_exposes_exactly_the_vllm_0_26_names() {
         let want: std::collections::BTreeSet<String> =
-            include_str!("../../../../shared/reference/vllm-0.26.0-metric-names.txt")
+            include_str!("../tests/fixtures/vllm-0.26.0-metric-names.txt")
                 .lines()
-                .filter(|l| !l.trim().is_empty())
+                .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
                 .map(str::to_owned)
                 .collect();
         let got = names(&page("0.26"));

@@ -4,8 +4,9 @@
 //! as soon as the last one finishes) and samples what a 1 s scrape of `/metrics` and dcgm-exporter
 //! would see. Used by calibration tests, and by `whatif` later.
 
-use crate::dcgm::DcgmState;
+use crate::dcgm::{DcgmReading, DcgmState};
 use crate::engine::{Emitted, Engine, NewRequest};
+use llmscope_core::diagnose::{Concept, EngineFacts, Input, LoadFacts, Signal};
 
 /// A closed-loop workload.
 #[derive(Debug, Clone, PartialEq)]
@@ -17,8 +18,14 @@ pub struct ClosedLoop {
     pub ignore_eos: bool,
     /// Every request has its own prompt (no prefix-cache sharing beyond the chat template).
     pub unique_prompts: bool,
+    /// How long clients keep sending (after the idle baseline).
     pub duration_s: f64,
+    /// Scrape interval of both exporters.
     pub sample_every_s: f64,
+    /// Idle time sampled before the load starts and after the server drains.
+    pub idle_s: f64,
+    /// dcgm-exporter collect interval (its values only change this often).
+    pub dcgm_every_s: f64,
 }
 
 /// What a scrape at time `t` sees.
@@ -28,10 +35,12 @@ pub struct Sample {
     pub running: u32,
     pub waiting: u32,
     pub kv_usage: f64,
-    /// DCGM GPU_UTIL (%), read fresh at `t` (a 1 s collect interval).
-    pub gpu_util: i64,
-    pub power_w: f64,
+    pub preemptions: u64,
     pub generation_tokens: u64,
+    pub step_tokens_sum: f64,
+    pub step_count: u64,
+    /// The dcgm-exporter fields as last collected.
+    pub dcgm: DcgmReading,
 }
 
 /// The samples and totals of an offline run.
@@ -39,6 +48,8 @@ pub struct Sample {
 pub struct Trace {
     pub samples: Vec<Sample>,
     pub completed: u64,
+    /// When the clients started and stopped sending.
+    pub load_window: (f64, f64),
 }
 
 impl Trace {
@@ -58,7 +69,57 @@ impl Trace {
     }
 }
 
-/// Runs `w` on `engine` from time 0.
+/// Takes the scrapes (and dcgm collections) that fall in `(.., until]`.
+struct Scraper {
+    dcgm: DcgmState,
+    reading: DcgmReading,
+    next_sample: f64,
+    next_collect: f64,
+    every: f64,
+    dcgm_every: f64,
+}
+
+impl Scraper {
+    fn new(engine: &Engine, w: &ClosedLoop) -> Self {
+        let mut dcgm = DcgmState::new(engine);
+        let reading = dcgm.collect(engine, 0.0, w.dcgm_every_s);
+        Self {
+            dcgm,
+            reading,
+            next_sample: 0.0,
+            next_collect: w.dcgm_every_s,
+            every: w.sample_every_s,
+            dcgm_every: w.dcgm_every_s,
+        }
+    }
+
+    fn until(&mut self, engine: &Engine, until: f64, trace: &mut Trace) {
+        while self.next_sample <= until {
+            let t = self.next_sample;
+            while self.next_collect <= t {
+                self.reading = self
+                    .dcgm
+                    .collect(engine, self.next_collect, self.dcgm_every);
+                self.next_collect += self.dcgm_every;
+            }
+            let st = &engine.stats;
+            trace.samples.push(Sample {
+                t,
+                running: st.running,
+                waiting: st.waiting,
+                kv_usage: st.kv_usage,
+                preemptions: st.preemptions,
+                generation_tokens: st.generation_tokens,
+                step_tokens_sum: st.hist.iteration_tokens.sum,
+                step_count: st.hist.iteration_tokens.count,
+                dcgm: self.reading,
+            });
+            self.next_sample += self.every;
+        }
+    }
+}
+
+/// Runs `w` on `engine`: idle baseline, closed-loop load, drain, idle after.
 pub fn run_closed_loop(engine: &mut Engine, w: &ClosedLoop) -> Trace {
     let mut key = 0u64;
     let mut request = || NewRequest {
@@ -75,46 +136,109 @@ pub fn run_closed_loop(engine: &mut Engine, w: &ClosedLoop) -> Trace {
         ignore_eos: w.ignore_eos,
         n: 1,
     };
-    for _ in 0..w.clients {
-        engine.add(0.0, request());
-    }
-    let mut dcgm = DcgmState::new(engine);
+    let (start, stop) = (w.idle_s, w.idle_s + w.duration_s);
     let mut trace = Trace {
         samples: Vec::new(),
         completed: 0,
+        load_window: (start, stop),
     };
-    let mut now = 0.0;
-    let mut next_sample = w.sample_every_s;
+    let mut scraper = Scraper::new(engine, w);
+    scraper.until(engine, start - 1e-9, &mut trace);
+    for _ in 0..w.clients {
+        engine.add(start, request());
+    }
+    let mut now = start;
     let mut out: Vec<Emitted> = Vec::new();
-    while now < w.duration_s {
-        let Some(plan) = engine.schedule(now) else {
-            break;
-        };
+    while let Some(plan) = engine.schedule(now) {
         let end = now + plan.duration;
-        while next_sample <= end && next_sample <= w.duration_s {
-            let d = dcgm.collect(engine, next_sample, w.sample_every_s);
-            trace.samples.push(Sample {
-                t: next_sample,
-                running: engine.stats.running,
-                waiting: engine.stats.waiting,
-                kv_usage: engine.stats.kv_usage,
-                gpu_util: d.gpu_util,
-                power_w: d.power_w,
-                generation_tokens: engine.stats.generation_tokens,
-            });
-            next_sample += w.sample_every_s;
-        }
+        scraper.until(engine, end.min(stop.max(now)).max(now), &mut trace);
         out.clear();
         engine.complete(&plan, end, &mut out);
-        for e in &out {
-            if e.finish.is_some() {
-                trace.completed += 1;
+        let finished = out.iter().filter(|e| e.finish.is_some()).count();
+        trace.completed += finished as u64;
+        if end < stop {
+            for _ in 0..finished {
                 engine.add(end, request());
             }
         }
         now = end;
+        scraper.until(engine, now, &mut trace);
     }
+    scraper.until(engine, now + w.idle_s, &mut trace);
     trace
+}
+
+/// A concept, the metric it stands for, and how to read it from a [`Sample`].
+type SampleField = (Concept, &'static str, fn(&Sample) -> f64);
+
+/// The trace as the diagnosis reads it (what `llmscope run` builds from scrapes).
+pub fn to_input(trace: &Trace, engine: &Engine, load: LoadFacts) -> Input {
+    let mut input = Input {
+        engine: EngineFacts {
+            max_num_seqs: Some(engine.cfg.max_num_seqs),
+            max_num_batched_tokens: Some(engine.cfg.max_num_batched_tokens),
+            time_sliced: false,
+        },
+        load,
+        scrape_interval_s: trace.samples.get(1).map(|s| s.t - trace.samples[0].t),
+        ..Input::default()
+    };
+    let series: [SampleField; 13] = [
+        (Concept::Running, "vllm:num_requests_running", |s| {
+            s.running as f64
+        }),
+        (Concept::Waiting, "vllm:num_requests_waiting", |s| {
+            s.waiting as f64
+        }),
+        (Concept::KvUsage, "vllm:kv_cache_usage_perc", |s| s.kv_usage),
+        (Concept::Preemptions, "vllm:num_preemptions_total", |s| {
+            s.preemptions as f64
+        }),
+        (
+            Concept::GeneratedTokens,
+            "vllm:generation_tokens_total",
+            |s| s.generation_tokens as f64,
+        ),
+        (
+            Concept::StepTokensSum,
+            "vllm:iteration_tokens_total_sum",
+            |s| s.step_tokens_sum,
+        ),
+        (
+            Concept::StepCount,
+            "vllm:iteration_tokens_total_count",
+            |s| s.step_count as f64,
+        ),
+        (Concept::GpuUtil, "DCGM_FI_DEV_GPU_UTIL", |s| {
+            s.dcgm.gpu_util as f64
+        }),
+        (Concept::MemCopyUtil, "DCGM_FI_DEV_MEM_COPY_UTIL", |s| {
+            s.dcgm.mem_copy_util as f64
+        }),
+        (
+            Concept::GrEngineActive,
+            "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+            |s| s.dcgm.gr_engine_active,
+        ),
+        (Concept::DramActive, "DCGM_FI_PROF_DRAM_ACTIVE", |s| {
+            s.dcgm.dram_active
+        }),
+        (
+            Concept::TensorActive,
+            "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+            |s| s.dcgm.pipe_tensor_active,
+        ),
+        (Concept::PowerWatts, "DCGM_FI_DEV_POWER_USAGE", |s| {
+            s.dcgm.power_w
+        }),
+    ];
+    for (concept, name, f) in series {
+        let points = trace.samples.iter().map(|s| (s.t, f(s))).collect();
+        input
+            .signals
+            .insert(concept, Signal::new(format!("sim {name}"), points));
+    }
+    input
 }
 
 #[cfg(test)]
@@ -136,13 +260,15 @@ mod tests {
             unique_prompts: false,
             duration_s: 150.0,
             sample_every_s: 1.0,
+            idle_s: 0.0,
+            dcgm_every_s: 1.0,
         };
         let t = run_closed_loop(&mut e, &w);
         let running = t.mean(20.0, 150.0, |s| s.running as f64);
         let waiting = t.mean(20.0, 150.0, |s| s.waiting as f64);
         let kv = t.mean(20.0, 150.0, |s| s.kv_usage);
-        let util = t.mean(20.0, 150.0, |s| s.gpu_util as f64);
-        let power = t.mean(20.0, 150.0, |s| s.power_w);
+        let util = t.mean(20.0, 150.0, |s| s.dcgm.gpu_util as f64);
+        let power = t.mean(20.0, 150.0, |s| s.dcgm.power_w);
         assert!((running - 16.0).abs() < 0.5, "running {running}");
         assert!((14.5..=16.5).contains(&waiting), "waiting {waiting}");
         assert!((0.01..=0.05).contains(&kv), "kv {kv}");
@@ -165,9 +291,11 @@ mod tests {
             unique_prompts: false,
             duration_s: 60.0,
             sample_every_s: 1.0,
+            idle_s: 0.0,
+            dcgm_every_s: 1.0,
         };
         let t = run_closed_loop(&mut e, &w);
-        let util = t.mean(10.0, 60.0, |s| s.gpu_util as f64);
+        let util = t.mean(10.0, 60.0, |s| s.dcgm.gpu_util as f64);
         assert!(util > 80.0, "util {util}");
     }
 
@@ -187,6 +315,8 @@ mod tests {
             unique_prompts: true,
             duration_s: 120.0,
             sample_every_s: 1.0,
+            idle_s: 0.0,
+            dcgm_every_s: 1.0,
         };
         let t = run_closed_loop(&mut e, &w);
         let kv = t.mean(30.0, 120.0, |s| s.kv_usage);
@@ -208,6 +338,8 @@ mod tests {
             unique_prompts: false,
             duration_s: 20.0,
             sample_every_s: 1.0,
+            idle_s: 0.0,
+            dcgm_every_s: 1.0,
         };
         let a = run_closed_loop(&mut Engine::new(&p, 9).unwrap(), &w);
         let b = run_closed_loop(&mut Engine::new(&p, 9).unwrap(), &w);

@@ -1,5 +1,7 @@
 //! End-to-end tests of the simulated stack: real sockets on 127.0.0.1:0, a minimal HTTP/1.1
-//! client, the pages parsed back with `promtext`.
+//! client, the pages parsed back with `promtext`; and the diagnosis scenarios ([`scenarios`]).
+
+mod scenarios;
 
 use llmscope_sim::faults::Faults;
 use llmscope_sim::metrics::Dialect;
@@ -213,9 +215,9 @@ async fn metrics_pages_parse_and_carry_every_vllm_0_26_name() {
         .iter()
         .flat_map(|f| f.samples.iter().map(|s| s.name.raw().to_owned()))
         .collect();
-    for want in include_str!("../../../../shared/reference/vllm-0.26.0-metric-names.txt")
+    for want in include_str!("../fixtures/vllm-0.26.0-metric-names.txt")
         .lines()
-        .filter(|l| !l.is_empty())
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
     {
         assert!(names.contains(want), "missing {want}");
     }

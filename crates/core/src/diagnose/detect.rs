@@ -1,0 +1,775 @@
+//! Detectors: each reads the steady-window statistics and says what it sees, with evidence.
+//!
+//! Contract (checked for every detector by the shared harness in the tests below): a detector
+//! never panics on empty input, NaN values, gaps or counter resets; it fires only on signals that
+//! are present (an absent signal is a data-quality finding, never a 0); every finding cites its
+//! evidence — which signal, which window, which statistic, against which threshold — and uses the
+//! shared [`Severity`] scale. A finding may name the [`Bottleneck`] it stands for; the verdict picks
+//! among those by the decision table (`verdict`).
+
+use super::signal::{Concept, Input};
+use super::window::{Phases, WindowStats};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// GPU busy fraction at or above which the GPU counts as "high" in the decision table.
+pub const BUSY_HIGH: f64 = 0.75;
+/// Below this the GPU is clearly idle between steps.
+pub const BUSY_LOW: f64 = 0.6;
+/// KV usage alert level; above [`KV_RISK`] preemption / OOM risk.
+pub const KV_HIGH: f64 = 0.85;
+pub const KV_RISK: f64 = 0.9;
+/// Share of steady samples with waiting > 0 that makes a queue "sustained".
+pub const WAITING_SHARE: f64 = 0.5;
+/// DRAM activity that marks memory-bandwidth-bound steps, with tensor activity below TENSOR_LOW.
+pub const DRAM_HIGH: f64 = 0.6;
+pub const TENSOR_LOW: f64 = 0.2;
+/// Share of steady samples at the plateau that makes `running` "pinned".
+pub const PINNED_SHARE: f64 = 0.8;
+
+/// How bad a finding is; shared by every detector and by `--fail-on`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    Info,
+    Warning,
+    Error,
+    Critical,
+}
+
+/// The primary bottleneck of a run (the contract's `verdict.bottleneck`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Bottleneck {
+    GpuCompute,
+    KvCacheCapacity,
+    BatchLimit,
+    Client,
+    LoadNotReached,
+    MemoryBandwidth,
+    Host,
+    TokenBudget,
+    None,
+}
+
+impl Bottleneck {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Bottleneck::GpuCompute => "gpu_compute",
+            Bottleneck::KvCacheCapacity => "kv_cache_capacity",
+            Bottleneck::BatchLimit => "batch_limit",
+            Bottleneck::Client => "client",
+            Bottleneck::LoadNotReached => "load_not_reached",
+            Bottleneck::MemoryBandwidth => "memory_bandwidth",
+            Bottleneck::Host => "host",
+            Bottleneck::TokenBudget => "token_budget",
+            Bottleneck::None => "none",
+        }
+    }
+}
+
+/// One measured fact behind a finding.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Evidence {
+    pub signal: &'static str,
+    pub source: String,
+    pub window: Option<(f64, f64)>,
+    pub statistic: &'static str,
+    pub value: f64,
+    /// `">="`, `"<"`, `"=="`, or `""` when the value is context rather than a test.
+    pub test: &'static str,
+    pub threshold: Option<f64>,
+}
+
+/// What a detector saw.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Finding {
+    pub id: &'static str,
+    pub severity: Severity,
+    pub message: String,
+    pub bottleneck: Option<Bottleneck>,
+    pub confidence: f64,
+    pub evidence: Vec<Evidence>,
+}
+
+/// What detectors read: the input, its phases and steady-window statistics.
+#[derive(Debug, Clone)]
+pub struct Context<'a> {
+    pub input: &'a Input,
+    pub phases: Phases,
+    pub stats: BTreeMap<Concept, WindowStats>,
+}
+
+/// A level read from the steady window, with its evidence.
+#[derive(Debug, Clone, Copy)]
+pub struct Level {
+    pub concept: Concept,
+    pub value: f64,
+    pub statistic: &'static str,
+}
+
+impl Context<'_> {
+    fn stat(&self, c: Concept) -> Option<&WindowStats> {
+        self.stats.get(&c).filter(|s| s.samples > 0)
+    }
+
+    /// GPU busy fraction: GR_ENGINE_ACTIVE when exported (it works on MIG too), else GPU_UTIL.
+    pub fn busy(&self) -> Option<Level> {
+        [Concept::GrEngineActive, Concept::GpuUtil]
+            .into_iter()
+            .find_map(|c| {
+                let s = self.stat(c)?;
+                Some(Level {
+                    concept: c,
+                    value: s.mean_nonzero / c.full_scale()?,
+                    statistic: "mean_nonzero",
+                })
+            })
+    }
+
+    pub fn kv(&self) -> Option<(f64, f64)> {
+        self.stat(Concept::KvUsage).map(|s| (s.mean_nonzero, s.max))
+    }
+
+    /// Waiting requests: mean and the share of samples with a queue.
+    pub fn waiting(&self) -> Option<(f64, f64)> {
+        self.stat(Concept::Waiting)
+            .map(|s| (s.mean, s.nonzero_share))
+    }
+
+    pub fn queue_sustained(&self) -> bool {
+        self.waiting()
+            .is_some_and(|(mean, share)| share >= WAITING_SHARE && mean >= 0.5)
+    }
+
+    pub fn dram(&self) -> Option<Level> {
+        [Concept::DramActive, Concept::MemCopyUtil]
+            .into_iter()
+            .find_map(|c| {
+                let s = self.stat(c)?;
+                Some(Level {
+                    concept: c,
+                    value: s.mean_nonzero / c.full_scale()?,
+                    statistic: "mean_nonzero",
+                })
+            })
+    }
+
+    pub fn tensor(&self) -> Option<f64> {
+        self.stat(Concept::TensorActive).map(|s| s.mean_nonzero)
+    }
+
+    /// The most common `running` value in the steady window and the share of samples at it.
+    pub fn running_plateau(&self) -> Option<(f64, f64)> {
+        let (a, b) = self.phases.steady?;
+        let values: Vec<f64> = self
+            .input
+            .signal(Concept::Running)?
+            .window(a, b)
+            .map(|p| p.1.round())
+            .collect();
+        let mut counts: BTreeMap<i64, usize> = BTreeMap::new();
+        for v in &values {
+            *counts.entry(*v as i64).or_default() += 1;
+        }
+        let (plateau, n) = counts.into_iter().max_by_key(|(v, n)| (*n, *v))?;
+        Some((plateau as f64, n as f64 / values.len() as f64))
+    }
+
+    /// Mean tokens per engine step over the steady window.
+    pub fn tokens_per_step(&self) -> Option<f64> {
+        let sum = self.stat(Concept::StepTokensSum)?.mean;
+        let count = self.stat(Concept::StepCount)?.mean;
+        (count > 0.0).then(|| sum / count)
+    }
+
+    pub fn evidence(
+        &self,
+        c: Concept,
+        statistic: &'static str,
+        value: f64,
+        test: &'static str,
+        threshold: Option<f64>,
+    ) -> Evidence {
+        Evidence {
+            signal: c.name(),
+            source: self
+                .input
+                .signals
+                .get(&c)
+                .map(|s| s.source.clone())
+                .unwrap_or_default(),
+            window: self.phases.steady,
+            statistic,
+            value,
+            test,
+            threshold,
+        }
+    }
+
+    fn level_evidence(&self, l: Level, test: &'static str, threshold: f64) -> Evidence {
+        self.evidence(l.concept, l.statistic, l.value, test, Some(threshold))
+    }
+}
+
+/// One detector; see the module docs for its contract.
+pub trait Detector {
+    fn id(&self) -> &'static str;
+    fn detect(&self, cx: &Context) -> Option<Finding>;
+}
+
+fn finding(
+    id: &'static str,
+    severity: Severity,
+    bottleneck: Option<Bottleneck>,
+    confidence: f64,
+    message: String,
+    evidence: Vec<Evidence>,
+) -> Finding {
+    Finding {
+        id,
+        severity,
+        message,
+        bottleneck,
+        confidence: confidence.clamp(0.0, 0.99),
+        evidence,
+    }
+}
+
+/// High GPU busy time with a sustained queue: the GPU itself is the limit.
+pub struct GpuCompute;
+impl Detector for GpuCompute {
+    fn id(&self) -> &'static str {
+        "gpu_compute"
+    }
+    fn detect(&self, cx: &Context) -> Option<Finding> {
+        let busy = cx.busy()?;
+        if busy.value < BUSY_HIGH || !cx.queue_sustained() || memory_bound(cx) {
+            return None;
+        }
+        // "Busy" by GPU_UTIL is a duty cycle: with tensor activity exported, compute-bound must show there.
+        if cx.tensor().is_some_and(|t| t < TENSOR_LOW) {
+            return None;
+        }
+        let (w, share) = cx.waiting()?;
+        let mut ev = vec![
+            cx.level_evidence(busy, ">=", BUSY_HIGH),
+            cx.evidence(Concept::Waiting, "mean", w, ">=", Some(0.5)),
+        ];
+        if let Some(t) = cx.tensor() {
+            ev.push(cx.evidence(Concept::TensorActive, "mean_nonzero", t, "", None));
+        }
+        let msg = format!(
+            "the GPU is busy {:.0}% of the time and requests wait in {:.0}% of samples: the GPU is the limit",
+            busy.value * 100.0,
+            share * 100.0
+        );
+        Some(finding(
+            self.id(),
+            Severity::Error,
+            Some(Bottleneck::GpuCompute),
+            0.6 + (busy.value - BUSY_HIGH),
+            msg,
+            ev,
+        ))
+    }
+}
+
+fn memory_bound(cx: &Context) -> bool {
+    let dram_high = cx.dram().is_some_and(|d| d.value >= DRAM_HIGH);
+    dram_high && cx.tensor().is_none_or(|t| t < TENSOR_LOW)
+}
+
+/// Busy GPU moving weights and KV, not computing: decode steps bound by memory bandwidth.
+pub struct MemoryBandwidth;
+impl Detector for MemoryBandwidth {
+    fn id(&self) -> &'static str {
+        "memory_bandwidth"
+    }
+    fn detect(&self, cx: &Context) -> Option<Finding> {
+        let dram = cx.dram()?;
+        let busy = cx.busy()?;
+        if !cx.queue_sustained() || !memory_bound(cx) || busy.value < BUSY_HIGH {
+            return None;
+        }
+        let mut ev = vec![
+            cx.level_evidence(dram, ">=", DRAM_HIGH),
+            cx.level_evidence(busy, ">=", BUSY_HIGH),
+        ];
+        if let Some(t) = cx.tensor() {
+            ev.push(cx.evidence(
+                Concept::TensorActive,
+                "mean_nonzero",
+                t,
+                "<",
+                Some(TENSOR_LOW),
+            ));
+        }
+        let msg = format!(
+            "memory traffic is {:.0}% of peak while the tensor pipes idle: each step streams the weights for a small batch (memory-bandwidth bound)",
+            dram.value * 100.0
+        );
+        Some(finding(
+            self.id(),
+            Severity::Error,
+            Some(Bottleneck::MemoryBandwidth),
+            0.75,
+            msg,
+            ev,
+        ))
+    }
+}
+
+/// KV cache near full: admissions stall and requests get preempted.
+pub struct KvCapacity;
+impl Detector for KvCapacity {
+    fn id(&self) -> &'static str {
+        "kv_cache_capacity"
+    }
+    fn detect(&self, cx: &Context) -> Option<Finding> {
+        let (mean, max) = cx.kv()?;
+        if mean < KV_HIGH && max < KV_RISK {
+            return None;
+        }
+        let mut ev = vec![
+            cx.evidence(Concept::KvUsage, "mean_nonzero", mean, ">=", Some(KV_HIGH)),
+            cx.evidence(Concept::KvUsage, "max", max, ">=", Some(KV_RISK)),
+        ];
+        let preempting = cx
+            .stat(Concept::Preemptions)
+            .map(|s| s.mean)
+            .filter(|r| *r > 0.0);
+        if let Some(r) = preempting {
+            ev.push(cx.evidence(Concept::Preemptions, "rate_per_s", r, ">", Some(0.0)));
+        }
+        // KV limits admission when requests are preempted or fewer run than the batch cap allows;
+        // then it is the bottleneck however busy the GPU looks (GPU_UTIL is a duty cycle).
+        let below_cap = match (cx.running_plateau(), cx.input.engine.max_num_seqs) {
+            (Some((plateau, _)), Some(cap)) => plateau < cap as f64,
+            _ => true,
+        };
+        let primary = cx.queue_sustained() && (preempting.is_some() || below_cap);
+        let msg = format!(
+            "KV cache at {:.0}% (max {:.0}%){}: requests wait for KV blocks",
+            mean * 100.0,
+            max * 100.0,
+            if preempting.is_some() {
+                " with preemptions"
+            } else {
+                ""
+            }
+        );
+        let confidence = 0.7 + if preempting.is_some() { 0.2 } else { 0.0 };
+        Some(finding(
+            self.id(),
+            if max >= KV_RISK {
+                Severity::Critical
+            } else {
+                Severity::Warning
+            },
+            primary.then_some(Bottleneck::KvCacheCapacity),
+            confidence,
+            msg,
+            ev,
+        ))
+    }
+}
+
+/// Engine steps full of tokens: `--max-num-batched-tokens` caps prefill (chunked prefill).
+pub struct TokenBudget;
+impl Detector for TokenBudget {
+    fn id(&self) -> &'static str {
+        "token_budget"
+    }
+    fn detect(&self, cx: &Context) -> Option<Finding> {
+        let budget = cx.input.engine.max_num_batched_tokens? as f64;
+        let per_step = cx.tokens_per_step()?;
+        if per_step < 0.9 * budget || !cx.queue_sustained() {
+            return None;
+        }
+        // Full steps that are compute-bound are GPU compute: a bigger budget would only lengthen them.
+        if cx.tensor().is_some_and(|t| t >= 0.3) {
+            return None;
+        }
+        let ev = vec![cx.evidence(
+            Concept::StepTokensSum,
+            "tokens_per_step",
+            per_step,
+            ">=",
+            Some(0.9 * budget),
+        )];
+        let msg = format!(
+            "engine steps carry {per_step:.0} tokens of a {budget:.0}-token budget: prefill is chunked and queued requests wait for budget"
+        );
+        Some(finding(
+            self.id(),
+            Severity::Error,
+            Some(Bottleneck::TokenBudget),
+            0.8,
+            msg,
+            ev,
+        ))
+    }
+}
+
+/// `running` pinned at `--max-num-seqs` with a queue, GPU and KV with headroom.
+pub struct BatchLimit;
+impl Detector for BatchLimit {
+    fn id(&self) -> &'static str {
+        "batch_limit"
+    }
+    fn detect(&self, cx: &Context) -> Option<Finding> {
+        let (plateau, share) = cx.running_plateau()?;
+        let (waiting, _) = cx.waiting()?;
+        let cap = cx.input.engine.max_num_seqs.map(f64::from);
+        if !cx.queue_sustained()
+            || share < PINNED_SHARE
+            || plateau < 1.0
+            || cap.is_some_and(|c| c != plateau)
+        {
+            return None;
+        }
+        if cx.busy().is_some_and(|b| b.value >= BUSY_HIGH)
+            || cx.kv().is_some_and(|(m, _)| m >= KV_HIGH)
+        {
+            return None;
+        }
+        let mut ev = vec![
+            cx.evidence(Concept::Running, "plateau", plateau, "==", cap),
+            cx.evidence(
+                Concept::Running,
+                "share_at_plateau",
+                share,
+                ">=",
+                Some(PINNED_SHARE),
+            ),
+            cx.evidence(Concept::Waiting, "mean", waiting, ">=", Some(0.5)),
+        ];
+        let mut confidence = 0.55 + 0.2 * ((share - PINNED_SHARE) / (1.0 - PINNED_SHARE));
+        if cap.is_some() {
+            confidence += 0.1;
+        }
+        if let Some(c) = cx.input.load.concurrency {
+            let expected = c as f64 - plateau;
+            ev.push(cx.evidence(
+                Concept::Waiting,
+                "expected_concurrency_minus_plateau",
+                expected,
+                "",
+                None,
+            ));
+            if (waiting - expected).abs() <= 0.2 * expected.max(1.0) {
+                confidence += 0.1;
+            }
+        }
+        match (cx.busy(), cx.kv()) {
+            (Some(b), Some((kv, _))) => {
+                ev.push(cx.level_evidence(b, "<", BUSY_HIGH));
+                ev.push(cx.evidence(Concept::KvUsage, "mean_nonzero", kv, "<", Some(KV_HIGH)));
+                confidence += 0.05;
+            }
+            _ => confidence -= 0.2,
+        }
+        let msg = format!(
+            "running is pinned at {plateau:.0}{} in {:.0}% of samples while {waiting:.1} requests wait on average, with GPU and KV headroom: the batch limit caps throughput",
+            cap.map_or(String::new(), |_| " (= --max-num-seqs)".to_owned()),
+            share * 100.0
+        );
+        Some(finding(
+            self.id(),
+            Severity::Error,
+            Some(Bottleneck::BatchLimit),
+            confidence,
+            msg,
+            ev,
+        ))
+    }
+}
+
+/// GPU idle between steps while requests run: host (CPU) time dominates each step.
+pub struct HostBound;
+impl Detector for HostBound {
+    fn id(&self) -> &'static str {
+        "host"
+    }
+    fn detect(&self, cx: &Context) -> Option<Finding> {
+        let busy = cx.busy()?;
+        let running = cx.stat(Concept::Running)?.mean;
+        if busy.value >= BUSY_LOW
+            || running < 1.0
+            || cx.dram().is_some_and(|d| d.value >= DRAM_HIGH / 2.0)
+        {
+            return None;
+        }
+        let ev = vec![
+            cx.level_evidence(busy, "<", BUSY_LOW),
+            cx.evidence(Concept::Running, "mean", running, ">=", Some(1.0)),
+        ];
+        let msg = format!(
+            "the GPU is idle {:.0}% of the time while {running:.0} requests run: steps are dominated by host (CPU) work — scheduling, input preparation, sampling, streaming",
+            (1.0 - busy.value) * 100.0
+        );
+        Some(finding(self.id(), Severity::Warning, None, 0.6, msg, ev))
+    }
+}
+
+/// The load generator itself was the limit.
+pub struct ClientLimited;
+impl Detector for ClientLimited {
+    fn id(&self) -> &'static str {
+        "client"
+    }
+    fn detect(&self, cx: &Context) -> Option<Finding> {
+        let load = &cx.input.load;
+        if !load.client_limited {
+            return None;
+        }
+        let primary = !cx.queue_sustained();
+        let msg = format!(
+            "the load generator was the limit{}",
+            load.client_note
+                .as_deref()
+                .map_or(String::new(), |n| format!(": {n}"))
+        );
+        Some(finding(
+            self.id(),
+            Severity::Error,
+            primary.then_some(Bottleneck::Client),
+            0.8,
+            msg,
+            Vec::new(),
+        ))
+    }
+}
+
+/// No queue ever formed: the server had capacity to spare.
+pub struct LoadNotReached;
+impl Detector for LoadNotReached {
+    fn id(&self) -> &'static str {
+        "load_not_reached"
+    }
+    fn detect(&self, cx: &Context) -> Option<Finding> {
+        let (waiting, share) = cx.waiting()?;
+        let running = cx.stat(Concept::Running)?;
+        if cx.queue_sustained() || cx.input.load.client_limited {
+            return None;
+        }
+        let mut ev = vec![
+            cx.evidence(
+                Concept::Waiting,
+                "share_nonzero",
+                share,
+                "<",
+                Some(WAITING_SHARE),
+            ),
+            cx.evidence(
+                Concept::Running,
+                "max",
+                running.max,
+                "",
+                cx.input.engine.max_num_seqs.map(f64::from),
+            ),
+        ];
+        let concurrency = cx.input.load.concurrency;
+        let cap = cx.input.engine.max_num_seqs;
+        let why = match (concurrency, cap) {
+            (Some(c), Some(m)) if c <= m => {
+                format!("concurrency {c} never exceeds --max-num-seqs {m}, so no queue can form")
+            }
+            _ => format!(
+                "running peaked at {:.0} and waiting averaged {waiting:.2}",
+                running.max
+            ),
+        };
+        if let Some(b) = cx.busy() {
+            ev.push(cx.level_evidence(b, "", BUSY_HIGH));
+        }
+        let msg = format!("the load did not saturate the server: {why}");
+        Some(finding(
+            self.id(),
+            Severity::Warning,
+            Some(Bottleneck::LoadNotReached),
+            0.8,
+            msg,
+            ev,
+        ))
+    }
+}
+
+/// Data quality: absent signals, a missing steady phase, a window too short for the scrapes.
+pub struct DataQuality;
+impl DataQuality {
+    pub fn all(&self, cx: &Context) -> Vec<Finding> {
+        let mut out = Vec::new();
+        for (c, why) in [
+            (Concept::Running, "the engine's running-requests gauge"),
+            (Concept::Waiting, "the engine's waiting-requests gauge"),
+            (
+                Concept::KvUsage,
+                "KV-cache usage (vLLM ≥ 0.9.2: vllm:kv_cache_usage_perc; older: vllm:gpu_cache_usage_perc)",
+            ),
+            (
+                Concept::GpuUtil,
+                "GPU utilisation (dcgm-exporter DCGM_FI_DEV_GPU_UTIL)",
+            ),
+        ] {
+            if cx.input.signal(c).is_none() {
+                let msg = format!(
+                    "{} is absent (no samples — not zero): {why}; check the metric name and the scrape target",
+                    c.name()
+                );
+                out.push(finding(
+                    "missing-signal",
+                    Severity::Warning,
+                    None,
+                    1.0,
+                    msg,
+                    Vec::new(),
+                ));
+            }
+        }
+        let scrape = cx.input.scrape_interval_s.unwrap_or(1.0);
+        match cx.phases.steady {
+            None => out.push(finding(
+                "no-steady-phase",
+                Severity::Warning,
+                None,
+                1.0,
+                "no steady loaded phase was found: the load never held (raise concurrency or duration)".to_owned(),
+                Vec::new(),
+            )),
+            Some((a, b)) if b - a < 8.0 * scrape => out.push(finding(
+                "short-window",
+                Severity::Warning,
+                None,
+                1.0,
+                format!("the steady window lasted {:.0}s, under 8 scrape intervals ({:.0}s): short bursts are missed by scrapes; run longer", b - a, 8.0 * scrape),
+                Vec::new(),
+            )),
+            _ => {}
+        }
+        out.extend(self.gaps(cx, scrape));
+        out
+    }
+
+    fn gaps(&self, cx: &Context, scrape: f64) -> Option<Finding> {
+        let s = cx.input.signal(Concept::Running)?;
+        let gaps = s
+            .points
+            .windows(2)
+            .filter(|w| w[1].0 - w[0].0 > 3.0 * scrape)
+            .count();
+        (gaps > 0).then(|| {
+            finding(
+                "scrape-gaps",
+                Severity::Warning,
+                None,
+                1.0,
+                format!(
+                    "{gaps} gap(s) longer than 3 scrape intervals in {}: a target was down or slow",
+                    s.source
+                ),
+                Vec::new(),
+            )
+        })
+    }
+}
+
+/// Every bottleneck detector, in the decision table's order of precedence.
+pub fn detectors() -> Vec<Box<dyn Detector>> {
+    vec![
+        Box::new(KvCapacity),
+        Box::new(TokenBudget),
+        Box::new(MemoryBandwidth),
+        Box::new(GpuCompute),
+        Box::new(BatchLimit),
+        Box::new(ClientLimited),
+        Box::new(LoadNotReached),
+        Box::new(HostBound),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::signal::Signal;
+    use crate::diagnose::{context, diagnose};
+
+    /// The shared harness: every detector on empty, NaN-only, gappy and counter-reset inputs.
+    fn hostile_inputs() -> Vec<Input> {
+        let mut out = vec![Input::default()];
+        let all = [
+            Concept::Running,
+            Concept::Waiting,
+            Concept::KvUsage,
+            Concept::GpuUtil,
+            Concept::MemCopyUtil,
+            Concept::GrEngineActive,
+            Concept::DramActive,
+            Concept::TensorActive,
+            Concept::PowerWatts,
+            Concept::Preemptions,
+            Concept::GeneratedTokens,
+            Concept::StepTokensSum,
+            Concept::StepCount,
+        ];
+        let make = |f: &dyn Fn(usize) -> Option<f64>| {
+            let mut i = Input {
+                scrape_interval_s: Some(1.0),
+                ..Input::default()
+            };
+            for c in all {
+                let pts = (0..60)
+                    .filter_map(|k| f(k).map(|v| (k as f64, v)))
+                    .collect();
+                i.signals.insert(c, Signal::new(c.name(), pts));
+            }
+            i
+        };
+        out.push(make(&|_| Some(f64::NAN)));
+        out.push(make(&|k| {
+            (k % 7 != 0 && !(20..35).contains(&k)).then_some(5.0)
+        }));
+        out.push(make(&|k| {
+            Some(if k < 30 {
+                k as f64 * 10.0
+            } else {
+                (k - 30) as f64
+            })
+        }));
+        out.push(make(&|_| Some(0.0)));
+        out.push(make(&|k| {
+            Some(if k % 2 == 0 { f64::INFINITY } else { -1.0 })
+        }));
+        out
+    }
+
+    #[test]
+    fn every_detector_survives_hostile_input_and_cites_evidence() {
+        for input in hostile_inputs() {
+            let cx = context(&input);
+            for d in detectors() {
+                if let Some(f) = d.detect(&cx) {
+                    assert_eq!(f.id, d.id());
+                    assert!((0.0..1.0).contains(&f.confidence));
+                    if f.bottleneck.is_some() && f.id != "client" {
+                        assert!(!f.evidence.is_empty(), "{} fired without evidence", f.id);
+                    }
+                }
+            }
+            let _ = DataQuality.all(&cx);
+            let _ = diagnose(&input);
+        }
+    }
+
+    #[test]
+    fn absent_signals_are_reported_not_zeroed() {
+        let d = diagnose(&Input::default());
+        assert_eq!(d.verdict.bottleneck, Bottleneck::None);
+        assert!(
+            d.findings
+                .iter()
+                .any(|f| f.id == "missing-signal" && f.message.contains("kv_usage"))
+        );
+    }
+}

@@ -1,0 +1,91 @@
+//! Diagnosis: engine-neutral signals in, one verdict with evidence out. Pure.
+//!
+//! Flow: [`Input`] (signals by [`Concept`] + engine and load facts) → [`window::detect_phases`]
+//! → steady-window [`window::WindowStats`] → [`edges::timeline`] (rise/fall, offsets) →
+//! [`detect::detectors`] (findings with evidence) → [`verdict::choose`] by the decision table →
+//! [`verdict::recommend`]. [`diagnose`] runs it all and returns a serialisable [`Diagnosis`].
+
+pub mod detect;
+pub mod edges;
+pub mod signal;
+pub mod verdict;
+pub mod window;
+
+pub use detect::{Bottleneck, Evidence, Finding, Severity};
+pub use signal::{Concept, EngineFacts, Input, LoadFacts, Signal};
+pub use verdict::{DECISION_TABLE, Recommendation, Verdict};
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Everything a report shows.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Diagnosis {
+    pub verdict: Verdict,
+    /// The primary finding's evidence.
+    pub evidence: Vec<Evidence>,
+    /// Every finding, primary first, then secondary and data-quality ones.
+    pub findings: Vec<Finding>,
+    pub recommendations: Vec<Recommendation>,
+    pub phases: window::Phases,
+    pub edges: Vec<edges::Edge>,
+    pub offsets: Vec<edges::Offset>,
+    pub window_stats: BTreeMap<&'static str, window::WindowStats>,
+}
+
+/// Phases and steady-window statistics of `input`.
+pub fn context(input: &Input) -> detect::Context<'_> {
+    let phases = window::detect_phases(input);
+    let stats = phases
+        .steady
+        .map(|(a, b)| {
+            input
+                .signals
+                .iter()
+                .filter_map(|(c, s)| Some((*c, window::window_stats(*c, s, a, b)?)))
+                .collect()
+        })
+        .unwrap_or_default();
+    detect::Context {
+        input,
+        phases,
+        stats,
+    }
+}
+
+/// Runs the whole diagnosis.
+pub fn diagnose(input: &Input) -> Diagnosis {
+    let cx = context(input);
+    let mut findings: Vec<Finding> = detect::detectors()
+        .iter()
+        .filter_map(|d| d.detect(&cx))
+        .collect();
+    let verdict = verdict::choose(&findings);
+    // Primary first; the rest keep precedence order.
+    if let Some(i) = findings
+        .iter()
+        .position(|f| f.bottleneck == Some(verdict.bottleneck))
+    {
+        let primary = findings.remove(i);
+        findings.insert(0, primary);
+    }
+    let evidence = findings
+        .first()
+        .filter(|f| f.bottleneck.is_some())
+        .map(|f| f.evidence.clone())
+        .unwrap_or_default();
+    findings.extend(detect::DataQuality.all(&cx));
+    let recommendations = verdict::recommend(&cx, &verdict, &findings);
+    let (edges, offsets) = edges::timeline(input, &cx.phases);
+    let window_stats = cx.stats.iter().map(|(c, s)| (c.name(), *s)).collect();
+    Diagnosis {
+        verdict,
+        evidence,
+        findings,
+        recommendations,
+        phases: cx.phases,
+        edges,
+        offsets,
+        window_stats,
+    }
+}

@@ -1,0 +1,192 @@
+//! What the diagnosis reads: engine-neutral signals, plus facts about the engine and the load.
+//!
+//! A [`Signal`] is one [`Concept`] (running requests, KV usage, GPU busy, …) as a time series of
+//! `(t, v)` points, already aggregated over pods/GPUs by the caller (sum of running, max of KV…).
+//! A missing sample is *no point* — never a 0 — so "absent" and "zero" stay different all the way
+//! to the verdict. The metric catalog maps each engine's names onto these concepts.
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// One engine-neutral quantity the diagnosis understands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Concept {
+    /// Requests in the running batch (gauge).
+    Running,
+    /// Requests waiting to be scheduled (gauge).
+    Waiting,
+    /// KV-cache usage, a 0..1 fraction (gauge).
+    KvUsage,
+    /// GPU kernel-busy time, percent 0..100 (DCGM_FI_DEV_GPU_UTIL).
+    GpuUtil,
+    /// Memory-copy utilisation, percent 0..100 (DCGM_FI_DEV_MEM_COPY_UTIL).
+    MemCopyUtil,
+    /// Graphics/compute engine active, a 0..1 ratio (DCGM_FI_PROF_GR_ENGINE_ACTIVE).
+    GrEngineActive,
+    /// Device-memory interface active, a 0..1 ratio (DCGM_FI_PROF_DRAM_ACTIVE).
+    DramActive,
+    /// Tensor pipe active, a 0..1 ratio (DCGM_FI_PROF_PIPE_TENSOR_ACTIVE).
+    TensorActive,
+    /// Board power, watts.
+    PowerWatts,
+    /// Cumulative preemptions (counter).
+    Preemptions,
+    /// Cumulative generated tokens (counter).
+    GeneratedTokens,
+    /// Cumulative tokens scheduled over all engine steps (histogram `_sum`, counter).
+    StepTokensSum,
+    /// Cumulative engine steps (histogram `_count`, counter).
+    StepCount,
+}
+
+impl Concept {
+    pub fn name(self) -> &'static str {
+        match self {
+            Concept::Running => "running",
+            Concept::Waiting => "waiting",
+            Concept::KvUsage => "kv_usage",
+            Concept::GpuUtil => "gpu_util",
+            Concept::MemCopyUtil => "mem_copy_util",
+            Concept::GrEngineActive => "gr_engine_active",
+            Concept::DramActive => "dram_active",
+            Concept::TensorActive => "tensor_active",
+            Concept::PowerWatts => "power_watts",
+            Concept::Preemptions => "preemptions",
+            Concept::GeneratedTokens => "generated_tokens",
+            Concept::StepTokensSum => "step_tokens_sum",
+            Concept::StepCount => "step_count",
+        }
+    }
+
+    /// Counters are read as rates, never as levels.
+    pub fn is_counter(self) -> bool {
+        matches!(
+            self,
+            Concept::Preemptions
+                | Concept::GeneratedTokens
+                | Concept::StepTokensSum
+                | Concept::StepCount
+        )
+    }
+
+    /// The divisor that turns a value into a 0..1 fraction, for signals that have one.
+    pub fn full_scale(self) -> Option<f64> {
+        match self {
+            Concept::KvUsage
+            | Concept::GrEngineActive
+            | Concept::DramActive
+            | Concept::TensorActive => Some(1.0),
+            Concept::GpuUtil | Concept::MemCopyUtil => Some(100.0),
+            _ => None,
+        }
+    }
+}
+
+/// A time series of one concept: `(unix seconds, value)`, ascending in time.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Signal {
+    /// Where it came from (metric name and source), for evidence.
+    pub source: String,
+    pub points: Vec<(f64, f64)>,
+}
+
+impl Signal {
+    pub fn new(source: impl Into<String>, points: Vec<(f64, f64)>) -> Self {
+        Self {
+            source: source.into(),
+            points,
+        }
+    }
+
+    /// Points with `t` in `[from, to]` and a finite value.
+    pub fn window(&self, from: f64, to: f64) -> impl Iterator<Item = (f64, f64)> + '_ {
+        self.points
+            .iter()
+            .copied()
+            .filter(move |(t, v)| *t >= from && *t <= to && v.is_finite())
+    }
+
+    /// A counter's per-second rate between consecutive points; a decrease is a reset (the new
+    /// value counts from zero), never a negative rate.
+    pub fn rate(&self) -> Signal {
+        let points = self
+            .points
+            .windows(2)
+            .filter(|w| w[1].0 > w[0].0 && w[0].1.is_finite() && w[1].1.is_finite())
+            .map(|w| {
+                let delta = if w[1].1 >= w[0].1 {
+                    w[1].1 - w[0].1
+                } else {
+                    w[1].1
+                };
+                (w[1].0, delta / (w[1].0 - w[0].0))
+            })
+            .collect();
+        Signal {
+            source: format!("rate({})", self.source),
+            points,
+        }
+    }
+}
+
+/// What is known about the engine's configuration (from flags, `cache_config_info`, the simulator).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct EngineFacts {
+    pub max_num_seqs: Option<u32>,
+    pub max_num_batched_tokens: Option<u32>,
+    /// GPU sharing by time-slicing (replicas then share the same GPU time).
+    pub time_sliced: bool,
+}
+
+/// What the load generator knows about itself.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct LoadFacts {
+    /// Closed-loop concurrency, if closed-loop.
+    pub concurrency: Option<u32>,
+    /// Load start and end (unix seconds), if known.
+    pub window: Option<(f64, f64)>,
+    /// The client says it was the limit (CPU, event-loop lag, schedule lag).
+    pub client_limited: bool,
+    /// Its own words on why ("achieved 812 req/s of 1000; client CPU 98%").
+    pub client_note: Option<String>,
+}
+
+/// Everything one diagnosis reads.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Input {
+    pub signals: BTreeMap<Concept, Signal>,
+    pub engine: EngineFacts,
+    pub load: LoadFacts,
+    /// Scrape interval of the engine metrics (s), when known: edges and gaps are judged against it.
+    pub scrape_interval_s: Option<f64>,
+}
+
+impl Input {
+    pub fn signal(&self, c: Concept) -> Option<&Signal> {
+        self.signals
+            .get(&c)
+            .filter(|s| s.points.iter().any(|p| p.1.is_finite()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rate_treats_a_decrease_as_a_counter_reset() {
+        let s = Signal::new("c", vec![(0.0, 10.0), (1.0, 20.0), (2.0, 5.0), (3.0, 15.0)]);
+        let r = s.rate();
+        assert_eq!(r.points, vec![(1.0, 10.0), (2.0, 5.0), (3.0, 10.0)]);
+    }
+
+    #[test]
+    fn window_skips_nan_and_out_of_range() {
+        let s = Signal::new(
+            "g",
+            vec![(0.0, 1.0), (1.0, f64::NAN), (2.0, 3.0), (5.0, 4.0)],
+        );
+        assert_eq!(s.window(0.5, 4.0).collect::<Vec<_>>(), vec![(2.0, 3.0)]);
+    }
+}

@@ -1,0 +1,257 @@
+//! The verdict: one primary bottleneck chosen by the decision table, and what to change.
+//!
+//! The primary is the first bottleneck finding in the order of [`super::detect::detectors`]
+//! (KV capacity when it demonstrably stops admissions, token budget when full steps are not
+//! compute-bound, memory bandwidth, GPU compute, batch limit, client, load not reached); every
+//! other finding is secondary. The order refines DESIGN's decision table where GPU_UTIL misleads:
+//! it is a duty cycle, so a busy GPU with a full KV cache is KV-bound, not compute-bound. Recommendations carry numbers derived from the
+//! evidence (e.g. KV used per running request → how far `--max-num-seqs` can go under 0.85) and
+//! the caveats a senior engineer would add.
+
+use super::detect::{Bottleneck, Context, Finding, KV_HIGH};
+use super::signal::Concept;
+use serde::Serialize;
+
+/// The primary bottleneck and how sure we are.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Verdict {
+    pub bottleneck: Bottleneck,
+    pub confidence: f64,
+    /// The decision-table row that matched (index into [`DECISION_TABLE`]), if one did.
+    pub row: Option<usize>,
+    pub summary: String,
+}
+
+/// One row of the decision table (DESIGN §2 step 8).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Row {
+    pub gpu: &'static str,
+    pub kv: &'static str,
+    pub waiting: &'static str,
+    pub bottleneck: &'static str,
+}
+
+pub const DECISION_TABLE: [Row; 4] = [
+    Row {
+        gpu: "high",
+        kv: "any",
+        waiting: "yes",
+        bottleneck: "GPU compute",
+    },
+    Row {
+        gpu: "low",
+        kv: "high",
+        waiting: "yes",
+        bottleneck: "KV-cache capacity",
+    },
+    Row {
+        gpu: "low",
+        kv: "low",
+        waiting: "yes",
+        bottleneck: "batch limit (--max-num-seqs) or client",
+    },
+    Row {
+        gpu: "low",
+        kv: "low",
+        waiting: "no",
+        bottleneck: "load not reached",
+    },
+];
+
+fn row_of(b: Bottleneck) -> Option<usize> {
+    match b {
+        Bottleneck::GpuCompute | Bottleneck::MemoryBandwidth => Some(0),
+        Bottleneck::KvCacheCapacity => Some(1),
+        Bottleneck::BatchLimit | Bottleneck::TokenBudget | Bottleneck::Host => Some(2),
+        Bottleneck::LoadNotReached | Bottleneck::Client => Some(3),
+        Bottleneck::None => None,
+    }
+}
+
+/// Picks the primary among `findings` (already in precedence order).
+pub fn choose(findings: &[Finding]) -> Verdict {
+    match findings.iter().find(|f| f.bottleneck.is_some()) {
+        Some(f) => {
+            let b = f.bottleneck.unwrap_or(Bottleneck::None);
+            Verdict {
+                bottleneck: b,
+                confidence: f.confidence,
+                row: row_of(b),
+                summary: f.message.clone(),
+            }
+        }
+        None => Verdict {
+            bottleneck: Bottleneck::None,
+            confidence: 0.0,
+            row: None,
+            summary:
+                "no bottleneck could be established from the data (see the data-quality findings)"
+                    .to_owned(),
+        },
+    }
+}
+
+/// A change to make, and why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Recommendation {
+    pub action: String,
+    pub reason: String,
+}
+
+fn rec(action: impl Into<String>, reason: impl Into<String>) -> Recommendation {
+    Recommendation {
+        action: action.into(),
+        reason: reason.into(),
+    }
+}
+
+/// What to change for the verdict, plus what the secondary findings call for.
+pub fn recommend(cx: &Context, verdict: &Verdict, findings: &[Finding]) -> Vec<Recommendation> {
+    let mut out = match verdict.bottleneck {
+        Bottleneck::BatchLimit => batch_limit(cx),
+        Bottleneck::KvCacheCapacity => kv_capacity(cx),
+        Bottleneck::GpuCompute => gpu_compute(cx),
+        Bottleneck::MemoryBandwidth => vec![
+            rec(
+                "Raise --max-num-seqs (bigger decode batches amortise each weight read)",
+                "decode steps stream all weights for a small batch; throughput grows almost linearly with batch until steps turn compute-bound",
+            ),
+            rec(
+                "Quantise the weights (FP8/AWQ) or the KV cache (--kv-cache-dtype fp8)",
+                "fewer bytes per step is the direct cure for a bandwidth-bound step",
+            ),
+        ],
+        Bottleneck::TokenBudget => vec![rec(
+            "Raise --max-num-batched-tokens (e.g. ×2), then re-measure TTFT and ITL",
+            "steps are full of prefill tokens; a larger budget admits prompts faster at the cost of longer steps for running decodes",
+        )],
+        Bottleneck::Client => vec![rec(
+            "Give the load generator more cores or run several in parallel, then re-run",
+            "the client limited the achieved load, so the server's limit was not measured",
+        )],
+        Bottleneck::LoadNotReached => load_not_reached(cx),
+        Bottleneck::Host | Bottleneck::None => Vec::new(),
+    };
+    if findings.iter().any(|f| f.id == "host") {
+        out.push(rec(
+            "Find the host-side cost per step: vCPUs for the API server and engine, --enforce-eager (no CUDA graphs), a V0 engine, structured output; try --async-scheduling",
+            "the GPU idles between steps while requests run; removing the CPU stall multiplies throughput before any GPU change",
+        ));
+    }
+    if cx.input.engine.time_sliced {
+        out.push(rec(
+            "Do not add replicas on the same time-sliced GPU",
+            "replicas split the same GPU time, duplicate the weights and split the KV pool: no throughput is gained",
+        ));
+    }
+    out
+}
+
+fn batch_limit(cx: &Context) -> Vec<Recommendation> {
+    let Some((plateau, _)) = cx.running_plateau() else {
+        return Vec::new();
+    };
+    let current = cx
+        .input
+        .engine
+        .max_num_seqs
+        .map_or(plateau, f64::from)
+        .max(1.0);
+    let kv_mean = cx.kv().map(|k| k.0);
+    let running_mean = cx
+        .stats
+        .get(&Concept::Running)
+        .map(|s| s.mean_nonzero)
+        .filter(|r| *r > 0.0);
+    let mut out = Vec::new();
+    let step1 = current * 2.0;
+    match (kv_mean, running_mean) {
+        (Some(kv), Some(r)) if kv > 0.0 => {
+            let per_req = kv / r;
+            let kv_cap = (KV_HIGH / per_req).floor();
+            let step1 = step1.min(kv_cap).max(current + 1.0);
+            let step2 = (current * 4.0).min(kv_cap).max(step1);
+            out.push(rec(
+                format!("Raise --max-num-seqs from {current:.0} to {step1:.0}, then {step2:.0}; re-measure KV usage after each step"),
+                format!(
+                    "each running request holds {:.2}% of the KV cache, so KV stays under {:.0}% up to about {kv_cap:.0} sequences; longer prompts or answers use more KV per request",
+                    per_req * 100.0,
+                    KV_HIGH * 100.0
+                ),
+            ));
+        }
+        _ => out.push(rec(
+            format!("Raise --max-num-seqs from {current:.0} to {step1:.0}, watching KV usage"),
+            "the batch is full while requests wait; KV usage was not observed, so grow in steps"
+                .to_owned(),
+        )),
+    }
+    if let Some(c) = cx.input.load.concurrency {
+        out.push(rec(
+            format!("Keep the test concurrency ({c}) above the new --max-num-seqs"),
+            "a queue must form for the next run to show where the next limit is",
+        ));
+    }
+    out
+}
+
+fn kv_capacity(cx: &Context) -> Vec<Recommendation> {
+    let mut out = vec![
+        rec(
+            "Lower --max-model-len to what requests really need",
+            "every sequence may grow to max-model-len; a smaller bound admits more sequences into the same pool",
+        ),
+        rec(
+            "Use a quantised KV cache (--kv-cache-dtype fp8)",
+            "halves the bytes per cached token",
+        ),
+        rec(
+            "Give vLLM more memory: raise --gpu-memory-utilization (if below 0.9), a larger GPU, or tensor parallelism",
+            "the KV pool is what is left after weights and activations",
+        ),
+    ];
+    if cx
+        .stats
+        .get(&Concept::Preemptions)
+        .is_some_and(|s| s.mean > 0.0)
+    {
+        out.push(rec(
+            "Lower --max-num-seqs until preemptions stop",
+            "preempted requests are recomputed from scratch, wasting GPU time on work already done",
+        ));
+    }
+    out
+}
+
+fn gpu_compute(cx: &Context) -> Vec<Recommendation> {
+    let mut out = vec![rec(
+        "Scale out onto more GPUs (replicas on dedicated GPUs), or serve a quantised / smaller model",
+        "the GPU is busy nearly all the time and requests still queue: only more compute or less work per token helps",
+    )];
+    if cx.kv().is_some_and(|(m, _)| m < 0.5) {
+        out.push(rec(
+            "Consider speculative decoding",
+            "KV has headroom for draft tokens and decode steps are the cost",
+        ));
+    }
+    out
+}
+
+fn load_not_reached(cx: &Context) -> Vec<Recommendation> {
+    let cap = cx.input.engine.max_num_seqs;
+    let action = match (cx.input.load.concurrency, cap) {
+        (Some(c), Some(m)) => format!(
+            "Re-run with concurrency above --max-num-seqs (e.g. {} instead of {c})",
+            (m * 2).max(c * 2)
+        ),
+        _ => "Re-run with more concurrency (above --max-num-seqs) for at least 8 scrape intervals"
+            .to_owned(),
+    };
+    vec![
+        rec(action, "without a queue the server's limit is not visible"),
+        rec(
+            "If this is production traffic: the deployment is over-provisioned for it — consider fewer replicas or a smaller GPU",
+            "no queue formed and the GPU has headroom",
+        ),
+    ]
+}
