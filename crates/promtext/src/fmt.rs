@@ -3,8 +3,7 @@
 //! Two styles matter for llmscope:
 //! - [`python_float`]: `prometheus_client`'s `floatToGoString` (vLLM, SGLang): Python `repr(float)`
 //!   (`0.0`, `3.0`, `1e-05`) except that a positive number with 7 or more integer digits switches to
-//!   a Go-style exponent (`5052943.0` → `5.052943e+06`), including Python's quirk of printing
-//!   exponents ≥ 10 as `e+010`.
+//!   a Go-style exponent (`5052943.0` → `5.052943e+06`, `12345678901.0` → `1.2345678901e+10`).
 //! - [`go_fixed6`]: Go's `%f` (dcgm-exporter double fields: `3.471000`).
 //!
 //! Both write into a `String` so the writer never allocates per sample.
@@ -101,8 +100,8 @@ pub fn python_float(out: &mut String, v: f64) {
         let trimmed = trimmed.to_owned();
         out.truncate(start);
         out.push_str(&trimmed);
-        // Python: f"{mantissa}e+0{dot - 1}" — so an exponent of 10 prints as "e+010".
-        let _ = write!(out, "e+0{}", dot - 1);
+        // prometheus_client: f"{mantissa}e+{dot - 1:02d}" (older releases wrote "e+0{dot - 1}").
+        let _ = write!(out, "e+{:02}", dot - 1);
     }
 }
 
@@ -144,7 +143,7 @@ mod tests {
             (1e-5, "1e-05"),
             (0.0001, "0.0001"),
             (123456.5, "123456.5"),
-            (12345678901.0, "1.2345678901e+010"),
+            (12345678901.0, "1.2345678901e+10"),
             (1e16, "1e+16"),
             (-5052943.0, "-5052943.0"),
             (-0.5, "-0.5"),

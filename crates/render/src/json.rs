@@ -1,0 +1,41 @@
+//! The `--format json` document of a diagnosed run.
+
+use crate::Report;
+use serde_json::{Value, json};
+
+/// The contract: `verdict.{bottleneck,confidence}`, `evidence`, `recommendations`
+/// (`action`, `reason`), `timeline`, `window_stats`, `run_id`, plus findings and the client view.
+pub fn contract(r: &Report) -> Value {
+    let d = r.diagnosis;
+    json!({
+        "run_id": r.run_id,
+        "simulated": r.simulated,
+        "context": r.context,
+        "verdict": {
+            "bottleneck": d.verdict.bottleneck.as_str(),
+            "confidence": round(d.verdict.confidence, 3),
+            "summary": d.verdict.summary,
+            "decision_table_row": d.verdict.row,
+        },
+        "evidence": d.evidence,
+        "recommendations": d.recommendations,
+        "findings": d.findings,
+        "timeline": {
+            "phases": d.phases,
+            "edges": d.edges,
+            "offsets": d.offsets,
+        },
+        "window_stats": d.window_stats,
+        "decision_table": llmscope_core::diagnose::DECISION_TABLE
+            .iter()
+            .enumerate()
+            .map(|(i, row)| json!({"gpu": row.gpu, "kv": row.kv, "waiting": row.waiting, "bottleneck": row.bottleneck, "matched": d.verdict.row == Some(i)}))
+            .collect::<Vec<_>>(),
+        "client": r.client,
+    })
+}
+
+fn round(v: f64, digits: i32) -> f64 {
+    let f = 10f64.powi(digits);
+    (v * f).round() / f
+}

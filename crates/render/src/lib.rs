@@ -1,0 +1,81 @@
+//! `llmscope-render`: turns a [`Report`] (a diagnosis, the signals behind it, the client's view)
+//! into text for people and machines. Pure: every renderer writes to `impl Write` or returns a
+//! value; no I/O of its own.
+//!
+//! - [`json::contract`]: the `--format json` document (`verdict`, `evidence`, `recommendations`,
+//!   `timeline`, `window_stats`, `run_id`, …).
+//! - [`terminal::write`]: verdict first, then evidence, timeline, window statistics, the decision
+//!   table with the matched row marked, and the client-side latency summary.
+//! - [`markdown::write`]: the same for issues and pull requests.
+//! - [`html::write`]: one self-contained page with inline SVG charts; every label value escaped.
+
+pub mod html;
+pub mod json;
+pub mod markdown;
+pub mod terminal;
+
+use llmscope_core::diagnose::{Diagnosis, Input};
+
+/// Everything a report shows about one run.
+#[derive(Debug, Clone)]
+pub struct Report<'a> {
+    pub title: String,
+    pub run_id: Option<String>,
+    /// Run against the built-in simulated stack.
+    pub simulated: bool,
+    /// Targets and versions, one line each (`vllm 0.26 at http://…`).
+    pub context: Vec<String>,
+    pub diagnosis: &'a Diagnosis,
+    pub input: &'a Input,
+    /// The load generator's report (`llmscope load --format json`), if a load ran.
+    pub client: Option<&'a serde_json::Value>,
+}
+
+/// Seconds since `t0`, for tables and axes.
+pub(crate) fn rel(t: f64, t0: f64) -> String {
+    format!("{:+.0}s", t - t0)
+}
+
+/// The run's first timestamp: the zero of every relative time shown.
+pub(crate) fn t0(r: &Report) -> f64 {
+    r.input
+        .signals
+        .values()
+        .filter_map(|s| s.points.first().map(|p| p.0))
+        .fold(f64::INFINITY, f64::min)
+        .min(r.diagnosis.phases.steady.map_or(f64::INFINITY, |s| s.0))
+}
+
+/// A number for people: at most 3 significant decimals, no trailing zeros.
+pub(crate) fn num(v: f64) -> String {
+    if !v.is_finite() {
+        return "—".to_owned();
+    }
+    let s = if v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else if v.abs() >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.4}")
+    };
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_owned()
+    } else {
+        s
+    }
+}
+
+/// Client latency rows: (measure, p50, p90, p95, p99, mean) in ms, from a load report.
+pub(crate) fn client_rows(client: &serde_json::Value) -> Vec<(String, [Option<f64>; 5])> {
+    ["ttft", "itl", "tpot", "e2e"]
+        .iter()
+        .filter_map(|m| {
+            let s = client.get("latency_ms")?.get(m)?;
+            let q = |k: &str| s.get(k).and_then(serde_json::Value::as_f64);
+            Some((
+                m.to_uppercase(),
+                [q("p50"), q("p90"), q("p95"), q("p99"), q("mean")],
+            ))
+        })
+        .collect()
+}

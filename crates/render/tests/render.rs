@@ -1,0 +1,130 @@
+//! Every renderer on one synthetic batch-limited run, with hostile label text.
+
+use llmscope_core::diagnose::{Concept, EngineFacts, Input, LoadFacts, Signal, diagnose};
+use llmscope_render::{Report, html, json, markdown, terminal};
+
+/// 20 s idle, 60 s with running pinned at 16 and 16 waiting, 20 s idle.
+fn input() -> Input {
+    let shape = |idle: f64, loaded: f64| -> Vec<(f64, f64)> {
+        (0..100)
+            .map(|t| {
+                (
+                    1_700_000_000.0 + t as f64,
+                    if (20..80).contains(&t) { loaded } else { idle },
+                )
+            })
+            .collect()
+    };
+    let mut i = Input {
+        engine: EngineFacts {
+            max_num_seqs: Some(16),
+            ..EngineFacts::default()
+        },
+        load: LoadFacts {
+            concurrency: Some(32),
+            ..LoadFacts::default()
+        },
+        scrape_interval_s: Some(1.0),
+        ..Input::default()
+    };
+    let src = "vllm <script>alert(1)</script> \"pod\"";
+    i.signals
+        .insert(Concept::Running, Signal::new(src, shape(0.0, 16.0)));
+    i.signals
+        .insert(Concept::Waiting, Signal::new(src, shape(0.0, 16.0)));
+    i.signals
+        .insert(Concept::KvUsage, Signal::new(src, shape(0.0, 0.022)));
+    i.signals
+        .insert(Concept::GpuUtil, Signal::new("dcgm", shape(0.0, 32.0)));
+    i
+}
+
+fn report<'a>(
+    d: &'a llmscope_core::diagnose::Diagnosis,
+    i: &'a Input,
+    client: Option<&'a serde_json::Value>,
+) -> Report<'a> {
+    Report {
+        title: "llmscope run <b>".to_owned(),
+        run_id: Some("run-1".to_owned()),
+        simulated: true,
+        context: vec!["vllm 0.26 at http://127.0.0.1:1".to_owned()],
+        diagnosis: d,
+        input: i,
+        client,
+    }
+}
+
+#[test]
+fn json_has_the_contract_fields() {
+    let i = input();
+    let d = diagnose(&i);
+    let v = json::contract(&report(&d, &i, None));
+    assert_eq!(v["verdict"]["bottleneck"], "batch_limit");
+    assert!(v["verdict"]["confidence"].as_f64().unwrap() > 0.5);
+    assert!(v["evidence"].as_array().is_some_and(|e| !e.is_empty()));
+    let recs = v["recommendations"].as_array().unwrap();
+    assert!(
+        recs.iter()
+            .any(|r| r["action"].as_str().unwrap().contains("max-num-seqs")
+                && r["reason"].is_string())
+    );
+    assert!(v["timeline"]["phases"]["steady"].is_array());
+    assert!(v["window_stats"]["kv_usage"]["max"].is_number());
+    assert_eq!(v["run_id"], "run-1");
+    assert_eq!(v["decision_table"][2]["matched"], true);
+}
+
+#[test]
+fn terminal_and_markdown_lead_with_the_verdict() {
+    let i = input();
+    let d = diagnose(&i);
+    let client = serde_json::json!({"latency_ms": {"ttft": {"p50": 4000.0, "p90": 4100.0, "p95": 4200.0, "p99": 4300.0, "mean": 4010.0}},
+        "throughput": {"requests_per_s": 3.9, "output_tokens_per_s": 198.0}, "requests": {"sent": 10, "completed": 10, "failed": 0}});
+    let mut out = Vec::new();
+    terminal::write(&report(&d, &i, Some(&client)), &mut out, false).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    let verdict_at = text.find("Verdict: batch_limit").unwrap();
+    assert!(verdict_at < text.find("Evidence").unwrap());
+    assert!(text.contains("→  low    low    yes"), "{text}");
+    assert!(text.contains("TTFT"));
+    let mut out = Vec::new();
+    markdown::write(&report(&d, &i, Some(&client)), &mut out).unwrap();
+    let md = String::from_utf8(out).unwrap();
+    assert!(md.contains("## Verdict: `batch_limit`"));
+    assert!(!md.contains("<script>"), "markdown escapes html");
+}
+
+#[test]
+fn html_is_self_contained_and_escapes_everything() {
+    let i = input();
+    let d = diagnose(&i);
+    let mut out = Vec::new();
+    html::write(&report(&d, &i, None), &mut out).unwrap();
+    let page = String::from_utf8(out).unwrap();
+    assert!(page.starts_with("<!doctype html>"));
+    assert!(page.contains("<svg") && page.contains("<polyline"));
+    assert!(
+        !page.contains("<script"),
+        "no scripts, and label text is escaped"
+    );
+    assert!(page.contains("&lt;script&gt;"));
+    assert!(!page.contains("<b>llmscope") && page.contains("llmscope run &lt;b&gt;"));
+    assert!(
+        !page.contains("http://") || page.contains("127.0.0.1"),
+        "no external resources"
+    );
+    assert!(!page.contains("src=\"http"));
+}
+
+#[test]
+fn empty_input_renders_without_panicking() {
+    let i = Input::default();
+    let d = diagnose(&i);
+    let r = report(&d, &i, None);
+    let mut out = Vec::new();
+    terminal::write(&r, &mut out, true).unwrap();
+    html::write(&r, &mut out).unwrap();
+    markdown::write(&r, &mut out).unwrap();
+    assert_eq!(json::contract(&r)["verdict"]["bottleneck"], "none");
+}
