@@ -4,10 +4,12 @@
 //! (`sim`, `loadgen`, `collect`, `store`, `cli`) depend on this one, never the other way round.
 //!
 //! Modules:
+//! - [`catalog`]: which exposed metric names measure which concept, per engine and version.
 //! - [`diagnose`]: signals in, one verdict with evidence out (phases, window statistics, edges,
 //!   detectors, decision table, recommendations).
 //! - [`duration`]: human durations (`5s`, `2m`, `500ms`) as used on every command line.
 
+pub mod catalog;
 pub mod diagnose;
 pub mod duration;
 pub mod series;

@@ -5,6 +5,7 @@
 //! [`detect::detectors`] (findings with evidence) → [`verdict::choose`] by the decision table →
 //! [`verdict::recommend`]. [`diagnose`] runs it all and returns a serialisable [`Diagnosis`].
 
+pub mod build;
 pub mod detect;
 pub mod edges;
 pub mod signal;

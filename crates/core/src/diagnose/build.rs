@@ -1,0 +1,115 @@
+//! From stored series to diagnosis [`Input`]: pick each concept's metric by the catalog,
+//! aggregate its series per timestamp, and say which names were used.
+
+use super::signal::{Concept, Input, Signal};
+use crate::catalog::{self, Aggregate};
+use crate::series::Series;
+use std::collections::BTreeMap;
+
+/// Which metric each concept was read from (for the report and for rename findings).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Resolution {
+    pub used: Vec<(Concept, &'static str)>,
+}
+
+/// Builds the signals of `input` from `series`; facts are left for the caller to set.
+pub fn signals_from_series(series: &[Series]) -> (Input, Resolution) {
+    let mut input = Input::default();
+    let mut res = Resolution::default();
+    let mut concepts: Vec<Concept> = catalog::METRICS.iter().map(|m| m.concept).collect();
+    concepts.dedup();
+    for concept in concepts {
+        for def in catalog::candidates(concept) {
+            let matching: Vec<&Series> = series
+                .iter()
+                .filter(|s| s.key.name == def.name && !s.points.is_empty())
+                .collect();
+            if matching.is_empty() {
+                continue;
+            }
+            let points = aggregate(&matching, def.aggregate);
+            input.signals.insert(concept, Signal::new(def.name, points));
+            res.used.push((concept, def.name));
+            break;
+        }
+    }
+    (input, res)
+}
+
+/// Combines series point by point at equal timestamps (one scrape of one source).
+fn aggregate(series: &[&Series], how: Aggregate) -> Vec<(f64, f64)> {
+    let mut by_t: BTreeMap<u64, (f64, f64, usize)> = BTreeMap::new();
+    for s in series {
+        for p in s.points.iter().filter(|p| p.v.is_finite()) {
+            // Milliseconds as the join key: one scrape stamps all of its series alike.
+            let key = (p.t * 1000.0).round() as u64;
+            let e = by_t.entry(key).or_insert((0.0, f64::NEG_INFINITY, 0));
+            e.0 += p.v;
+            e.1 = e.1.max(p.v);
+            e.2 += 1;
+        }
+    }
+    by_t.into_iter()
+        .map(|(ms, (sum, max, n))| {
+            let v = match how {
+                Aggregate::Sum => sum,
+                Aggregate::Max => max,
+                Aggregate::Mean => sum / n as f64,
+            };
+            (ms as f64 / 1000.0, v)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::series::{Labels, Point, SeriesKey};
+
+    fn s(name: &str, pod: &str, pts: &[(f64, f64)]) -> Series {
+        Series {
+            key: SeriesKey::new(name, Labels::new([("pod".to_owned(), pod.to_owned())])),
+            points: pts.iter().map(|&(t, v)| Point { t, v }).collect(),
+        }
+    }
+
+    #[test]
+    fn sums_running_and_maxes_kv_across_pods() {
+        let series = vec![
+            s("vllm:num_requests_running", "a", &[(1.0, 3.0), (2.0, 4.0)]),
+            s("vllm:num_requests_running", "b", &[(1.0, 5.0)]),
+            s("vllm:kv_cache_usage_perc", "a", &[(1.0, 0.2)]),
+            s("vllm:kv_cache_usage_perc", "b", &[(1.0, 0.6)]),
+        ];
+        let (input, res) = signals_from_series(&series);
+        assert_eq!(
+            input.signals[&Concept::Running].points,
+            vec![(1.0, 8.0), (2.0, 4.0)]
+        );
+        assert_eq!(input.signals[&Concept::KvUsage].points, vec![(1.0, 0.6)]);
+        assert!(
+            res.used
+                .contains(&(Concept::KvUsage, "vllm:kv_cache_usage_perc"))
+        );
+    }
+
+    #[test]
+    fn falls_back_to_the_old_kv_name_and_says_so() {
+        let (input, res) =
+            signals_from_series(&[s("vllm:gpu_cache_usage_perc", "a", &[(1.0, 0.03)])]);
+        assert_eq!(
+            input.signals[&Concept::KvUsage].source,
+            "vllm:gpu_cache_usage_perc"
+        );
+        assert_eq!(
+            res.used,
+            vec![(Concept::KvUsage, "vllm:gpu_cache_usage_perc")]
+        );
+    }
+
+    #[test]
+    fn absent_metrics_make_no_signal() {
+        let (input, _) = signals_from_series(&[s("vllm:num_requests_running", "a", &[])]);
+        assert!(input.signals.is_empty());
+    }
+}
