@@ -38,6 +38,40 @@ pub enum Concept {
     StepTokensSum,
     /// Cumulative engine steps (histogram `_count`, counter).
     StepCount,
+    /// Cumulative prompt (prefill) tokens (counter).
+    PromptTokens,
+    /// Cumulative finished requests (counter).
+    RequestsFinished,
+    /// Prefix-cache hits and queries (counters, tokens).
+    PrefixCacheHits,
+    PrefixCacheQueries,
+    /// Time to first token, seconds (histogram).
+    Ttft,
+    /// Inter-token latency, one observation per token gap, seconds (histogram).
+    Itl,
+    /// Mean time per output token of each finished request, seconds (histogram).
+    Tpot,
+    /// End-to-end request latency, seconds (histogram).
+    E2eLatency,
+    /// Time spent waiting in the queue, seconds (histogram).
+    QueueTime,
+    /// Tokens scheduled per engine step (histogram).
+    TokensPerStep,
+    /// Framebuffer memory used / free, MiB (gauge).
+    FbUsed,
+    FbFree,
+    /// SM active, a 0..1 ratio (DCGM_FI_PROF_SM_ACTIVE; not in the default counters).
+    SmActive,
+    /// Kueue workloads pending admission (gauge).
+    PendingWorkloads,
+    /// Kueue resources reserved by admitted or reserving workloads (gauge, resource units).
+    QuotaReserved,
+    /// Kueue nominal quota (gauge, resource units).
+    QuotaNominal,
+    /// Resources requested by pod containers (kube-state-metrics gauge).
+    ResourceRequests,
+    /// Namespace labels as `label_*` (kube-state-metrics info gauge, value 1).
+    NamespaceLabels,
 }
 
 impl Concept {
@@ -56,6 +90,24 @@ impl Concept {
             Concept::GeneratedTokens => "generated_tokens",
             Concept::StepTokensSum => "step_tokens_sum",
             Concept::StepCount => "step_count",
+            Concept::PromptTokens => "prompt_tokens",
+            Concept::RequestsFinished => "requests_finished",
+            Concept::PrefixCacheHits => "prefix_cache_hits",
+            Concept::PrefixCacheQueries => "prefix_cache_queries",
+            Concept::Ttft => "ttft",
+            Concept::Itl => "itl",
+            Concept::Tpot => "tpot",
+            Concept::E2eLatency => "e2e_latency",
+            Concept::QueueTime => "queue_time",
+            Concept::TokensPerStep => "tokens_per_step",
+            Concept::FbUsed => "fb_used",
+            Concept::FbFree => "fb_free",
+            Concept::SmActive => "sm_active",
+            Concept::PendingWorkloads => "pending_workloads",
+            Concept::QuotaReserved => "quota_reserved",
+            Concept::QuotaNominal => "quota_nominal",
+            Concept::ResourceRequests => "resource_requests",
+            Concept::NamespaceLabels => "namespace_labels",
         }
     }
 
@@ -67,6 +119,10 @@ impl Concept {
                 | Concept::GeneratedTokens
                 | Concept::StepTokensSum
                 | Concept::StepCount
+                | Concept::PromptTokens
+                | Concept::RequestsFinished
+                | Concept::PrefixCacheHits
+                | Concept::PrefixCacheQueries
         )
     }
 
@@ -76,7 +132,8 @@ impl Concept {
             Concept::KvUsage
             | Concept::GrEngineActive
             | Concept::DramActive
-            | Concept::TensorActive => Some(1.0),
+            | Concept::TensorActive
+            | Concept::SmActive => Some(1.0),
             Concept::GpuUtil | Concept::MemCopyUtil => Some(100.0),
             _ => None,
         }

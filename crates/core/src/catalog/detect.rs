@@ -1,0 +1,349 @@
+//! Which exporter, engine variant and version range a set of exposed names comes from, and how
+//! those names differ from the newest version the catalog knows.
+//!
+//! Every release boundary in the catalog is a candidate version. A candidate is scored by
+//! *hard* misses (a name it could not expose: not yet added, or removed) and *soft* misses (a name
+//! it exposes only behind a flag, or an always-on family the page lacks); the candidates with the
+//! fewest misses form the range. So `kv_cache_usage_perc` + `gpu_cache_usage_perc` reads as
+//! 0.9.2–0.10.x, `inter_token_latency_seconds` as ≥ 0.11, `num_requests_waiting_by_reason` as
+//! ≥ 0.20. A partial page (one scrape of a pod mid-restart) only costs soft points.
+
+use super::model::{Exporter, Family, Status, Variant, Version};
+use super::{EngineSpec, families, resolve};
+use serde::Serialize;
+use std::collections::BTreeSet;
+
+/// One detected source.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Detection {
+    pub exporter: Exporter,
+    pub variant: Variant,
+    /// The oldest and newest candidate releases that fit best.
+    pub min: Version,
+    pub max: Version,
+    /// The next release after `max` (an exclusive upper bound); `None` when `max` is the newest
+    /// the catalog knows.
+    pub below: Option<Version>,
+    /// Catalogued families seen.
+    pub matched: usize,
+    /// Names with this exporter's prefix that the catalog does not know.
+    pub unknown: Vec<String>,
+    /// Always-on families of `max` that the names lack.
+    pub missing: Vec<&'static str>,
+    /// Misses of the best candidate: (hard, soft).
+    pub misses: (usize, usize),
+}
+
+impl Detection {
+    /// `>=0.9.2, <0.11.0`, or `>=0.26.0` when the newest known release fits.
+    pub fn range(&self) -> String {
+        match self.below {
+            Some(b) => format!(">={}, <{b}", self.min),
+            None => format!(">={}", self.min),
+        }
+    }
+
+    /// The best-fitting release as an engine spec (its newest fitting version).
+    pub fn spec(&self) -> EngineSpec {
+        EngineSpec {
+            exporter: self.exporter,
+            version: self.max,
+            variant: self.variant,
+        }
+    }
+}
+
+/// Detects every exporter whose names appear in `names` (family or sample names), most
+/// matched names first.
+pub fn detect<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<Detection> {
+    let names: Vec<&str> = names.into_iter().collect();
+    let mut out: Vec<Detection> = Exporter::ALL
+        .into_iter()
+        .filter_map(|e| detect_one(e, &names))
+        .collect();
+    out.sort_by_key(|d| std::cmp::Reverse(d.matched));
+    out
+}
+
+fn detect_one(exporter: Exporter, names: &[&str]) -> Option<Detection> {
+    let seen: BTreeSet<&'static str> = names
+        .iter()
+        .filter_map(|n| resolve(n))
+        .map(|(f, _)| f)
+        .filter(|f| f.exporter == exporter && f.exporter.owns(f.name))
+        .map(|f| f.name)
+        .collect();
+    let unknown: Vec<String> = names
+        .iter()
+        .filter(|n| exporter.owns(n) && resolve(n).is_none())
+        .map(|n| (*n).to_owned())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    if seen.is_empty() {
+        return None;
+    }
+    let candidates = candidates(exporter);
+    let scored: Vec<(EngineSpec, (usize, usize))> = candidates
+        .iter()
+        .map(|spec| (*spec, score(spec, &seen)))
+        .collect();
+    let best = scored.iter().map(|(s, m)| (*m, prefer(s))).min()?;
+    let fits: Vec<&EngineSpec> = scored
+        .iter()
+        .filter(|(s, m)| (*m, prefer(s)) == best)
+        .map(|(s, _)| s)
+        .collect();
+    let (first, last) = (fits.first()?, fits.last()?);
+    let below = candidates
+        .iter()
+        .filter(|c| c.variant == last.variant && c.version > last.version)
+        .map(|c| c.version)
+        .next();
+    Some(Detection {
+        exporter,
+        variant: last.variant,
+        min: first.version,
+        max: last.version,
+        below,
+        matched: seen.len(),
+        unknown,
+        missing: required(last)
+            .filter(|f| !seen.contains(f.name))
+            .map(|f| f.name)
+            .collect(),
+        misses: best.0,
+    })
+}
+
+/// Ties go to the engine a version runs by default.
+fn prefer(spec: &EngineSpec) -> u8 {
+    u8::from(spec.variant != EngineSpec::new(spec.exporter, spec.version).variant)
+}
+
+/// Families a version exposes by default, always (no flag or gate needed).
+fn required(spec: &EngineSpec) -> impl Iterator<Item = &'static Family> + '_ {
+    families().filter(move |f| {
+        f.exporter == spec.exporter
+            && f.condition.is_none()
+            && f.exporter.owns(f.name)
+            && spec.status(f).is_exposed()
+    })
+}
+
+fn score(spec: &EngineSpec, seen: &BTreeSet<&'static str>) -> (usize, usize) {
+    let mut hard = 0;
+    let mut soft = 0;
+    for name in seen {
+        let Some(f) = super::family(name) else {
+            continue;
+        };
+        match spec.status(f) {
+            Status::NotYet | Status::Removed => hard += 1,
+            Status::Hidden => soft += 1,
+            Status::Present | Status::Deprecated => {}
+        }
+    }
+    soft += required(spec).filter(|f| !seen.contains(f.name)).count();
+    (hard, soft)
+}
+
+/// Every release boundary of `exporter` in the catalog (and each minor release between), with
+/// the engine variants that version could run, oldest first.
+fn candidates(exporter: Exporter) -> Vec<EngineSpec> {
+    let newest = exporter.newest();
+    let mut versions: BTreeSet<Version> = families()
+        .filter(|f| f.exporter == exporter)
+        .flat_map(|f| [Some(f.since), f.deprecated, f.hidden, f.removed])
+        .flatten()
+        .filter(|v| *v <= newest)
+        .collect();
+    versions.insert(newest);
+    if exporter == Exporter::Vllm || exporter == Exporter::Kueue {
+        let lo = versions.first().map_or(0, |v| v.minor);
+        versions.extend((lo..=newest.minor).map(|m| Version::new(0, m, 0)));
+    }
+    versions
+        .into_iter()
+        .flat_map(|v| {
+            variants(exporter, v).map(move |variant| EngineSpec {
+                exporter,
+                version: v,
+                variant,
+            })
+        })
+        .collect()
+}
+
+/// vLLM ran V0 until ≈0.11 and V1 from 0.7.1 (default from 0.8.0); the others have one engine.
+fn variants(exporter: Exporter, v: Version) -> impl Iterator<Item = Variant> {
+    let pick = match exporter {
+        Exporter::Vllm => [
+            (v < Version::new(0, 11, 0)).then_some(Variant::V0),
+            (v >= Version::new(0, 7, 1)).then_some(Variant::V1),
+        ],
+        _ => [Some(Variant::Any), None],
+    };
+    pick.into_iter().flatten()
+}
+
+/// How a name seen on a page stands in the newest version the catalog knows.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Difference {
+    pub name: &'static str,
+    /// Its status in the newest version (`deprecated`, `hidden`, `removed`, or `present` for
+    /// a newest-version name the page lacks).
+    pub newest: Status,
+    pub successor: Option<&'static str>,
+    pub lifetime: String,
+    pub note: &'static str,
+}
+
+/// The names of `detection` that the newest version no longer exposes as they are, then the
+/// always-on names of the newest version that the page lacks.
+pub fn against_newest<'a>(
+    detection: &Detection,
+    names: impl IntoIterator<Item = &'a str>,
+) -> Vec<Difference> {
+    let newest = EngineSpec::new(detection.exporter, detection.exporter.newest());
+    let seen: BTreeSet<&'static str> = names
+        .into_iter()
+        .filter_map(resolve)
+        .map(|(f, _)| f)
+        .filter(|f| f.exporter == detection.exporter)
+        .map(|f| f.name)
+        .collect();
+    let diff = |f: &'static Family, newest: Status| Difference {
+        name: f.name,
+        newest,
+        successor: f.successor,
+        lifetime: f.lifetime(),
+        note: f.note,
+    };
+    let mut out: Vec<Difference> = seen
+        .iter()
+        .filter_map(|n| super::family(n))
+        .filter(|f| newest.status(f) != Status::Present)
+        .map(|f| diff(f, newest.status(f)))
+        .collect();
+    out.extend(
+        required(&newest)
+            .filter(|f| !seen.contains(f.name))
+            .map(|f| diff(f, Status::Present)),
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vllm(names: &[&str]) -> Detection {
+        detect(names.iter().copied())
+            .into_iter()
+            .find(|d| d.exporter == Exporter::Vllm)
+            .expect("vllm detected")
+    }
+
+    const BASE: &[&str] = &[
+        "vllm:num_requests_running",
+        "vllm:num_requests_waiting",
+        "vllm:num_preemptions_total",
+        "vllm:prompt_tokens_total",
+        "vllm:generation_tokens_total",
+        "vllm:time_to_first_token_seconds_bucket",
+    ];
+
+    fn with(extra: &[&'static str]) -> Vec<&'static str> {
+        BASE.iter().chain(extra).copied().collect()
+    }
+
+    #[test]
+    fn both_kv_names_mean_0_9_2_to_0_10() {
+        let d = vllm(&with(&[
+            "vllm:kv_cache_usage_perc",
+            "vllm:gpu_cache_usage_perc",
+            "vllm:time_per_output_token_seconds_bucket",
+        ]));
+        assert_eq!(d.variant, Variant::V1);
+        assert!(d.min >= Version::new(0, 9, 2), "{}", d.range());
+        assert_eq!(d.below, Some(Version::new(0, 11, 0)), "{}", d.range());
+    }
+
+    #[test]
+    fn new_names_set_lower_bounds() {
+        let d = vllm(&with(&[
+            "vllm:kv_cache_usage_perc",
+            "vllm:inter_token_latency_seconds_sum",
+        ]));
+        assert!(d.min >= Version::new(0, 11, 0), "{}", d.range());
+        let d = vllm(&with(&["vllm:prompt_tokens_by_source_total"]));
+        assert!(d.min >= Version::new(0, 16, 0), "{}", d.range());
+        let d = vllm(&with(&["vllm:num_requests_waiting_by_reason"]));
+        assert!(d.min >= Version::new(0, 20, 0), "{}", d.range());
+        assert_eq!(d.exporter.name(), "vllm");
+    }
+
+    #[test]
+    fn only_the_old_kv_name_means_before_0_9_2() {
+        let d = vllm(&with(&[
+            "vllm:gpu_cache_usage_perc",
+            "vllm:gpu_prefix_cache_hits_total",
+        ]));
+        assert!(d.max < Version::new(0, 9, 2), "{}", d.range());
+        assert!(d.min >= Version::new(0, 7, 3), "{}", d.range());
+    }
+
+    #[test]
+    fn v0_only_names_pick_the_v0_engine() {
+        let d = vllm(&with(&[
+            "vllm:gpu_cache_usage_perc",
+            "vllm:num_requests_swapped",
+        ]));
+        assert_eq!(d.variant, Variant::V0, "{}", d.range());
+    }
+
+    #[test]
+    fn other_exporters_and_unknown_names() {
+        let found = detect([
+            "DCGM_FI_DEV_GPU_UTIL",
+            "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+            "DCGM_FI_DEV_MADE_UP",
+            "kueue_pending_workloads",
+            "kueue_local_queue_resource_reservation",
+            "up",
+        ]);
+        let dcgm = found
+            .iter()
+            .find(|d| d.exporter == Exporter::DcgmExporter)
+            .unwrap();
+        assert!(
+            dcgm.min >= Version::new(4, 0, 0),
+            "PROF is default from 4.0"
+        );
+        assert_eq!(dcgm.unknown, vec!["DCGM_FI_DEV_MADE_UP".to_owned()]);
+        let kueue = found
+            .iter()
+            .find(|d| d.exporter == Exporter::Kueue)
+            .unwrap();
+        assert!(kueue.min >= Version::new(0, 10, 0), "{}", kueue.range());
+        assert!(detect(["up", "process_cpu_seconds_total"]).is_empty());
+    }
+
+    #[test]
+    fn differences_name_the_successor() {
+        let names = with(&["vllm:gpu_cache_usage_perc"]);
+        let d = vllm(&names);
+        let diff = against_newest(&d, names.iter().copied());
+        let kv = diff
+            .iter()
+            .find(|x| x.name == "vllm:gpu_cache_usage_perc")
+            .unwrap();
+        assert_eq!(kv.newest, Status::Removed);
+        assert_eq!(kv.successor, Some("vllm:kv_cache_usage_perc"));
+        assert!(
+            diff.iter()
+                .any(|x| x.name == "vllm:kv_cache_usage_perc" && x.newest == Status::Present)
+        );
+    }
+}

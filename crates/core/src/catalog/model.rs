@@ -1,0 +1,487 @@
+//! The catalog's vocabulary: [`Exporter`]s and their [`Version`]s, metric [`Kind`]s and
+//! [`Unit`]s, and one [`Family`] per exposed name with its lifecycle (since, deprecated, hidden,
+//! removed, successor). [`Family::status_at`] answers "does version X expose this name, and how".
+
+use crate::diagnose::Concept;
+use serde::Serialize;
+use std::fmt;
+use std::str::FromStr;
+
+/// Who exposes a family: a serving engine or an exporter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Exporter {
+    Vllm,
+    Sglang,
+    Tgi,
+    DcgmExporter,
+    Kueue,
+    KubeStateMetrics,
+}
+
+impl Exporter {
+    pub const ALL: [Exporter; 6] = [
+        Exporter::Vllm,
+        Exporter::Sglang,
+        Exporter::Tgi,
+        Exporter::DcgmExporter,
+        Exporter::Kueue,
+        Exporter::KubeStateMetrics,
+    ];
+
+    /// The name used on the command line (`--engine vllm@0.26`) and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Exporter::Vllm => "vllm",
+            Exporter::Sglang => "sglang",
+            Exporter::Tgi => "tgi",
+            Exporter::DcgmExporter => "dcgm-exporter",
+            Exporter::Kueue => "kueue",
+            Exporter::KubeStateMetrics => "kube-state-metrics",
+        }
+    }
+
+    /// The newest version the catalog knows (what "current" means in findings).
+    pub fn newest(self) -> Version {
+        match self {
+            Exporter::Vllm => Version::new(0, 26, 0),
+            Exporter::Sglang => Version::new(0, 5, 0),
+            Exporter::Tgi => Version::new(3, 3, 7),
+            Exporter::DcgmExporter => Version::new(4, 5, 3),
+            Exporter::Kueue => Version::new(0, 19, 2),
+            Exporter::KubeStateMetrics => Version::new(2, 20, 0),
+        }
+    }
+
+    /// Whether a metric name belongs to this exporter's namespace (its prefix).
+    pub fn owns(self, name: &str) -> bool {
+        match self {
+            Exporter::Vllm => name.starts_with("vllm:"),
+            Exporter::Sglang => name.starts_with("sglang:"),
+            Exporter::Tgi => name.starts_with("tgi_"),
+            Exporter::DcgmExporter => name.starts_with("DCGM_"),
+            Exporter::Kueue => name.starts_with("kueue_") || name.starts_with("multikueue_"),
+            Exporter::KubeStateMetrics => name.starts_with("kube_"),
+        }
+    }
+
+    /// The exporter whose prefix `name` carries.
+    pub fn of_name(name: &str) -> Option<Exporter> {
+        Exporter::ALL.into_iter().find(|e| e.owns(name))
+    }
+}
+
+impl fmt::Display for Exporter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Exporter {
+    type Err = CatalogError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(match s.to_ascii_lowercase().as_str() {
+            "vllm" | "vllm-v1" | "vllm-v0" => Exporter::Vllm,
+            "sglang" => Exporter::Sglang,
+            "tgi" | "text-generation-inference" => Exporter::Tgi,
+            "dcgm-exporter" | "dcgm" => Exporter::DcgmExporter,
+            "kueue" => Exporter::Kueue,
+            "kube-state-metrics" | "ksm" => Exporter::KubeStateMetrics,
+            _ => return Err(CatalogError::UnknownExporter(s.to_owned())),
+        })
+    }
+}
+
+/// What the catalog cannot resolve.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CatalogError {
+    #[error(
+        "unknown engine or exporter `{0}` (known: vllm, vllm-v0, sglang, tgi, dcgm-exporter, kueue, kube-state-metrics)"
+    )]
+    UnknownExporter(String),
+    #[error("bad version `{0}` (expected e.g. 0.26, v0.11.1 or 4.5.3-4.8.2)")]
+    BadVersion(String),
+    #[error("expected NAME@VERSION (e.g. vllm@0.26), got `{0}`")]
+    BadSpec(String),
+}
+
+/// A release version, `major.minor.patch`. dcgm-exporter's `4.5.3-4.8.2` tags are read by
+/// their first (DCGM) part, the way its images and docs name them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Version {
+    pub major: u16,
+    pub minor: u16,
+    pub patch: u16,
+}
+
+impl Version {
+    pub const fn new(major: u16, minor: u16, patch: u16) -> Version {
+        Version {
+            major,
+            minor,
+            patch,
+        }
+    }
+}
+
+impl fmt::Display for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}.{}", self.major, self.minor, self.patch)
+    }
+}
+
+impl Serialize for Version {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl FromStr for Version {
+    type Err = CatalogError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = || CatalogError::BadVersion(s.to_owned());
+        let core = s.trim().trim_start_matches('v');
+        let core = core.split(['-', '+']).next().unwrap_or_default();
+        let mut parts = core.split('.');
+        let mut next = |required: bool| match parts.next() {
+            Some(p) => p.parse::<u16>().map_err(|_| bad()),
+            None if required => Err(bad()),
+            None => Ok(0),
+        };
+        let v = Version::new(next(true)?, next(true)?, next(false)?);
+        if parts.next().is_some() {
+            return Err(bad());
+        }
+        Ok(v)
+    }
+}
+
+/// The metric type, as `# TYPE` says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    Counter,
+    Gauge,
+    Histogram,
+    Summary,
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Counter => "counter",
+            Kind::Gauge => "gauge",
+            Kind::Histogram => "histogram",
+            Kind::Summary => "summary",
+        }
+    }
+}
+
+/// What a number means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Unit {
+    /// A 0..1 fraction, even when the name says "perc".
+    Fraction,
+    /// 0..100.
+    Percent,
+    Count,
+    Tokens,
+    Requests,
+    Seconds,
+    Milliseconds,
+    Watts,
+    Millijoules,
+    MiB,
+    Bytes,
+    BytesPerSecond,
+    Megahertz,
+    Celsius,
+    /// Floating-point operations.
+    Flops,
+    /// Unix time, seconds.
+    Timestamp,
+    /// Constant 1; the information is in the labels.
+    Info,
+    /// Kubernetes resource units (cores, bytes, GPUs) depending on a `resource` label.
+    Resource,
+}
+
+impl Unit {
+    pub fn name(self) -> &'static str {
+        match self {
+            Unit::Fraction => "0..1 fraction",
+            Unit::Percent => "percent (0..100)",
+            Unit::Count => "count",
+            Unit::Tokens => "tokens",
+            Unit::Requests => "requests",
+            Unit::Seconds => "seconds",
+            Unit::Milliseconds => "milliseconds",
+            Unit::Watts => "W",
+            Unit::Millijoules => "mJ",
+            Unit::MiB => "MiB",
+            Unit::Bytes => "bytes",
+            Unit::BytesPerSecond => "bytes/s",
+            Unit::Megahertz => "MHz",
+            Unit::Celsius => "°C",
+            Unit::Flops => "FLOPs",
+            Unit::Timestamp => "unix seconds",
+            Unit::Info => "info (constant 1)",
+            Unit::Resource => "resource units",
+        }
+    }
+}
+
+/// Which vLLM engine exposes a family: both, only the V0 engine, or only V1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Variant {
+    Any,
+    V0,
+    V1,
+}
+
+/// One exposed name and its history. Counters are named with `_total`, histograms and summaries
+/// by their base name (samples add `_bucket`/`_sum`/`_count`, and `_created` for
+/// `prometheus_client` exporters).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Family {
+    pub exporter: Exporter,
+    pub name: &'static str,
+    pub kind: Kind,
+    pub unit: Unit,
+    /// Label names of its series (besides `le`/`quantile`); `label_*` stands for any label with
+    /// that prefix. Scrape-added target labels (`job`, `instance`, `pod`, …) are not listed.
+    pub labels: &'static [&'static str],
+    pub concept: Option<Concept>,
+    pub variant: Variant,
+    pub since: Version,
+    pub deprecated: Option<Version>,
+    /// From this version on the name is only exposed with an opt-in flag.
+    pub hidden: Option<Version>,
+    /// The first version that no longer exposes it.
+    pub removed: Option<Version>,
+    /// The name to use instead, once deprecated or removed.
+    pub successor: Option<&'static str>,
+    /// Exposed only when something is switched on (a flag, a feature gate, a custom CSV).
+    pub condition: Option<&'static str>,
+    /// Semantics worth saying (unit surprises, how to replace a removed name).
+    pub note: &'static str,
+}
+
+/// How a version exposes a family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Not yet added in this version.
+    NotYet,
+    Present,
+    /// Still exposed, but deprecated (use the successor).
+    Deprecated,
+    /// Exposed only with an opt-in flag (vLLM `--show-hidden-metrics-for-version`).
+    Hidden,
+    Removed,
+}
+
+impl Status {
+    /// Exposed by default.
+    pub fn is_exposed(self) -> bool {
+        matches!(self, Status::Present | Status::Deprecated)
+    }
+}
+
+impl Family {
+    pub const fn new(
+        exporter: Exporter,
+        name: &'static str,
+        kind: Kind,
+        unit: Unit,
+        labels: &'static [&'static str],
+    ) -> Family {
+        Family {
+            exporter,
+            name,
+            kind,
+            unit,
+            labels,
+            concept: None,
+            variant: Variant::Any,
+            since: Version::new(0, 0, 0),
+            deprecated: None,
+            hidden: None,
+            removed: None,
+            successor: None,
+            condition: None,
+            note: "",
+        }
+    }
+
+    pub const fn concept(self, c: Concept) -> Family {
+        Family {
+            concept: Some(c),
+            ..self
+        }
+    }
+
+    pub const fn only(self, variant: Variant) -> Family {
+        Family { variant, ..self }
+    }
+
+    pub const fn since(self, v: Version) -> Family {
+        Family { since: v, ..self }
+    }
+
+    /// Deprecated, hidden and removed versions (any may be `None`).
+    pub const fn life(
+        self,
+        deprecated: Option<Version>,
+        hidden: Option<Version>,
+        removed: Option<Version>,
+    ) -> Family {
+        Family {
+            deprecated,
+            hidden,
+            removed,
+            ..self
+        }
+    }
+
+    pub const fn successor(self, name: &'static str) -> Family {
+        Family {
+            successor: Some(name),
+            ..self
+        }
+    }
+
+    pub const fn when(self, condition: &'static str) -> Family {
+        Family {
+            condition: Some(condition),
+            ..self
+        }
+    }
+
+    pub const fn note(self, note: &'static str) -> Family {
+        Family { note, ..self }
+    }
+
+    /// How `version` of the `variant` engine exposes this family.
+    pub fn status_at(&self, version: Version, variant: Variant) -> Status {
+        let engine_matches = self.variant == Variant::Any || self.variant == variant;
+        if version < self.since {
+            return Status::NotYet;
+        }
+        if !engine_matches || self.removed.is_some_and(|r| version >= r) {
+            return Status::Removed;
+        }
+        if self.hidden.is_some_and(|h| version >= h) {
+            return Status::Hidden;
+        }
+        if self.deprecated.is_some_and(|d| version >= d) {
+            return Status::Deprecated;
+        }
+        Status::Present
+    }
+
+    /// The sample names its series use (`_bucket`/`_sum`/`_count` for histograms).
+    pub fn sample_names(&self) -> Vec<String> {
+        match self.kind {
+            Kind::Histogram => ["_bucket", "_sum", "_count"]
+                .iter()
+                .map(|s| format!("{}{s}", self.name))
+                .collect(),
+            Kind::Summary => ["", "_sum", "_count"]
+                .iter()
+                .map(|s| format!("{}{s}", self.name))
+                .collect(),
+            Kind::Counter | Kind::Gauge => vec![self.name.to_owned()],
+        }
+    }
+
+    /// Whether `label` is one of its labels (`label_*` patterns match by prefix).
+    pub fn has_label(&self, label: &str) -> bool {
+        self.labels.iter().any(|l| match l.strip_suffix('*') {
+            Some(prefix) => label.starts_with(prefix),
+            None => *l == label,
+        })
+    }
+
+    /// Its lifecycle as text: `0.9.2..` , `..0.12.0 (deprecated 0.9.2, hidden 0.11.0)`.
+    pub fn lifetime(&self) -> String {
+        let mut s = format!("since {}", self.since);
+        if let Some(d) = self.deprecated {
+            s.push_str(&format!(", deprecated {d}"));
+        }
+        if let Some(h) = self.hidden {
+            s.push_str(&format!(", hidden {h}"));
+        }
+        if let Some(r) = self.removed {
+            s.push_str(&format!(", removed {r}"));
+        }
+        s
+    }
+}
+
+/// A name that looks like a metric but never existed (a doc or memory error).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Misnomer {
+    pub exporter: Exporter,
+    pub name: &'static str,
+    pub use_instead: &'static [&'static str],
+    pub note: &'static str,
+}
+
+/// A label name people get wrong, and the right one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LabelHint {
+    pub exporter: Exporter,
+    pub wrong: &'static str,
+    pub right: &'static str,
+    pub note: &'static str,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_parse_from_every_spelling() {
+        assert_eq!("0.26".parse::<Version>(), Ok(Version::new(0, 26, 0)));
+        assert_eq!("v0.11.1".parse::<Version>(), Ok(Version::new(0, 11, 1)));
+        assert_eq!("4.5.3-4.8.2".parse::<Version>(), Ok(Version::new(4, 5, 3)));
+        assert!("0".parse::<Version>().is_err());
+        assert!("0.x".parse::<Version>().is_err());
+        assert!("1.2.3.4".parse::<Version>().is_err());
+        assert!(Version::new(0, 9, 2) < Version::new(0, 10, 0));
+    }
+
+    #[test]
+    fn status_follows_the_lifecycle() {
+        let v = |m, p| Version::new(0, m, p);
+        let f = Family::new(Exporter::Vllm, "x", Kind::Gauge, Unit::Fraction, &[])
+            .since(v(2, 0))
+            .life(Some(v(9, 2)), Some(v(11, 0)), Some(v(12, 0)));
+        assert_eq!(f.status_at(v(1, 0), Variant::V1), Status::NotYet);
+        assert_eq!(f.status_at(v(9, 1), Variant::V1), Status::Present);
+        assert_eq!(f.status_at(v(10, 0), Variant::V1), Status::Deprecated);
+        assert_eq!(f.status_at(v(11, 1), Variant::V1), Status::Hidden);
+        assert_eq!(f.status_at(v(12, 0), Variant::V1), Status::Removed);
+        let v0_only = f.only(Variant::V0);
+        assert_eq!(v0_only.status_at(v(9, 1), Variant::V1), Status::Removed);
+    }
+
+    #[test]
+    fn label_patterns_match_by_prefix() {
+        let f = Family::new(
+            Exporter::KubeStateMetrics,
+            "kube_namespace_labels",
+            Kind::Gauge,
+            Unit::Info,
+            &["namespace", "label_*"],
+        );
+        assert!(f.has_label("label_team"));
+        assert!(f.has_label("namespace"));
+        assert!(!f.has_label("team"));
+    }
+}

@@ -1,0 +1,49 @@
+//! Hugging Face TGI's families (`tgi_` prefix, 1.x–3.3.x, maintenance mode;
+//! `shared/reference/serving-metrics.md` §8). TGI has no TTFT histogram and no KV-usage gauge.
+
+use super::model::{Exporter, Family, Kind, Unit, Version};
+use crate::diagnose::Concept as C;
+
+const fn f(name: &'static str, kind: Kind, unit: Unit, labels: &'static [&'static str]) -> Family {
+    Family::new(Exporter::Tgi, name, kind, unit, labels).since(Version::new(1, 0, 0))
+}
+
+use Kind::{Counter, Gauge, Histogram};
+use Unit::{Count, Requests, Seconds, Tokens};
+
+/// Every TGI family the catalog knows.
+pub const FAMILIES: &[Family] = &[
+    f("tgi_queue_size", Gauge, Requests, &[]).concept(C::Waiting),
+    f("tgi_batch_current_size", Gauge, Requests, &[]).concept(C::Running),
+    f("tgi_batch_current_max_tokens", Gauge, Tokens, &[])
+        .note("token budget in use; / tgi_batch_max_total_tokens approximates KV usage"),
+    f("tgi_batch_max_total_tokens", Gauge, Tokens, &[]),
+    f("tgi_request_count", Counter, Requests, &[]),
+    f("tgi_request_success", Counter, Requests, &[]).concept(C::RequestsFinished),
+    f("tgi_request_failure", Counter, Requests, &["err"]),
+    f("tgi_request_duration", Histogram, Seconds, &[]).concept(C::E2eLatency),
+    f("tgi_request_queue_duration", Histogram, Seconds, &[]).concept(C::QueueTime),
+    f("tgi_request_validation_duration", Histogram, Seconds, &[]),
+    f("tgi_request_inference_duration", Histogram, Seconds, &[]),
+    f(
+        "tgi_request_mean_time_per_token_duration",
+        Histogram,
+        Seconds,
+        &[],
+    )
+    .concept(C::Tpot)
+    .note("per-request mean, not per token gap"),
+    f("tgi_request_input_length", Histogram, Tokens, &[])
+        .note("use _sum as the prompt-token counter"),
+    f("tgi_request_generated_tokens", Histogram, Tokens, &[])
+        .note("use _sum as the generated-token counter"),
+    f("tgi_request_max_new_tokens", Histogram, Tokens, &[]),
+    f("tgi_batch_next_size", Histogram, Count, &[]),
+    f("tgi_batch_inference_count", Counter, Count, &["method"]),
+    f(
+        "tgi_batch_forward_duration",
+        Histogram,
+        Seconds,
+        &["method"],
+    ),
+];
