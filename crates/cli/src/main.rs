@@ -6,6 +6,8 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 mod load_cmd;
+mod observe_cmd;
+mod runs_cmd;
 mod sim_cmd;
 
 /// Tells why an LLM serving deployment is slow or wasteful.
@@ -22,6 +24,10 @@ enum Command {
     Sim(sim_cmd::SimArgs),
     /// Load an OpenAI-compatible server and report client-side latency and throughput.
     Load(load_cmd::LoadArgs),
+    /// Record metrics from targets (direct scrape) or a Prometheus-compatible server.
+    Observe(observe_cmd::ObserveArgs),
+    /// List the runs kept in the store.
+    Runs(runs_cmd::RunsArgs),
 }
 
 fn main() -> ExitCode {
@@ -29,6 +35,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Sim(args) => sim_cmd::run(args),
         Command::Load(args) => load_cmd::run(args),
+        Command::Observe(args) => observe_cmd::run(args),
+        Command::Runs(args) => runs_cmd::run(args),
     };
     match result {
         Ok(code) => code,

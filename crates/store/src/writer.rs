@@ -70,6 +70,11 @@ impl Writer {
         self.committed.load(Ordering::Relaxed)
     }
 
+    /// The shared count of committed samples, for a progress task that outlives a borrow.
+    pub fn progress_counter(&self) -> Arc<AtomicU64> {
+        Arc::clone(&self.committed)
+    }
+
     /// Waits until every sender is dropped and everything queued is committed; gives the store back.
     pub fn finish(self) -> Result<(Store, WriterTotals), StoreError> {
         drop(self.tx);

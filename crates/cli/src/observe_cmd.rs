@@ -1,0 +1,887 @@
+//! `llmscope observe`: record metrics from targets (direct scrape) or a Prometheus-compatible
+//! server over a window, into the run store.
+//!
+//! [`ObserveArgs`] (clap) → [`ObservePlan`] (validated: sources, window, no I/O) → `execute`:
+//! open the store, start a run, register the sources, start the store's writer thread, run every
+//! source concurrently with their batches going to the writer, then record problems as
+//! findings, finish the run and print a summary computed back from the database. A failing
+//! source never stops the others; Ctrl-C stops them all and the run is `interrupted`.
+
+use anyhow::{Context, Result, bail};
+use clap::ValueEnum;
+use hyper::Uri;
+use hyper::header::{HeaderName, HeaderValue};
+use llmscope_collect::prom::{Auth, PromClient, PromConfig, PromSource, Secret};
+use llmscope_collect::scrape::{ScrapeConfig, ScrapeSource, ScrapeTarget};
+use llmscope_collect::time::{format_rfc3339, parse_time, unix_now};
+use llmscope_collect::{HttpClient, Sink, Source, SourceReport, Stop, Window};
+use llmscope_core::duration::{format_duration, parse_duration};
+use llmscope_core::series::Batch;
+use llmscope_store::{Finding, NewRun, RunId, RunStatus, SourceSpec, SourceStats, Store, writer};
+use std::collections::BTreeMap;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+const AFTER_HELP: &str = "\
+Examples:
+  llmscope observe --scrape vllm=http://127.0.0.1:8000/metrics --scrape dcgm=http://127.0.0.1:9400/metrics --duration 2m --interval 1s
+  llmscope observe --prometheus http://127.0.0.1:9090 --match '{__name__=~\"vllm:.*\"}' --from -15m --to now
+  llmscope observe --prometheus https://mimir.example/prometheus --header 'X-Scope-OrgID: team-a' \\
+      --match 'DCGM_FI_DEV_GPU_UTIL' --from 2026-01-02T15:00:00Z --to 2026-01-02T16:00:00Z --interval 15s
+
+Direct scrape records the future (--duration); Prometheus reads a past window (--from/--to) or
+waits --duration and then reads it. Times: now, -15m, now-1h, RFC3339, Unix seconds.
+A missing sample is stored as no point, never a 0; DCGM blank sentinels are dropped. A source
+that fails is recorded as a finding and the run goes on with the others.
+Exit status: 0 stored, 1 nothing could be collected, 2 usage or runtime error.";
+
+fn duration(s: &str) -> Result<Duration, String> {
+    parse_duration(s).map_err(|e| e.to_string())
+}
+
+/// Record metrics from targets or a Prometheus-compatible server into the run store.
+#[derive(Debug, clap::Args)]
+#[command(after_help = AFTER_HELP)]
+pub struct ObserveArgs {
+    /// Target to scrape: NAME=URL or URL (repeatable), e.g. vllm=http://127.0.0.1:8000/metrics.
+    #[arg(long = "scrape", value_name = "[NAME=]URL")]
+    scrape: Vec<String>,
+    /// Prometheus-compatible server URL, with any path prefix (Mimir: …/prometheus).
+    #[arg(long, value_name = "URL")]
+    prometheus: Option<String>,
+    /// Series selector to read from --prometheus (repeatable).
+    #[arg(long = "match", value_name = "SELECTOR")]
+    matchers: Vec<String>,
+    /// Record live for this long.
+    #[arg(long, value_parser = duration)]
+    duration: Option<Duration>,
+    /// Start of a past window (--prometheus only).
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
+    from: Option<String>,
+    /// End of a past window [default: now].
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
+    to: Option<String>,
+    /// Scrape interval, or the query step for --prometheus.
+    #[arg(long, value_parser = duration, default_value = "5s")]
+    interval: Duration,
+    /// Scrape timeout (below the interval) [default: 80% of the interval, at most 10s].
+    #[arg(long, value_parser = duration, help_heading = "Scraping")]
+    scrape_timeout: Option<Duration>,
+    /// Largest page accepted, in bytes (after decompression).
+    #[arg(long, default_value_t = llmscope_collect::scrape::DEFAULT_BODY_LIMIT, help_heading = "Scraping")]
+    body_limit: usize,
+    /// Ask for text 0.0.4 only (no OpenMetrics).
+    #[arg(long, help_heading = "Scraping")]
+    no_openmetrics: bool,
+    /// Do not ask for gzip.
+    #[arg(long, help_heading = "Scraping")]
+    no_gzip: bool,
+    /// Bearer token for --prometheus; never stored or printed.
+    #[arg(
+        long,
+        env = "LLMSCOPE_PROMETHEUS_TOKEN",
+        hide_env_values = true,
+        help_heading = "Prometheus"
+    )]
+    bearer_token: Option<String>,
+    /// Basic-auth user for --prometheus (password from $LLMSCOPE_PROMETHEUS_PASSWORD).
+    #[arg(long, value_name = "USER", help_heading = "Prometheus")]
+    basic_user: Option<String>,
+    #[arg(
+        long,
+        env = "LLMSCOPE_PROMETHEUS_PASSWORD",
+        hide = true,
+        hide_env_values = true
+    )]
+    basic_password: Option<String>,
+    /// Extra request header for --prometheus, `Name: value` (repeatable), e.g. 'X-Scope-OrgID: t1'.
+    #[arg(
+        long = "header",
+        value_name = "NAME: VALUE",
+        help_heading = "Prometheus"
+    )]
+    headers: Vec<String>,
+    /// PEM file of extra CA certificates for https.
+    #[arg(long, value_name = "FILE", help_heading = "Prometheus")]
+    ca_file: Option<PathBuf>,
+    /// Limit for one API request.
+    #[arg(long, value_parser = duration, default_value = "30s", help_heading = "Prometheus")]
+    query_timeout: Duration,
+    /// The run store.
+    #[arg(long, default_value = llmscope_store::DEFAULT_PATH)]
+    db: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Format {
+    Text,
+    Json,
+}
+
+/// A source to build once the HTTP client exists.
+#[derive(Debug, Clone)]
+enum SourcePlan {
+    Scrape(ScrapeTarget, ScrapeConfig),
+    Prometheus {
+        cfg: PromConfig,
+        matchers: Vec<String>,
+    },
+}
+
+/// The validated command: what to read, over which window, into which store.
+#[derive(Debug)]
+pub struct ObservePlan {
+    sources: Vec<SourcePlan>,
+    window: Window,
+    interval: Duration,
+    ca_file: Option<PathBuf>,
+    db: PathBuf,
+    format: Format,
+    /// The configuration as stored with the run: no secrets.
+    config: serde_json::Value,
+}
+
+/// Second stage: flags → plan. No I/O; every error names the flag.
+fn resolve(args: ObserveArgs, now: f64) -> Result<ObservePlan> {
+    let window = window(&args, now)?;
+    let mut sources = scrape_sources(&args)?;
+    if let Some(url) = &args.prometheus {
+        sources.push(prometheus_source(&args, url)?);
+    } else if !args.matchers.is_empty() {
+        bail!("--match selects series on a --prometheus server; add --prometheus URL");
+    }
+    if sources.is_empty() {
+        bail!(
+            "nothing to observe: give --scrape [NAME=]URL (repeatable) or --prometheus URL --match SELECTOR"
+        );
+    }
+    check_unique_names(&sources)?;
+    let config = config_json(&args, &sources, window);
+    Ok(ObservePlan {
+        sources,
+        window,
+        interval: args.interval,
+        ca_file: args.ca_file,
+        db: args.db,
+        format: args.format,
+        config,
+    })
+}
+
+fn window(args: &ObserveArgs, now: f64) -> Result<Window> {
+    match (args.duration, &args.from) {
+        (Some(_), Some(_)) => {
+            bail!("give either --duration (live) or --from/--to (past window), not both")
+        }
+        (Some(duration), None) => {
+            if args.to.is_some() {
+                bail!("--to goes with --from (a past window), not with --duration");
+            }
+            Ok(Window::Live { duration })
+        }
+        (None, Some(from)) => {
+            let from = parse_time(from, now)?;
+            let to = args.to.as_deref().map_or(Ok(now), |t| parse_time(t, now))?;
+            if to <= from {
+                bail!(
+                    "--to ({}) must be after --from ({})",
+                    format_rfc3339(to),
+                    format_rfc3339(from)
+                );
+            }
+            Ok(Window::Past { from, to })
+        }
+        (None, None) => {
+            bail!("say how long: --duration 60s (live) or --from -15m [--to now] (past window)")
+        }
+    }
+}
+
+fn scrape_sources(args: &ObserveArgs) -> Result<Vec<SourcePlan>> {
+    if args.scrape.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut cfg = ScrapeConfig::new(args.interval);
+    cfg.timeout = args.scrape_timeout.unwrap_or(cfg.timeout);
+    cfg.body_limit = args.body_limit;
+    cfg.openmetrics = !args.no_openmetrics;
+    cfg.gzip = !args.no_gzip;
+    cfg.validate()
+        .context("--interval / --scrape-timeout / --body-limit")?;
+    args.scrape
+        .iter()
+        .map(|s| Ok(SourcePlan::Scrape(s.parse()?, cfg.clone())))
+        .collect()
+}
+
+fn prometheus_source(args: &ObserveArgs, url: &str) -> Result<SourcePlan> {
+    let base: Uri = llmscope_collect::url::parse_http_url(url).map_err(|why| {
+        anyhow::anyhow!(
+            "invalid --prometheus `{}`: {why}",
+            llmscope_collect::url::redact(url)
+        )
+    })?;
+    if args.matchers.is_empty() {
+        bail!(
+            "--prometheus needs at least one --match SELECTOR, e.g. --match '{{__name__=~\"vllm:.*\"}}'"
+        );
+    }
+    if args.matchers.iter().any(|m| m.trim().is_empty()) {
+        bail!("--match must not be empty");
+    }
+    let mut cfg = PromConfig::new(base);
+    cfg.timeout = args.query_timeout;
+    cfg.auth = auth(args)?;
+    cfg.headers = args
+        .headers
+        .iter()
+        .map(|h| parse_header(h))
+        .collect::<Result<_>>()?;
+    Ok(SourcePlan::Prometheus {
+        cfg,
+        matchers: args.matchers.clone(),
+    })
+}
+
+fn auth(args: &ObserveArgs) -> Result<Option<Auth>> {
+    match (&args.bearer_token, &args.basic_user) {
+        (Some(_), Some(_)) => bail!("give either --bearer-token or --basic-user, not both"),
+        (Some(t), None) => Ok(Some(Auth::Bearer(Secret::new(t.trim())))),
+        (None, Some(user)) => {
+            let password = args.basic_password.clone().unwrap_or_default();
+            Ok(Some(Auth::Basic {
+                user: user.clone(),
+                password: Secret::new(password),
+            }))
+        }
+        (None, None) => Ok(None),
+    }
+}
+
+fn parse_header(line: &str) -> Result<(HeaderName, HeaderValue)> {
+    let (name, value) = line
+        .split_once(':')
+        .with_context(|| format!("invalid --header `{line}`: write `Name: value`"))?;
+    let name = HeaderName::from_bytes(name.trim().as_bytes())
+        .with_context(|| format!("invalid --header name `{}`", name.trim()))?;
+    let mut value = HeaderValue::from_str(value.trim())
+        .with_context(|| format!("invalid --header value for `{name}`"))?;
+    value.set_sensitive(true);
+    Ok((name, value))
+}
+
+fn check_unique_names(sources: &[SourcePlan]) -> Result<()> {
+    let mut seen = std::collections::BTreeSet::new();
+    for s in sources {
+        let name = source_name(s);
+        if !seen.insert(name.to_owned()) {
+            bail!(
+                "two sources are named `{name}`: name them, e.g. --scrape vllm=URL --scrape dcgm=URL"
+            );
+        }
+    }
+    Ok(())
+}
+
+fn source_name(s: &SourcePlan) -> &str {
+    match s {
+        SourcePlan::Scrape(t, _) => &t.name,
+        SourcePlan::Prometheus { .. } => "prometheus",
+    }
+}
+
+/// What is stored as the run's configuration: no tokens, passwords or header values.
+fn config_json(args: &ObserveArgs, sources: &[SourcePlan], window: Window) -> serde_json::Value {
+    let sources: Vec<serde_json::Value> = sources
+        .iter()
+        .map(|s| match s {
+            SourcePlan::Scrape(t, c) => serde_json::json!({
+                "name": t.name, "kind": "scrape", "url": t.uri.to_string(),
+                "timeout_s": c.timeout.as_secs_f64(), "body_limit": c.body_limit,
+                "openmetrics": c.openmetrics, "gzip": c.gzip,
+            }),
+            SourcePlan::Prometheus { cfg, matchers } => serde_json::json!({
+                "name": "prometheus", "kind": "prometheus", "url": cfg.base.to_string(),
+                "matchers": matchers,
+                "auth": match &cfg.auth { Some(Auth::Bearer(_)) => "bearer".to_owned(),
+                    Some(Auth::Basic { user, .. }) => format!("basic user={user}"), None => "none".to_owned() },
+                "headers": cfg.headers.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
+                "timeout_s": cfg.timeout.as_secs_f64(),
+            }),
+        })
+        .collect();
+    let window = match window {
+        Window::Live { duration } => serde_json::json!({"live_s": duration.as_secs_f64()}),
+        Window::Past { from, to } => serde_json::json!({"from": from, "to": to}),
+    };
+    serde_json::json!({"interval_s": args.interval.as_secs_f64(), "window": window, "sources": sources})
+}
+
+/// `llmscope observe`.
+pub fn run(args: ObserveArgs) -> Result<ExitCode> {
+    let plan = resolve(args, unix_now())?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let outcome = rt.block_on(execute(&plan))?;
+    print_summary(&plan, &outcome)?;
+    Ok(if outcome.status == RunStatus::Failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// What a finished observation produced.
+#[derive(Debug)]
+struct Outcome {
+    run: RunId,
+    status: RunStatus,
+    window: (f64, f64),
+    stats: Vec<SourceStats>,
+    versions: BTreeMap<String, String>,
+    findings: Vec<Finding>,
+}
+
+async fn execute(plan: &ObservePlan) -> Result<Outcome> {
+    let http = HttpClient::new(plan.ca_file.as_deref()).context("--ca-file")?;
+    let sources = build_sources(plan, &http);
+    let mut store = Store::open(&plan.db)?;
+    let run = store.create_run(&NewRun {
+        kind: "observe".into(),
+        started_at: unix_now(),
+        window: match plan.window {
+            Window::Past { from, to } => Some((from, to)),
+            Window::Live { .. } => None,
+        },
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        config: plan.config.clone(),
+    })?;
+    for s in &sources {
+        let spec = SourceSpec {
+            name: s.name().to_owned(),
+            kind: s.kind().to_owned(),
+            url: s.url(),
+        };
+        store.add_source(run, &spec)?;
+    }
+    let writer = writer::spawn(store, run)?;
+    let results = collect_all(plan, &sources, &writer).await;
+    let (mut store, _) = writer.finish().context("writing samples to the store")?;
+    finish(&mut store, run, plan, &sources, results)
+}
+
+fn build_sources(plan: &ObservePlan, http: &HttpClient) -> Vec<Arc<dyn Source>> {
+    let step = plan.interval;
+    plan.sources
+        .iter()
+        .map(|s| -> Arc<dyn Source> {
+            match s {
+                SourcePlan::Scrape(t, c) => {
+                    Arc::new(ScrapeSource::new(t.clone(), c.clone(), http.clone()))
+                }
+                SourcePlan::Prometheus { cfg, matchers } => {
+                    let client = PromClient::new(cfg.clone(), http.clone());
+                    Arc::new(PromSource::new(
+                        "prometheus",
+                        client,
+                        matchers.clone(),
+                        step,
+                    ))
+                }
+            }
+        })
+        .collect()
+}
+
+type Collected = Vec<(String, Result<SourceReport, llmscope_collect::SourceError>)>;
+
+/// Runs every source at once; Ctrl-C stops them; progress on stderr.
+async fn collect_all(
+    plan: &ObservePlan,
+    sources: &[Arc<dyn Source>],
+    writer: &writer::Writer,
+) -> Collected {
+    let (stop_handle, stop) = Stop::new();
+    let ctrl_c = tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            stop_handle.stop();
+        }
+    });
+    let tx = writer.sender();
+    let sink: Arc<dyn Sink> = Arc::new(move |b: Batch| tx.send(b));
+    let mut tasks = tokio::task::JoinSet::new();
+    for (i, s) in sources.iter().enumerate() {
+        let (s, sink, stop, window) = (Arc::clone(s), Arc::clone(&sink), stop.clone(), plan.window);
+        tasks.spawn(async move {
+            (
+                i,
+                s.name().to_owned(),
+                s.collect(window, &*sink, stop).await,
+            )
+        });
+    }
+    drop(sink);
+    let progress = Progress::start(plan.window, writer);
+    let mut out: Vec<(usize, String, _)> = Vec::new();
+    while let Some(done) = tasks.join_next().await {
+        if let Ok(r) = done {
+            out.push(r);
+        }
+    }
+    progress.finish();
+    ctrl_c.abort();
+    out.sort_by_key(|(i, _, _)| *i);
+    out.into_iter().map(|(_, n, r)| (n, r)).collect()
+}
+
+/// Progress on stderr: a line every 5 s (a spinner on a terminal) while a live window runs.
+struct Progress {
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Progress {
+    fn start(window: Window, writer: &writer::Writer) -> Progress {
+        let Window::Live { duration } = window else {
+            return Progress { task: None };
+        };
+        let counter = writer.progress_counter();
+        let terminal = std::io::stderr().is_terminal();
+        let task = tokio::spawn(async move {
+            let started = tokio::time::Instant::now();
+            let every = if terminal {
+                Duration::from_millis(500)
+            } else {
+                Duration::from_secs(5)
+            };
+            loop {
+                tokio::time::sleep(every).await;
+                let line = format!(
+                    "observe: {}/{} elapsed, {} samples stored",
+                    format_duration(started.elapsed()),
+                    format_duration(duration),
+                    counter.load(std::sync::atomic::Ordering::Relaxed)
+                );
+                let mut err = std::io::stderr();
+                let _ = if terminal {
+                    write!(err, "\r{line}\x1b[K")
+                } else {
+                    writeln!(err, "{line}")
+                };
+            }
+        });
+        Progress { task: Some(task) }
+    }
+
+    fn finish(self) {
+        if let Some(t) = self.task {
+            t.abort();
+            if std::io::stderr().is_terminal() {
+                eprint!("\r\x1b[K");
+            }
+        }
+    }
+}
+
+/// Findings, versions and status, then the stored per-source statistics.
+fn finish(
+    store: &mut Store,
+    run: RunId,
+    plan: &ObservePlan,
+    sources: &[Arc<dyn Source>],
+    results: Collected,
+) -> Result<Outcome> {
+    let mut findings = Vec::new();
+    let mut versions = BTreeMap::new();
+    let mut window = match plan.window {
+        Window::Past { from, to } => (from, to),
+        Window::Live { .. } => (f64::INFINITY, f64::NEG_INFINITY),
+    };
+    let mut stopped = false;
+    for (name, result) in &results {
+        match result {
+            Ok(r) => {
+                findings.extend(report_findings(r));
+                if let Some(v) = &r.version {
+                    versions.insert(name.clone(), v.clone());
+                }
+                window = (window.0.min(r.window.0), window.1.max(r.window.1));
+                stopped |= r.stopped;
+            }
+            Err(e) => findings.push(finding(
+                "error",
+                "source_failed",
+                name,
+                e.to_string(),
+                serde_json::json!({}),
+            )),
+        }
+    }
+    if !window.0.is_finite() {
+        window = (unix_now(), unix_now());
+    }
+    let stats = store.source_stats(run, plan.interval.as_secs_f64())?;
+    let status = status(stopped, &stats, &findings, sources.len());
+    store.add_findings(run, &findings)?;
+    store.set_server_versions(run, &versions)?;
+    store.finish_run(run, status, unix_now(), Some(window))?;
+    Ok(Outcome {
+        run,
+        status,
+        window,
+        stats,
+        versions,
+        findings,
+    })
+}
+
+fn status(stopped: bool, stats: &[SourceStats], findings: &[Finding], n: usize) -> RunStatus {
+    if stopped {
+        RunStatus::Interrupted
+    } else if stats.iter().all(|s| s.samples == 0) || stats.len() < n {
+        RunStatus::Failed
+    } else if findings.iter().any(|f| f.severity != "info") {
+        RunStatus::Partial
+    } else {
+        RunStatus::Completed
+    }
+}
+
+/// One finding per problem kind of a source, plus its API warnings.
+fn report_findings(r: &SourceReport) -> Vec<Finding> {
+    let mut out: Vec<Finding> = r
+        .problems
+        .iter()
+        .map(|p| {
+            let all_failed = r.attempts > 0 && r.failures == r.attempts;
+            let severity = if all_failed { "error" } else { "warning" };
+            let what = if r.kind == "scrape" {
+                "scrapes"
+            } else {
+                "queries"
+            };
+            let message = format!(
+                "{} of {} {what} of `{}` failed ({}); first: {}",
+                p.count, r.attempts, r.name, p.kind, p.message
+            );
+            let message = if p.kind == llmscope_core::series::FailureKind::NoData {
+                p.message.clone()
+            } else {
+                message
+            };
+            let evidence = serde_json::json!({
+                "kind": p.kind, "count": p.count, "attempts": r.attempts,
+                "first_t": p.first_t, "last_t": p.last_t,
+            });
+            finding(
+                severity,
+                &format!("source_{}", p.kind),
+                &r.name,
+                message,
+                evidence,
+            )
+        })
+        .collect();
+    for w in &r.warnings {
+        out.push(finding(
+            "warning",
+            "api_warning",
+            &r.name,
+            w.clone(),
+            serde_json::json!({}),
+        ));
+    }
+    out
+}
+
+fn finding(
+    severity: &str,
+    code: &str,
+    source: &str,
+    message: String,
+    evidence: serde_json::Value,
+) -> Finding {
+    Finding {
+        severity: severity.into(),
+        code: code.into(),
+        source: Some(source.into()),
+        message,
+        evidence,
+    }
+}
+
+fn print_summary(plan: &ObservePlan, o: &Outcome) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    if plan.format == Format::Json {
+        let json = serde_json::json!({
+            "run_id": o.run,
+            "db": plan.db.display().to_string(),
+            "status": o.status,
+            "window": {"from": o.window.0, "to": o.window.1,
+                       "from_rfc3339": format_rfc3339(o.window.0), "to_rfc3339": format_rfc3339(o.window.1)},
+            "interval_s": plan.interval.as_secs_f64(),
+            "sources": o.stats,
+            "server_versions": o.versions,
+            "findings": o.findings,
+        });
+        writeln!(out, "{}", serde_json::to_string_pretty(&json)?)?;
+        return Ok(());
+    }
+    write_text(&mut out, plan, o)?;
+    Ok(())
+}
+
+fn write_text(out: &mut impl Write, plan: &ObservePlan, o: &Outcome) -> std::io::Result<()> {
+    let secs = (o.window.1 - o.window.0).max(0.0);
+    writeln!(
+        out,
+        "run {} in {}: {}, {} window {} → {}, interval {}",
+        o.run,
+        plan.db.display(),
+        o.status.as_str(),
+        format_duration(Duration::from_secs_f64(secs)),
+        format_rfc3339(o.window.0),
+        format_rfc3339(o.window.1),
+        format_duration(plan.interval)
+    )?;
+    writeln!(
+        out,
+        "{:<16} {:<10} {:>8} {:>10} {:>6} {:>8} {:>7}",
+        "source", "kind", "series", "samples", "gaps", "scrapes", "failed"
+    )?;
+    for s in &o.stats {
+        writeln!(
+            out,
+            "{:<16} {:<10} {:>8} {:>10} {:>6} {:>8} {:>7}",
+            s.name, s.kind, s.series, s.samples, s.gaps, s.scrapes, s.failed_scrapes
+        )?;
+    }
+    for f in &o.findings {
+        writeln!(out, "{}: {}", f.severity, f.message)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: ObserveArgs,
+    }
+
+    fn plan(line: &str) -> Result<ObservePlan> {
+        let argv = std::iter::once("observe").chain(line.split_whitespace());
+        resolve(Cli::try_parse_from(argv)?.args, 1000.0)
+    }
+
+    #[test]
+    fn scrape_plans_name_their_sources() {
+        let p = plan("--scrape vllm=http://127.0.0.1:1/metrics --scrape http://127.0.0.1:2/metrics --duration 20s --interval 1s").unwrap();
+        let names: Vec<&str> = p.sources.iter().map(source_name).collect();
+        assert_eq!(names, ["vllm", "127.0.0.1:2"]);
+        assert_eq!(
+            p.window,
+            Window::Live {
+                duration: Duration::from_secs(20)
+            }
+        );
+    }
+
+    #[test]
+    fn past_windows_and_prometheus() {
+        let p = plan("--prometheus http://127.0.0.1:9090 --match up --from -5m --to now").unwrap();
+        assert_eq!(
+            p.window,
+            Window::Past {
+                from: 700.0,
+                to: 1000.0
+            }
+        );
+        let p = plan(
+            "--prometheus http://127.0.0.1:9090 --match up --from -5m --to -1m --interval 15s",
+        )
+        .unwrap();
+        assert_eq!(
+            p.window,
+            Window::Past {
+                from: 700.0,
+                to: 940.0
+            }
+        );
+    }
+
+    #[test]
+    fn bad_input_is_a_clear_error() {
+        for (line, says) in [
+            ("--duration 5s", "nothing to observe"),
+            ("--scrape http://x/m", "say how long"),
+            ("--scrape http://x/m --duration 5s --from -5m", "not both"),
+            (
+                "--scrape a=http://x/m --scrape a=http://y/m --duration 5s",
+                "two sources are named `a`",
+            ),
+            (
+                "--scrape http://x/m --duration 5s --interval 1s --scrape-timeout 2s",
+                "shorter than the interval",
+            ),
+            ("--prometheus http://x --from -5m", "at least one --match"),
+            ("--match up --from -5m", "add --prometheus"),
+            (
+                "--prometheus x --match up --from -5m",
+                "invalid --prometheus",
+            ),
+            (
+                "--prometheus http://x --match up --from -1m --to -5m",
+                "must be after",
+            ),
+            (
+                "--prometheus http://x --match up --from yesterday",
+                "invalid time `yesterday`",
+            ),
+            (
+                "--prometheus http://x --match up --from -5m --header nocolon",
+                "Name: value",
+            ),
+            (
+                "--scrape vllm=localhost:8000 --duration 5s",
+                "invalid scrape target",
+            ),
+        ] {
+            let err = format!("{:#}", plan(line).unwrap_err());
+            assert!(err.contains(says), "{line}: {err}");
+        }
+    }
+
+    #[test]
+    fn secrets_stay_out_of_the_stored_config() {
+        let p = plan(
+            "--prometheus http://127.0.0.1:9090 --match up --from -5m --bearer-token s3cr3t --header X-Scope-OrgID:tenant-secret",
+        )
+        .unwrap();
+        let stored = p.config.to_string();
+        assert!(
+            !stored.contains("s3cr3t") && !stored.contains("tenant-secret"),
+            "{stored}"
+        );
+        assert!(
+            stored.contains("bearer") && stored.contains("x-scope-orgid"),
+            "{stored}"
+        );
+        assert!(!format!("{:?}", p.sources).contains("s3cr3t"));
+    }
+
+    fn db_in(dir: &tempfile::TempDir) -> String {
+        dir.path().join("t.db").display().to_string()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn observes_the_simulator_into_the_store() {
+        let mut cfg = llmscope_sim::serve::SimConfig::new(
+            llmscope_sim::preset::preset("l4-qwen2.5-3b").unwrap(),
+        );
+        cfg.dcgm_interval = Duration::from_millis(200);
+        let sim = llmscope_sim::serve::start(cfg).await.unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let line = format!(
+            "--scrape vllm={}/metrics --scrape dcgm={} --duration 1s --interval 200ms --db {}",
+            sim.vllm_url(),
+            sim.dcgm_url(),
+            db_in(&dir)
+        );
+        let p = plan(&line).unwrap();
+        let o = execute(&p).await.unwrap();
+        assert_eq!(o.status, RunStatus::Completed, "{:?}", o.findings);
+        assert!(
+            (0.95..1.2).contains(&(o.window.1 - o.window.0)),
+            "{:?}",
+            o.window
+        );
+        let names: Vec<&str> = o.stats.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["vllm", "dcgm"]);
+        assert!(
+            o.stats
+                .iter()
+                .all(|s| s.series > 10 && s.samples >= 4 * s.series && s.gaps == 0)
+        );
+        let store = Store::open(&p.db).unwrap();
+        let runs = store.runs().unwrap();
+        assert_eq!(
+            (runs[0].id, runs[0].samples),
+            (o.run, o.stats.iter().map(|s| s.samples).sum())
+        );
+        let mut text = Vec::new();
+        write_text(&mut text, &p, &o).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(
+            text.contains("completed") && text.contains("dcgm"),
+            "{text}"
+        );
+        sim.shutdown().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_dead_source_is_a_finding_and_the_others_go_on() {
+        let mut cfg = llmscope_sim::serve::SimConfig::new(
+            llmscope_sim::preset::preset("l4-qwen2.5-3b").unwrap(),
+        );
+        cfg.dcgm_interval = Duration::from_millis(200);
+        let sim = llmscope_sim::serve::start(cfg).await.unwrap();
+        let dead = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let line = format!(
+            "--scrape dcgm={} --scrape gone=http://{dead}/metrics --duration 600ms --interval 200ms --db {}",
+            sim.dcgm_url(),
+            db_in(&dir)
+        );
+        let o = execute(&plan(&line).unwrap()).await.unwrap();
+        assert_eq!(o.status, RunStatus::Partial);
+        let f = &o.findings[0];
+        assert_eq!(
+            (f.severity.as_str(), f.code.as_str(), f.source.as_deref()),
+            ("error", "source_connect", Some("gone"))
+        );
+        assert!(f.message.contains(&dead.to_string()), "{}", f.message);
+        let gone = o.stats.iter().find(|s| s.name == "gone").unwrap();
+        assert_eq!((gone.samples, gone.failed_scrapes), (0, gone.scrapes));
+        let store = Store::open(dir.path().join("t.db")).unwrap();
+        let stored = store.findings(o.run).unwrap();
+        assert_eq!((stored.len(), &stored[0].message), (1, &f.message));
+        sim.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_prometheus_fails_the_run_with_a_named_finding() {
+        let dead = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let line = format!(
+            "--prometheus http://{dead} --match up --from -1m --db {}",
+            db_in(&dir)
+        );
+        let o = execute(&plan(&line).unwrap()).await.unwrap();
+        assert_eq!(o.status, RunStatus::Failed);
+        assert!(
+            o.findings[0]
+                .message
+                .contains(&format!("prometheus (http://{dead}/)")),
+            "{:?}",
+            o.findings
+        );
+    }
+}
