@@ -884,4 +884,73 @@ mod tests {
             o.findings
         );
     }
+
+    const KILL_CHILD_DB: &str = "LLMSCOPE_OBSERVE_KILL_CHILD_DB";
+
+    /// The child half of the SIGKILL test: a simulator on its own runtime, and `observe` (the
+    /// command's `run`, as `main` calls it) recording it for far longer than the parent waits.
+    #[test]
+    #[ignore = "run by observe_killed_with_sigkill_leaves_a_readable_store"]
+    fn kill_child_observe() {
+        let Ok(db) = std::env::var(KILL_CHILD_DB) else {
+            return;
+        };
+        let sim_rt = tokio::runtime::Runtime::new().unwrap();
+        let mut cfg = llmscope_sim::serve::SimConfig::new(
+            llmscope_sim::preset::preset("l4-qwen2.5-3b").unwrap(),
+        );
+        cfg.dcgm_interval = Duration::from_millis(100);
+        let sim = sim_rt.block_on(llmscope_sim::serve::start(cfg)).unwrap();
+        let line = format!(
+            "--scrape vllm={}/metrics --scrape dcgm={} --duration 60s --interval 100ms --db {db}",
+            sim.vllm_url(),
+            sim.dcgm_url()
+        );
+        let argv = std::iter::once("observe").chain(line.split_whitespace());
+        run(Cli::try_parse_from(argv).unwrap().args).unwrap();
+    }
+
+    #[test]
+    fn observe_killed_with_sigkill_leaves_a_readable_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("killed.db");
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--ignored",
+                "--exact",
+                "observe_cmd::tests::kill_child_observe",
+            ])
+            .env(KILL_CHILD_DB, &db)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let stored = |db: &std::path::Path| {
+            Store::open(db)
+                .ok()
+                .and_then(|s| s.runs().ok())
+                .and_then(|r| r.first().map(|r| r.samples))
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while stored(&db).unwrap_or(0) < 500 && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        let store = Store::open(&db).unwrap();
+        let runs = store.runs().unwrap();
+        assert_eq!(runs.len(), 1);
+        assert_eq!(
+            runs[0].status,
+            RunStatus::Running,
+            "a killed run stays `running`"
+        );
+        assert!(runs[0].samples >= 500, "{:?}", runs[0]);
+        assert_eq!(runs[0].sources, ["vllm", "dcgm"]);
+        let stats = store.source_stats(runs[0].id, 0.1).unwrap();
+        assert!(
+            stats.iter().all(|s| s.scrapes > 0 && s.samples > 0),
+            "{stats:?}"
+        );
+    }
 }

@@ -883,3 +883,19 @@ async fn real_prometheus_query_range_matches_direct_scrape() {
     drop(prom);
     sim.shutdown().await;
 }
+
+#[tokio::test]
+async fn https_goes_through_rustls() {
+    // A plain-HTTP server spoken to over https: the TLS handshake (rustls, ring) must fail cleanly.
+    let addr = exposition_fake().await;
+    let src = scrape_source(&format!("tls=https://{addr}/gzip"), 200);
+    let (batches, report) = collect(&src, live(250)).await;
+    assert!(batches.iter().all(|b| b.samples.is_empty()));
+    let p = &report.problems[0];
+    assert_eq!(p.kind, FailureKind::Connect);
+    assert!(
+        p.message.starts_with(&format!("tls (https://{addr}/gzip)")),
+        "{}",
+        p.message
+    );
+}
