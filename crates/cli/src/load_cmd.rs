@@ -215,9 +215,12 @@ pub fn run(args: LoadArgs) -> Result<ExitCode> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let report = rt.block_on(load(&args))?;
+    let format = args.format;
+    // On a worker thread, not the main one: `--threads N` then means N busy threads in all.
+    let task = rt.spawn(async move { load(&args).await });
+    let report = rt.block_on(task).context("the load task failed")??;
     let mut out = std::io::stdout().lock();
-    match args.format {
+    match format {
         Format::Json => {
             serde_json::to_writer_pretty(&mut out, &report)?;
             writeln!(out)?;

@@ -203,6 +203,7 @@ pub fn assess(input: &AssessInput) -> ClientReport {
         load_reached: reached,
         limited,
         verdict,
+        ..Default::default()
     }
 }
 

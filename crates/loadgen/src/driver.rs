@@ -12,6 +12,7 @@
 //! the grace period to finish; then they are cancelled and counted as `cancelled`.
 
 use crate::client::{AssessInput, LoadReach, Monitor, assess};
+use crate::clock::anchor;
 use crate::http::Client;
 use crate::plan::{LoadPlan, StagePlan};
 use crate::record::{ErrorKind, RequestRecord};
@@ -25,7 +26,7 @@ use std::collections::VecDeque;
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 use tokio::task::JoinHandle;
 
@@ -108,26 +109,13 @@ pub trait Observer: Send {
 /// An observer that ignores everything.
 impl Observer for () {}
 
-/// Monotonic instants → Unix nanoseconds, through one anchor pair taken at the start.
+/// Monotonic instants → Unix nanoseconds, through the process-wide anchor ([`crate::clock`]).
 #[derive(Debug, Clone, Copy)]
-struct Clock {
-    t0: Instant,
-    unix0: u64,
-}
+struct Clock;
 
 impl Clock {
-    fn now() -> Self {
-        let unix0 = SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64);
-        Clock {
-            t0: Instant::now(),
-            unix0,
-        }
-    }
-
     fn ns(&self, t: Instant) -> u64 {
-        self.unix0 + t.saturating_duration_since(self.t0).as_nanos() as u64
+        anchor().unix_ns(t)
     }
 }
 
@@ -157,7 +145,8 @@ struct Gauge {
 
 /// Runs every stage of `plan` and reports.
 pub async fn run(plan: &LoadPlan, observer: &mut dyn Observer, control: &RunControl) -> LoadReport {
-    let clock = Clock::now();
+    let clock = Clock;
+    let t0 = Instant::now();
     let monitor = Monitor::start();
     let next_id = Arc::new(AtomicU64::new(0));
     let mut done: Vec<(StageStats, StageMeta, StageReport)> = Vec::new();
@@ -177,11 +166,13 @@ pub async fn run(plan: &LoadPlan, observer: &mut dyn Observer, control: &RunCont
         )
         .await;
         let mut report = out.stats.report(&out.meta, &plan.slo);
+        let receive_lag = std::mem::take(&mut report.client.receive_lag_ms);
         report.client = client_report(&monitor, &report, out.started, out.ended);
+        report.client.receive_lag_ms = receive_lag;
         observer.stage_finished(&report);
         done.push((out.stats, out.meta, report));
     }
-    let total = total_report(plan, &done, &monitor, clock.t0);
+    let total = total_report(plan, &done, &monitor, t0);
     LoadReport {
         target: plan.target.to_string(),
         model: plan.model.clone(),
@@ -191,7 +182,7 @@ pub async fn run(plan: &LoadPlan, observer: &mut dyn Observer, control: &RunCont
             .trim_start_matches("/v1/")
             .replace('/', "_"),
         stream: plan.stream,
-        started_unix_ns: clock.unix0,
+        started_unix_ns: clock.ns(t0),
         interrupted: control.signal() != Signal::Run,
         total,
         stages: done.into_iter().map(|(_, _, r)| r).collect(),
@@ -255,7 +246,9 @@ fn total_report(
             .into(),
     };
     let mut report = stats.report(&meta, &plan.slo);
+    let receive_lag = std::mem::take(&mut report.client.receive_lag_ms);
     report.client = client_report(monitor, &report, t0, Instant::now());
+    report.client.receive_lag_ms = receive_lag;
     report
 }
 
@@ -656,5 +649,8 @@ fn fill(
     r.output_tokens = out.usage.completion_tokens;
     r.chunk_tokens = out.chunk_tokens;
     r.server_first_token_unix_ns = out.server_first_token_ns;
+    r.first_token_rx_lag_us = out
+        .first_token_rx_lag
+        .map(|d| d.as_micros().min(u128::from(u32::MAX)) as u32);
     r.gaps_us = out.gaps_us;
 }

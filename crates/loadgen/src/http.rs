@@ -7,6 +7,8 @@
 //! [`StreamReader`] with the instant it arrived. Headers are built once; the API key is marked
 //! sensitive and never appears in `Debug` output or errors.
 
+use crate::clock::anchor;
+use crate::net::{RxStamp, StampedIo};
 use crate::record::ErrorKind;
 use crate::response::{MAX_BODY_BYTES, Outcome, StreamReader, read_whole};
 use bytes::Bytes;
@@ -15,7 +17,6 @@ use hyper::body::Incoming;
 use hyper::client::conn::http1::{self, SendRequest};
 use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
 use hyper::{Method, Request, Response, Uri};
-use hyper_util::rt::TokioIo;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::str::FromStr;
@@ -149,7 +150,17 @@ pub enum FetchError {
     Http(#[from] hyper::Error),
 }
 
-type Conn = SendRequest<Full<Bytes>>;
+/// A pooled connection and the kernel receive stamp of its latest read.
+struct Conn {
+    send: SendRequest<Full<Bytes>>,
+    stamp: RxStamp,
+}
+
+impl std::fmt::Debug for Conn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Conn")
+    }
+}
 
 /// Connection pool and request sender for one target.
 #[derive(Debug)]
@@ -197,11 +208,10 @@ impl Client {
             match tokio::time::timeout(self.connect_timeout, TcpStream::connect(addr)).await {
                 Ok(Ok(stream)) => {
                     stream.set_nodelay(true)?;
-                    let (send, conn) = http1::handshake(TokioIo::new(stream))
-                        .await
-                        .map_err(std::io::Error::other)?;
+                    let (io, stamp) = StampedIo::new(stream);
+                    let (send, conn) = http1::handshake(io).await.map_err(std::io::Error::other)?;
                     tokio::spawn(conn);
-                    return Ok(send);
+                    return Ok(Conn { send, stamp });
                 }
                 Ok(Err(e)) => last = e,
                 Err(_) => {
@@ -217,7 +227,7 @@ impl Client {
         loop {
             let idle = self.idle.lock().map(|mut v| v.pop()).unwrap_or(None);
             let Some(mut conn) = idle else { break };
-            if conn.ready().await.is_ok() {
+            if conn.send.ready().await.is_ok() {
                 return Ok(conn);
             }
         }
@@ -247,6 +257,7 @@ impl Client {
         let work = async {
             let mut conn = self.checkout().await.map_err(FetchError::Connect)?;
             let resp = conn
+                .send
                 .send_request(self.request(Method::GET, uri, Bytes::new()))
                 .await?;
             let status = resp.status().as_u16();
@@ -276,23 +287,22 @@ impl Client {
             HeaderValue::from_static("application/json"),
         );
         let resp = conn
+            .send
             .send_request(req)
             .await
             .map_err(|_| ErrorKind::ConnectionClosed)?;
         let status = resp.status();
         out.status = Some(status.as_u16());
         let is_sse = content_type(&resp).starts_with("text/event-stream");
-        let body = resp.into_body();
+        let body = Frames::new(resp.into_body(), idle, conn.stamp.clone());
         let result = if !status.is_success() {
-            drain(body, idle)
-                .await
-                .and(Err(ErrorKind::Http(status.as_u16())))
+            drain(body).await.and(Err(ErrorKind::Http(status.as_u16())))
         } else if stream && !is_sse {
             Err(ErrorKind::BadResponse)
         } else if stream {
-            read_stream(body, idle, out).await
+            read_stream(body, out).await
         } else {
-            read_body(body, idle, out).await
+            read_body(body, out).await
         };
         // A connection is reused only when its response was read to the end.
         if matches!(result, Ok(()) | Err(ErrorKind::Http(_))) {
@@ -318,21 +328,40 @@ struct Frames {
     idle: Duration,
     last: Instant,
     timer: Pin<Box<Sleep>>,
+    stamp: RxStamp,
+}
+
+/// A data frame, when its bytes reached the socket (kernel stamp, else our clock), and when the
+/// client got to it.
+struct Frame {
+    data: Bytes,
+    arrived: Instant,
+    seen: Instant,
 }
 
 impl Frames {
-    fn new(body: Incoming, idle: Duration) -> Self {
+    fn new(body: Incoming, idle: Duration, stamp: RxStamp) -> Self {
         let last = Instant::now();
         Frames {
             body,
             idle,
             last,
             timer: Box::pin(tokio::time::sleep_until(last + idle)),
+            stamp,
         }
     }
 
-    /// The next data frame and the instant it arrived; `None` at the end of the body.
-    async fn next(&mut self) -> Result<Option<(Bytes, Instant)>, ErrorKind> {
+    /// The kernel's receive time of the latest read, if it is plausible (not in the future).
+    fn arrival(&self, seen: Instant) -> Instant {
+        let kernel = self
+            .stamp
+            .get()
+            .map(|ns| Instant::from_std(anchor().instant(ns)));
+        kernel.filter(|t| *t <= seen).unwrap_or(seen)
+    }
+
+    /// The next data frame; `None` at the end of the body.
+    async fn next(&mut self) -> Result<Option<Frame>, ErrorKind> {
         loop {
             let frame = tokio::select! {
                 biased;
@@ -346,14 +375,19 @@ impl Frames {
                     continue;
                 }
             };
-            let at = Instant::now();
-            self.last = at;
+            let seen = Instant::now();
+            self.last = seen;
             match frame {
                 None => return Ok(None),
                 Some(Err(_)) => return Err(ErrorKind::StreamCut),
                 Some(Ok(f)) => {
                     if let Ok(data) = f.into_data() {
-                        return Ok(Some((data, at)));
+                        let arrived = self.arrival(seen);
+                        return Ok(Some(Frame {
+                            data,
+                            arrived,
+                            seen,
+                        }));
                     }
                 }
             }
@@ -361,30 +395,36 @@ impl Frames {
     }
 }
 
-async fn read_stream(body: Incoming, idle: Duration, out: &mut Outcome) -> Result<(), ErrorKind> {
+async fn read_stream(mut body: Frames, out: &mut Outcome) -> Result<(), ErrorKind> {
     let mut reader = StreamReader::default();
-    let mut body = Frames::new(body, idle);
+    let mut lag = None;
+    body.stamp.set_precise(true);
     let result = loop {
         match body.next().await {
-            Ok(Some((data, at))) => {
-                if let Err(e) = reader.feed(&data, at.into_std()) {
+            Ok(Some(f)) => {
+                if let Err(e) = reader.feed(&f.data, f.arrived.into_std()) {
                     break Err(e);
+                }
+                if lag.is_none() && reader.outcome().first_token.is_some() {
+                    lag = Some(f.seen.saturating_duration_since(f.arrived));
+                    body.stamp.set_precise(false);
                 }
             }
             Ok(None) => break reader.finish(),
             Err(e) => break Err(e),
         }
     };
+    body.stamp.set_precise(false);
     let status = out.status;
     *out = reader.into_outcome();
     out.status = status;
+    out.first_token_rx_lag = lag;
     result
 }
 
-async fn read_body(body: Incoming, idle: Duration, out: &mut Outcome) -> Result<(), ErrorKind> {
-    let mut body = Frames::new(body, idle);
+async fn read_body(mut body: Frames, out: &mut Outcome) -> Result<(), ErrorKind> {
     let mut buf = Vec::new();
-    while let Some((data, _)) = body.next().await? {
+    while let Some(Frame { data, .. }) = body.next().await? {
         if buf.len() + data.len() > MAX_BODY_BYTES {
             return Err(ErrorKind::BadResponse);
         }
@@ -394,10 +434,9 @@ async fn read_body(body: Incoming, idle: Duration, out: &mut Outcome) -> Result<
 }
 
 /// Reads an error body to its end (capped), so the connection can be reused.
-async fn drain(body: Incoming, idle: Duration) -> Result<(), ErrorKind> {
-    let mut body = Frames::new(body, idle);
+async fn drain(mut body: Frames) -> Result<(), ErrorKind> {
     let mut seen = 0;
-    while let Some((data, _)) = body.next().await? {
+    while let Some(Frame { data, .. }) = body.next().await? {
         seen += data.len();
         if seen > MAX_BODY_BYTES {
             return Err(ErrorKind::BadResponse);

@@ -24,10 +24,12 @@
 
 pub mod chunk;
 pub mod client;
+pub mod clock;
 pub mod driver;
 #[cfg(feature = "fake-server")]
 pub mod fake;
 pub mod http;
+pub mod net;
 pub mod plan;
 pub mod prompts;
 pub mod record;

@@ -127,6 +127,8 @@ pub struct RequestRecord {
     pub chunk_tokens: u32,
     /// The simulator's emit time of the first text chunk (`llmscope_emit_unix_ns`).
     pub server_first_token_unix_ns: Option<u64>,
+    /// From the kernel receiving the first token to the client reading it, in microseconds.
+    pub first_token_rx_lag_us: Option<u32>,
     /// Gaps between consecutive text chunks, in microseconds (aggregated, not stored).
     #[serde(skip)]
     pub gaps_us: Vec<u32>,

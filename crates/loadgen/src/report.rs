@@ -129,6 +129,9 @@ pub struct ClientReport {
     pub host_cpu_percent_mean: Option<f64>,
     /// Time the client's threads waited for a core (other processes), in percent of wall time.
     pub runqueue_wait_percent: Option<f64>,
+    /// From the kernel receiving a first token to the client reading it: how late the client
+    /// got to its sockets. Latencies use the kernel's time, so this lag is not in them.
+    pub receive_lag_ms: Summary,
     /// How late a task that yields is polled again (run-queue delay).
     pub event_loop_lag_ms: Summary,
     /// Achieved ≥ 95% of the target.

@@ -26,6 +26,8 @@ pub struct Outcome {
     pub chunk_tokens: u32,
     pub server_first_token_ns: Option<u64>,
     pub gaps_us: Vec<u32>,
+    /// From the kernel receiving the first token to the client reading it.
+    pub first_token_rx_lag: Option<std::time::Duration>,
 }
 
 /// Streaming state of one response.

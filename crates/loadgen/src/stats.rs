@@ -6,8 +6,8 @@
 
 use crate::record::{ErrorKind, RequestRecord};
 use crate::report::{
-    Goodput, Latencies, LoadInfo, RequestCounts, StageReport, Summary, Throughput, TimingCheck,
-    Tokens,
+    ClientReport, Goodput, Latencies, LoadInfo, RequestCounts, StageReport, Summary, Throughput,
+    TimingCheck, Tokens,
 };
 use crate::schedule::Mode;
 use crate::slo::Slo;
@@ -91,6 +91,7 @@ pub struct StageStats {
     e2e_sched: Hist,
     lag: Hist,
     delivery: Hist,
+    rx_lag: Hist,
     tokens: Tokens,
     usage_both: (u64, u64),
     good: u64,
@@ -162,6 +163,9 @@ impl StageStats {
                 self.ttft_sched.record_ns(t.saturating_sub(s));
             }
         }
+        if let Some(lag) = r.first_token_rx_lag_us {
+            self.rx_lag.record_us(u64::from(lag));
+        }
         if let (Some(server), Some(client)) = (r.server_first_token_unix_ns, r.first_token_unix_ns)
         {
             self.delivery.record_ns(client.saturating_sub(server));
@@ -217,7 +221,7 @@ impl StageStats {
         self.busy_ns += o.busy_ns;
     }
 
-    fn hists(&self) -> [&Hist; 9] {
+    fn hists(&self) -> [&Hist; 10] {
         [
             &self.ttft,
             &self.ttfo,
@@ -228,10 +232,11 @@ impl StageStats {
             &self.e2e_sched,
             &self.lag,
             &self.delivery,
+            &self.rx_lag,
         ]
     }
 
-    fn hists_mut(&mut self) -> [&mut Hist; 9] {
+    fn hists_mut(&mut self) -> [&mut Hist; 10] {
         [
             &mut self.ttft,
             &mut self.ttfo,
@@ -242,6 +247,7 @@ impl StageStats {
             &mut self.e2e_sched,
             &mut self.lag,
             &mut self.delivery,
+            &mut self.rx_lag,
         ]
     }
 
@@ -280,7 +286,10 @@ impl StageStats {
             timing: (!self.delivery.is_empty()).then(|| TimingCheck {
                 first_token_delivery_ms: self.delivery.summary(),
             }),
-            client: Default::default(),
+            client: ClientReport {
+                receive_lag_ms: self.rx_lag.summary(),
+                ..Default::default()
+            },
         }
     }
 
