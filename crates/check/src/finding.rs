@@ -1,0 +1,228 @@
+//! What a check reports: a [`Finding`] with a stable [`Rule`] id, a [`Severity`], the metric it
+//! concerns, a message, a suggestion, and a [`Location`] (file, panel or rule, line, column).
+
+use serde::Serialize;
+use std::fmt;
+
+/// The rules, each with a stable id (`unknown-metric`, …) used in output and `--fail-on`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Rule {
+    UnknownMetric,
+    RenamedMetric,
+    MissingLabel,
+    RateOnGauge,
+    CounterWithoutRate,
+    BadHistogramQuantile,
+    UnitMismatch,
+    ShortRateWindow,
+    ExporterAttribution,
+    ParseError,
+}
+
+impl Rule {
+    pub const ALL: [Rule; 10] = [
+        Rule::UnknownMetric,
+        Rule::RenamedMetric,
+        Rule::MissingLabel,
+        Rule::RateOnGauge,
+        Rule::CounterWithoutRate,
+        Rule::BadHistogramQuantile,
+        Rule::UnitMismatch,
+        Rule::ShortRateWindow,
+        Rule::ExporterAttribution,
+        Rule::ParseError,
+    ];
+
+    pub fn id(self) -> &'static str {
+        match self {
+            Rule::UnknownMetric => "unknown-metric",
+            Rule::RenamedMetric => "renamed-metric",
+            Rule::MissingLabel => "missing-label",
+            Rule::RateOnGauge => "rate-on-gauge",
+            Rule::CounterWithoutRate => "counter-without-rate",
+            Rule::BadHistogramQuantile => "bad-histogram-quantile",
+            Rule::UnitMismatch => "unit-mismatch",
+            Rule::ShortRateWindow => "short-rate-window",
+            Rule::ExporterAttribution => "exporter-attribution",
+            Rule::ParseError => "parse-error",
+        }
+    }
+
+    /// One line on what the rule finds (SARIF rule descriptions, `--help`).
+    pub fn summary(self) -> &'static str {
+        match self {
+            Rule::UnknownMetric => {
+                "a metric name that no inventory has (PromQL returns nothing, not an error)"
+            }
+            Rule::RenamedMetric => "a metric name that this version renamed, deprecated or removed",
+            Rule::MissingLabel => "a label that no series of the metric carries",
+            Rule::RateOnGauge => "rate/irate/increase over a gauge",
+            Rule::CounterWithoutRate => "a raw counter in a graph or comparison",
+            Rule::BadHistogramQuantile => {
+                "histogram_quantile over something that is not _bucket by le"
+            }
+            Rule::UnitMismatch => "a 0..1 fraction compared with a percent (or the reverse)",
+            Rule::ShortRateWindow => "a rate window shorter than 4x the scrape interval",
+            Rule::ExporterAttribution => {
+                "dcgm series selected by pod/namespace labels that belong to the exporter"
+            }
+            Rule::ParseError => "PromQL or a file that does not parse",
+        }
+    }
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.id())
+    }
+}
+
+/// How bad a finding is, ordered `Info < Warning < Error`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Info,
+    Warning,
+    Error,
+}
+
+impl Severity {
+    pub fn name(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        }
+    }
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Where a finding is: the file (or `--expr`), the panel or rule inside it, and a position.
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct Location {
+    pub file: String,
+    /// Dashboard panel title, rule name, or template variable.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context: Option<String>,
+    /// 1-based line in the file, where the format has lines.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+    /// 1-based column in the file (or in the expression for `--expr`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub column: Option<u32>,
+    /// The expression as written (before variable substitution).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expr: Option<String>,
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.file)?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+            if let Some(col) = self.column {
+                write!(f, ":{col}")?;
+            }
+        }
+        if let Some(c) = &self.context {
+            write!(f, " ({c})")?;
+        }
+        Ok(())
+    }
+}
+
+/// One problem found.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Finding {
+    pub rule: Rule,
+    pub severity: Severity,
+    /// The metric it is about, when there is one.
+    pub metric: Option<String>,
+    pub message: String,
+    pub suggestion: Option<String>,
+    pub location: Location,
+}
+
+impl Finding {
+    pub fn new(rule: Rule, severity: Severity, message: impl Into<String>) -> Finding {
+        Finding {
+            rule,
+            severity,
+            metric: None,
+            message: message.into(),
+            suggestion: None,
+            location: Location::default(),
+        }
+    }
+
+    pub fn metric(mut self, name: impl Into<String>) -> Finding {
+        self.metric = Some(name.into());
+        self
+    }
+
+    pub fn suggest(mut self, suggestion: impl Into<String>) -> Finding {
+        self.suggestion = Some(suggestion.into());
+        self
+    }
+}
+
+/// `--fail-on`: the lowest severity that makes the run fail, or never.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailOn {
+    Severity(Severity),
+    Never,
+}
+
+impl FailOn {
+    /// Whether `findings` make the run fail.
+    pub fn fails(self, findings: &[Finding]) -> bool {
+        match self {
+            FailOn::Never => false,
+            FailOn::Severity(min) => findings.iter().any(|f| f.severity >= min),
+        }
+    }
+}
+
+impl std::str::FromStr for FailOn {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(match s {
+            "error" => FailOn::Severity(Severity::Error),
+            "warning" => FailOn::Severity(Severity::Warning),
+            "info" => FailOn::Severity(Severity::Info),
+            "never" => FailOn::Never,
+            _ => return Err(format!("expected error, warning, info or never, got `{s}`")),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fail_on_compares_severities() {
+        let warn = [Finding::new(Rule::ShortRateWindow, Severity::Warning, "w")];
+        assert!(!"error".parse::<FailOn>().unwrap().fails(&warn));
+        assert!("warning".parse::<FailOn>().unwrap().fails(&warn));
+        assert!("info".parse::<FailOn>().unwrap().fails(&warn));
+        assert!(!"never".parse::<FailOn>().unwrap().fails(&warn));
+        assert!(!"info".parse::<FailOn>().unwrap().fails(&[]));
+        assert!("fatal".parse::<FailOn>().is_err());
+    }
+
+    #[test]
+    fn rule_ids_are_stable_and_serialise_as_ids() {
+        for r in Rule::ALL {
+            assert_eq!(serde_json::to_value(r).unwrap(), r.id());
+        }
+        assert_eq!(Rule::UnknownMetric.id(), "unknown-metric");
+    }
+}

@@ -1,0 +1,377 @@
+//! Grafana dashboards (classic JSON model): every target `expr` of every panel — rows, nested
+//! and collapsed-row panels included — and every query variable in `templating`.
+//!
+//! Variables are substituted before parsing, outside quoted strings only (dashboard-linter's and
+//! mimirtool's approach): `$__rate_interval`, `$__interval` and `$__range` become distinctive
+//! durations the rules recognise; another variable becomes `5m` inside `[…]`, a placeholder
+//! label in `by (…)`-like lists and before `{`, and `1` elsewhere. Label values such as
+//! `{model_name="$model_name"}` stay as written and are not value-checked.
+//! `label_values(q, l)` is checked as `count by (l) (q)`, so both the metric and the label are.
+
+use super::{Query, Source, file_error};
+use crate::finding::Location;
+use crate::promql::analyze::{INTERVAL_S, RANGE_S, RATE_INTERVAL_S};
+use crate::promql::labels::VAR_PREFIX;
+use serde_json::Value;
+
+/// Reads a dashboard (or a `{"dashboard": …}` export).
+pub fn read(file: &str, content: &str) -> Source {
+    let root: Value = match serde_json::from_str(content) {
+        Ok(v) => v,
+        Err(e) => {
+            let msg = format!("not valid JSON: {e}");
+            return Source {
+                errors: vec![file_error(
+                    file,
+                    Some(e.line() as u32),
+                    Some(e.column() as u32),
+                    msg,
+                )],
+                ..Source::default()
+            };
+        }
+    };
+    let dash = root
+        .get("dashboard")
+        .filter(|d| d.is_object())
+        .unwrap_or(&root);
+    let mut r = Reader {
+        file,
+        content,
+        cursor: 0,
+        queries: Vec::new(),
+    };
+    r.panels(dash.get("panels"));
+    for row in dash
+        .get("rows")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        r.panels(row.get("panels"));
+    }
+    r.templating(dash);
+    if r.queries.is_empty() && dash.get("panels").is_none() && dash.get("rows").is_none() {
+        let msg = "not a Grafana dashboard: no panels, rows or templating".to_owned();
+        return Source {
+            errors: vec![file_error(file, None, None, msg)],
+            ..Source::default()
+        };
+    }
+    Source {
+        queries: r.queries,
+        ..Source::default()
+    }
+}
+
+struct Reader<'a> {
+    file: &'a str,
+    content: &'a str,
+    /// Where the last expression was found, so repeated expressions get their own lines.
+    cursor: usize,
+    queries: Vec<Query>,
+}
+
+impl Reader<'_> {
+    fn panels(&mut self, panels: Option<&Value>) {
+        for p in panels.and_then(Value::as_array).into_iter().flatten() {
+            self.panel(p);
+            self.panels(p.get("panels"));
+        }
+    }
+
+    fn panel(&mut self, p: &Value) {
+        let title = p
+            .get("title")
+            .and_then(Value::as_str)
+            .unwrap_or("(untitled)");
+        let kind = p.get("type").and_then(Value::as_str).unwrap_or("");
+        let unit = p
+            .pointer("/fieldConfig/defaults/unit")
+            .or_else(|| p.pointer("/yaxes/0/format"))
+            .and_then(Value::as_str);
+        let graph = matches!(kind, "graph" | "timeseries" | "heatmap");
+        for t in p
+            .get("targets")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let Some(expr) = t
+                .get("expr")
+                .and_then(Value::as_str)
+                .filter(|e| !e.trim().is_empty())
+            else {
+                continue;
+            };
+            if is_loki(t.get("datasource")) || is_loki(p.get("datasource")) {
+                continue;
+            }
+            let r = t.get("refId").and_then(Value::as_str).unwrap_or("?");
+            let mut q = self.query(expr, format!("panel \"{title}\" ({kind}), query {r}"));
+            q.graph = graph;
+            q.panel_unit = unit.map(str::to_owned);
+            self.queries.push(q);
+        }
+    }
+
+    fn templating(&mut self, dash: &Value) {
+        for v in dash
+            .pointer("/templating/list")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if v.get("type").and_then(Value::as_str) != Some("query") {
+                continue;
+            }
+            let raw = v
+                .get("query")
+                .and_then(|q| q.as_str().or_else(|| q.get("query")?.as_str()));
+            let Some(raw) = raw else { continue };
+            let Some(promql) = variable_query(raw) else {
+                continue;
+            };
+            let name = v.get("name").and_then(Value::as_str).unwrap_or("?");
+            let mut q = self.query(raw, format!("variable ${name}"));
+            q.parsed = substitute(&promql);
+            self.queries.push(q);
+        }
+    }
+
+    fn query(&mut self, expr: &str, context: String) -> Query {
+        let (line, column) = self.find(expr);
+        let mut q = Query::new(
+            expr,
+            Location {
+                file: self.file.to_owned(),
+                context: Some(context),
+                line,
+                column,
+                ..Location::default()
+            },
+        );
+        q.parsed = substitute(expr);
+        q
+    }
+
+    /// Line and column of the JSON string holding `expr` (columns count from its first character).
+    fn find(&mut self, expr: &str) -> (Option<u32>, Option<u32>) {
+        let Ok(quoted) = serde_json::to_string(expr) else {
+            return (None, None);
+        };
+        let at = self.content[self.cursor..]
+            .find(&quoted)
+            .map(|i| i + self.cursor)
+            .or_else(|| self.content.find(&quoted));
+        let Some(at) = at else { return (None, None) };
+        self.cursor = at + quoted.len();
+        let (line, col) = crate::promql::parse::line_col(self.content, at + 1);
+        (Some(line), Some(col))
+    }
+}
+
+fn is_loki(ds: Option<&Value>) -> bool {
+    let text = match ds {
+        Some(Value::String(s)) => s.as_str(),
+        Some(v) => v.get("type").and_then(Value::as_str).unwrap_or(""),
+        None => "",
+    };
+    text.to_ascii_lowercase().contains("loki")
+}
+
+/// The PromQL inside a query variable's definition, if any.
+fn variable_query(raw: &str) -> Option<String> {
+    let t = raw.trim();
+    if let Some(inner) = call_args(t, "label_values") {
+        let (q, label) = inner.rsplit_once(',')?;
+        let label = label.trim();
+        return Some(format!("count by ({label}) ({})", q.trim()));
+    }
+    if let Some(inner) = call_args(t, "query_result") {
+        return Some(inner.to_owned());
+    }
+    if t.starts_with("metrics(") || t.starts_with("label_names(") || t.is_empty() {
+        return None;
+    }
+    Some(t.to_owned())
+}
+
+fn call_args<'a>(t: &'a str, func: &str) -> Option<&'a str> {
+    t.strip_prefix(func)?
+        .trim_start()
+        .strip_prefix('(')?
+        .strip_suffix(')')
+}
+
+/// Substitutes Grafana variables outside quoted strings.
+pub fn substitute(expr: &str) -> String {
+    let mut out = String::with_capacity(expr.len() + 16);
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    let mut rest = expr;
+    while let Some(c) = rest.chars().next() {
+        if let Some(q) = quote {
+            out.push(c);
+            rest = &rest[c.len_utf8()..];
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                _ if c == q => quote = None,
+                _ => {}
+            }
+            continue;
+        }
+        if let Some((name, len)) = variable_at(rest) {
+            let after = rest[len..].trim_start();
+            out.push_str(&replacement(name, &out, after));
+            rest = &rest[len..];
+            continue;
+        }
+        if matches!(c, '"' | '\'' | '`') {
+            quote = Some(c);
+        }
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    out
+}
+
+/// `$name`, `${name}`, `${name:fmt}` or `[[name]]` at the start of `s`: (name, length).
+fn variable_at(s: &str) -> Option<(&str, usize)> {
+    let ident = |t: &str| {
+        t.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(t.len())
+    };
+    if let Some(t) = s.strip_prefix("${") {
+        let end = t.find('}')?;
+        let name = t[..end].split(':').next()?;
+        return Some((name, end + 3));
+    }
+    if let Some(t) = s.strip_prefix("[[") {
+        let end = t.find("]]")?;
+        let name = t[..end].split(':').next()?;
+        return (ident(name) == name.len() && !name.is_empty()).then_some((name, end + 4));
+    }
+    let t = s.strip_prefix('$')?;
+    let n = ident(t);
+    (n > 0).then_some((&t[..n], n + 1))
+}
+
+fn replacement(name: &str, before: &str, after: &str) -> String {
+    match name {
+        "__rate_interval" => return format!("{RATE_INTERVAL_S}s"),
+        "__interval" => return format!("{INTERVAL_S}s"),
+        "__range" => return format!("{RANGE_S}s"),
+        "__interval_ms" | "__range_ms" | "__range_s" => return "60".to_owned(),
+        _ => {}
+    }
+    let prev = before.trim_end().chars().last();
+    if matches!(prev, Some('[' | ':')) {
+        return "5m".to_owned();
+    }
+    if after.starts_with('{') || in_label_list(before) {
+        return format!("{VAR_PREFIX}{name}");
+    }
+    "1".to_owned()
+}
+
+/// Whether the innermost open `(` of `before` follows `by`, `on`, `group_left`, ….
+fn in_label_list(before: &str) -> bool {
+    let mut depth = 0i32;
+    for (i, c) in before.char_indices().rev() {
+        match c {
+            ')' => depth += 1,
+            '(' if depth > 0 => depth -= 1,
+            '(' => {
+                let word: String = before[..i]
+                    .trim_end()
+                    .chars()
+                    .rev()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .rev()
+                    .collect();
+                return matches!(
+                    word.as_str(),
+                    "by" | "without" | "on" | "ignoring" | "group_left" | "group_right"
+                );
+            }
+            _ => {}
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn substitutes_outside_strings_only() {
+        assert_eq!(
+            substitute(r#"rate(x{model_name="$model_name"}[$__rate_interval])"#),
+            format!(r#"rate(x{{model_name="$model_name"}}[{RATE_INTERVAL_S}s])"#)
+        );
+        assert_eq!(substitute("rate(x[$interval])"), "rate(x[5m])");
+        assert_eq!(substitute("rate(x[[[interval]]])"), "rate(x[5m])");
+        assert_eq!(
+            substitute("sum by (${group}) (x) > $threshold"),
+            format!("sum by ({VAR_PREFIX}group) (x) > 1")
+        );
+        assert_eq!(
+            substitute("$metric{a=\"b\"}"),
+            format!("{VAR_PREFIX}metric{{a=\"b\"}}")
+        );
+        assert_eq!(substitute("x[${__range}]"), format!("x[{RANGE_S}s]"));
+    }
+
+    #[test]
+    fn label_values_becomes_a_grouping() {
+        assert_eq!(
+            variable_query("label_values(vllm:generation_tokens_total, model_name)").as_deref(),
+            Some("count by (model_name) (vllm:generation_tokens_total)")
+        );
+        assert_eq!(variable_query("label_values(model_name)"), None);
+        assert_eq!(variable_query("query_result(up)").as_deref(), Some("up"));
+    }
+
+    #[test]
+    fn panels_rows_nested_and_lines() {
+        let json = r#"{"dashboard": {"panels": [
+  {"type": "row", "title": "R", "panels": [
+    {"type": "timeseries", "title": "KV", "fieldConfig": {"defaults": {"unit": "percentunit"}},
+     "targets": [{"refId": "A", "expr": "vllm:kv_cache_usage_perc"}]}]},
+  {"type": "stat", "title": "S", "targets": [{"refId": "B", "expr": "up"}, {"expr": "{job=\"x\"}", "datasource": {"type": "loki"}}]}
+], "rows": [{"panels": [{"type": "graph", "title": "Old", "targets": [{"expr": "x"}]}]}],
+"templating": {"list": [{"type": "query", "name": "m", "query": {"query": "label_values(y, model_name)"}}]}}}"#;
+        let s = read("d.json", json);
+        assert!(s.errors.is_empty());
+        let ctx: Vec<&str> = s
+            .queries
+            .iter()
+            .map(|q| q.location.context.as_deref().unwrap())
+            .collect();
+        assert_eq!(
+            ctx,
+            [
+                "panel \"KV\" (timeseries), query A",
+                "panel \"S\" (stat), query B",
+                "panel \"Old\" (graph), query ?",
+                "variable $m"
+            ]
+        );
+        assert_eq!(s.queries[0].location.line, Some(4));
+        assert!(s.queries[0].graph && !s.queries[1].graph);
+        assert_eq!(s.queries[0].panel_unit.as_deref(), Some("percentunit"));
+        assert_eq!(s.queries[3].parsed, "count by (model_name) (y)");
+    }
+
+    #[test]
+    fn bad_json_is_a_located_error() {
+        let s = read("d.json", "{\n  \"panels\": [,]\n}");
+        assert_eq!(s.errors.len(), 1);
+        assert_eq!(s.errors[0].location.line, Some(2));
+    }
+}

@@ -1,0 +1,176 @@
+//! Prometheus rule files (`groups: [{name, rules: [{alert|record, expr}]}]`) and
+//! `PrometheusRule` manifests (`spec.groups`), several YAML documents per file allowed. Read
+//! with `serde-saphyr`, whose errors and spans carry lines and columns. Names of recording
+//! rules are returned so queries on them count as existing.
+
+use super::{Query, Source, file_error};
+use crate::finding::Location;
+use serde::Deserialize;
+use serde_saphyr::Spanned;
+
+#[derive(Debug, Deserialize)]
+struct Doc {
+    #[serde(default)]
+    groups: Vec<Group>,
+    #[serde(default)]
+    kind: Option<String>,
+    #[serde(default)]
+    spec: Option<Spec>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Spec {
+    #[serde(default)]
+    groups: Vec<Group>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Group {
+    name: String,
+    #[serde(default)]
+    rules: Vec<RuleDef>,
+}
+
+#[derive(Debug, Deserialize)]
+struct RuleDef {
+    #[serde(default)]
+    alert: Option<String>,
+    #[serde(default)]
+    record: Option<String>,
+    expr: Spanned<String>,
+}
+
+/// Reads a rule file or a `PrometheusRule` manifest.
+pub fn read(file: &str, content: &str) -> Source {
+    let docs: Vec<Doc> = match serde_saphyr::from_multiple(content) {
+        Ok(d) => d,
+        Err(e) => {
+            let loc = e.location();
+            let first = e.to_string().lines().next().unwrap_or_default().to_owned();
+            return Source {
+                errors: vec![file_error(
+                    file,
+                    loc.map(|l| l.line() as u32),
+                    loc.map(|l| l.column() as u32),
+                    format!("not a valid rule file: {first}"),
+                )],
+                ..Source::default()
+            };
+        }
+    };
+    let mut src = Source::default();
+    for doc in docs {
+        let is_manifest = doc.kind.as_deref() == Some("PrometheusRule");
+        let groups = match (is_manifest, doc.spec) {
+            (true, Some(spec)) => spec.groups,
+            _ => doc.groups,
+        };
+        for g in groups {
+            for r in g.rules {
+                add_rule(&mut src, file, content, &g.name, r);
+            }
+        }
+    }
+    src
+}
+
+fn add_rule(src: &mut Source, file: &str, content: &str, group: &str, r: RuleDef) {
+    let what = match (&r.alert, &r.record) {
+        (Some(a), _) => format!("alert {a}"),
+        (None, Some(rec)) => format!("record {rec}"),
+        (None, None) => "rule".to_owned(),
+    };
+    if let Some(rec) = &r.record {
+        src.recorded.push(rec.clone());
+    }
+    let (line, column) = expr_start(content, &r.expr);
+    src.queries.push(Query::new(
+        r.expr.value.trim_end(),
+        Location {
+            file: file.to_owned(),
+            context: Some(format!("group {group}, {what}")),
+            line: Some(line),
+            column: Some(column),
+            ..Location::default()
+        },
+    ));
+}
+
+/// Where the expression's text starts: on the next line for `|`/`>` block scalars.
+fn expr_start(content: &str, expr: &Spanned<String>) -> (u32, u32) {
+    let line = expr.referenced.line() as u32;
+    let column = expr.referenced.column() as u32;
+    let text = content
+        .lines()
+        .nth(line.saturating_sub(1) as usize)
+        .unwrap_or("");
+    let at = text
+        .chars()
+        .skip(column.saturating_sub(1) as usize)
+        .collect::<String>();
+    if at.starts_with('|') || at.starts_with('>') {
+        let next = content.lines().nth(line as usize).unwrap_or("");
+        let indent = next.len() - next.trim_start().len();
+        return (line + 1, indent as u32 + 1);
+    }
+    let quoted = at.starts_with('"') || at.starts_with('\'');
+    (line, column + u32::from(quoted))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RULES: &str = "groups:
+  - name: vllm
+    rules:
+      - alert: KvHigh
+        expr: max by (pod) (vllm:kv_cache_usage_perc) > 0.85
+        for: 5m
+      - record: job:tokens:rate5m
+        expr: |
+          sum by (job) (rate(vllm:generation_tokens_total[5m]))
+";
+
+    #[test]
+    fn rules_with_lines_and_recorded_names() {
+        let s = read("r.yaml", RULES);
+        assert!(s.errors.is_empty(), "{:?}", s.errors);
+        assert_eq!(s.queries.len(), 2);
+        assert_eq!(
+            (s.queries[0].location.line, s.queries[0].location.column),
+            (Some(5), Some(15))
+        );
+        assert_eq!(
+            (s.queries[1].location.line, s.queries[1].location.column),
+            (Some(9), Some(11))
+        );
+        assert_eq!(s.recorded, vec!["job:tokens:rate5m".to_owned()]);
+        assert_eq!(
+            s.queries[0].location.context.as_deref(),
+            Some("group vllm, alert KvHigh")
+        );
+    }
+
+    #[test]
+    fn prometheus_rule_manifests_and_several_documents() {
+        let manifest = format!(
+            "apiVersion: monitoring.coreos.com/v1\nkind: PrometheusRule\nmetadata:\n  name: x\nspec:\n{}---\n{RULES}",
+            RULES
+                .lines()
+                .map(|l| format!("  {l}\n"))
+                .collect::<String>()
+        );
+        let s = read("m.yaml", &manifest);
+        assert!(s.errors.is_empty(), "{:?}", s.errors);
+        assert_eq!(s.queries.len(), 4);
+        assert_eq!(s.queries[0].location.line, Some(10));
+    }
+
+    #[test]
+    fn broken_yaml_is_a_located_error() {
+        let s = read("r.yaml", "groups:\n  - name: x\n    rules: [\n");
+        assert_eq!(s.errors.len(), 1);
+        assert!(s.errors[0].location.line.is_some(), "{:?}", s.errors[0]);
+    }
+}

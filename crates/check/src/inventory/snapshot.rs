@@ -1,0 +1,172 @@
+//! A [`Snapshot`]: the inventory of one exposition page (a saved `.prom` file, or a live
+//! `/metrics` body the caller fetched), read with `promtext`. It knows every sample name, its
+//! family's type and HELP, the label names and values of its series — and nothing a scraper
+//! adds (`job`, `instance`, Kubernetes target labels).
+
+use super::{Inventory, MetricInfo};
+use llmscope_core::catalog::detect::{self, Detection};
+use llmscope_core::catalog::{EngineSpec, Kind, Suffix};
+use promtext::MetricType;
+use std::collections::BTreeMap;
+
+/// One exposition page as an inventory.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    source: String,
+    metrics: BTreeMap<String, MetricInfo>,
+    /// Family name → (type, HELP, series count), in page order of first appearance.
+    families: Vec<FamilySummary>,
+    detections: Vec<Detection>,
+}
+
+/// A family as the page declares it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct FamilySummary {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub ty: &'static str,
+    pub help: Option<String>,
+    pub series: usize,
+}
+
+impl Snapshot {
+    /// Reads `text`; lines that do not parse are returned as errors and the rest is kept.
+    pub fn parse(source: impl Into<String>, text: &[u8]) -> (Snapshot, Vec<promtext::ParseError>) {
+        let (families, errors) = promtext::parse_families(text);
+        let mut snap = Snapshot {
+            source: source.into(),
+            metrics: BTreeMap::new(),
+            families: Vec::new(),
+            detections: Vec::new(),
+        };
+        for fam in &families {
+            snap.add_family(fam);
+        }
+        snap.detections = detect::detect(snap.metrics.keys().map(String::as_str));
+        (snap, errors)
+    }
+
+    fn add_family(&mut self, fam: &promtext::Family<'_>) {
+        let family_name = fam.name.unescape().into_owned();
+        let kind = kind_of(fam.ty);
+        let help = fam.help.as_ref().map(|h| h.unescape().into_owned());
+        let mut series = 0;
+        for s in &fam.samples {
+            let name = s.name.unescape();
+            let info = self.metrics.entry(name.to_string()).or_default();
+            info.kind = info.kind.or(kind);
+            info.suffix = Some(suffix(&family_name, &name));
+            info.help = info.help.take().or_else(|| help.clone());
+            info.series += 1;
+            let values = info.values.get_or_insert_with(BTreeMap::new);
+            for l in s.labels.iter() {
+                let label = l.name.unescape().into_owned();
+                values
+                    .entry(label.clone())
+                    .or_default()
+                    .insert(l.value.unescape().into_owned());
+                info.labels.insert(label);
+            }
+            if !matches!(suffix(&family_name, &name), Suffix::Sum | Suffix::Count) {
+                series += 1;
+            }
+        }
+        self.families.push(FamilySummary {
+            name: family_name,
+            ty: fam.ty.as_str(),
+            help,
+            series,
+        });
+    }
+
+    /// The families of the page, in page order.
+    pub fn families(&self) -> &[FamilySummary] {
+        &self.families
+    }
+
+    /// The engines and exporters detected from its names, most names first.
+    pub fn detections(&self) -> &[Detection] {
+        &self.detections
+    }
+}
+
+fn kind_of(ty: MetricType) -> Option<Kind> {
+    match ty {
+        MetricType::Counter => Some(Kind::Counter),
+        MetricType::Gauge => Some(Kind::Gauge),
+        MetricType::Histogram | MetricType::GaugeHistogram => Some(Kind::Histogram),
+        MetricType::Summary => Some(Kind::Summary),
+        _ => None,
+    }
+}
+
+/// Which sample of `family` the sample `name` is.
+pub fn suffix(family: &str, name: &str) -> Suffix {
+    match name.strip_prefix(family) {
+        Some("_bucket") => Suffix::Bucket,
+        Some("_sum") => Suffix::Sum,
+        Some("_count") => Suffix::Count,
+        Some("_created") => Suffix::Created,
+        _ => Suffix::None,
+    }
+}
+
+impl Inventory for Snapshot {
+    fn source(&self) -> &str {
+        &self.source
+    }
+
+    fn metric(&self, name: &str) -> Option<MetricInfo> {
+        self.metrics.get(name).cloned()
+    }
+
+    fn names(&self) -> Vec<String> {
+        self.metrics.keys().cloned().collect()
+    }
+
+    fn engines(&self) -> Vec<EngineSpec> {
+        self.detections.iter().map(Detection::spec).collect()
+    }
+
+    fn adds_target_labels(&self) -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PAGE: &str = "# HELP vllm:kv_cache_usage_perc KV-cache usage. 1 means 100 percent usage.
+# TYPE vllm:kv_cache_usage_perc gauge
+vllm:kv_cache_usage_perc{engine=\"0\",model_name=\"m\"} 0.02
+# TYPE vllm:ttft_seconds histogram
+vllm:ttft_seconds_bucket{le=\"1.0\",model_name=\"m\"} 1.0
+vllm:ttft_seconds_bucket{le=\"+Inf\",model_name=\"m\"} 2.0
+vllm:ttft_seconds_count{model_name=\"m\"} 2.0
+vllm:ttft_seconds_sum{model_name=\"m\"} 0.5
+broken{ 1
+";
+
+    #[test]
+    fn samples_keep_type_labels_and_values() {
+        let (snap, errors) = Snapshot::parse("page", PAGE.as_bytes());
+        assert_eq!(
+            errors.len(),
+            1,
+            "the broken line is reported, the rest kept"
+        );
+        let kv = snap.metric("vllm:kv_cache_usage_perc").unwrap();
+        assert_eq!(kv.kind, Some(Kind::Gauge));
+        assert!(kv.has_label("engine") && !kv.has_label("pod"));
+        let b = snap.metric("vllm:ttft_seconds_bucket").unwrap();
+        assert_eq!(
+            (b.kind, b.suffix),
+            (Some(Kind::Histogram), Some(Suffix::Bucket))
+        );
+        assert_eq!(b.values.unwrap()["le"].len(), 2);
+        assert!(snap.metric("vllm:ttft_seconds").is_none());
+        assert_eq!(snap.families()[1].series, 2);
+        assert_eq!(snap.engines()[0].exporter.name(), "vllm");
+    }
+}

@@ -1,0 +1,17 @@
+//! `llmscope-check`: no more silent metric-name failures. Checks PromQL, Grafana dashboards and
+//! Prometheus rule files against real metric inventories and the catalog of engine versions.
+//!
+//! Flow: [`input`] reads sources (an `--expr`, `.promql` files, dashboard JSON, rule YAML and
+//! `PrometheusRule` manifests) into located [`input::Query`]s → [`promql::check_expr`] runs the
+//! rules of [`finding::Rule`] against [`inventory::Inventories`] → [`Finding`]s → [`report`]
+//! writes them as text, JSON or SARIF.
+//! Everything here is pure: the caller fetches pages and API answers and hands them in.
+
+pub mod finding;
+pub mod input;
+pub mod inventory;
+pub mod promql;
+pub mod report;
+
+pub use finding::{FailOn, Finding, Location, Rule, Severity};
+pub use inventory::{Inventories, Inventory};

@@ -1,0 +1,430 @@
+//! Metric and label names that are not there: `unknown-metric` and `renamed-metric` findings,
+//! with suggestions from the rename table first (the catalog's successors, misnomers and label
+//! hints), then the nearest names the inventories do have.
+
+use crate::finding::{Finding, Rule, Severity};
+use crate::inventory::{Absence, Inventories, MetricInfo};
+use llmscope_core::catalog::{
+    self, EngineSpec, Exporter, Family, LABEL_HINTS, Status, Suffix, misnomer, resolve,
+};
+
+/// Names Prometheus makes up itself: they exist wherever something is scraped or alerts.
+const SYNTHETIC: &[&str] = &[
+    "up",
+    "scrape_duration_seconds",
+    "scrape_samples_scraped",
+    "scrape_samples_post_metric_relabeling",
+    "scrape_series_added",
+    "ALERTS",
+    "ALERTS_FOR_STATE",
+];
+
+pub fn is_synthetic(name: &str) -> bool {
+    SYNTHETIC.contains(&name)
+}
+
+fn suffix_text(s: Suffix) -> &'static str {
+    match s {
+        Suffix::Bucket => "_bucket",
+        Suffix::Sum => "_sum",
+        Suffix::Count => "_count",
+        Suffix::Created => "_created",
+        Suffix::None => "",
+    }
+}
+
+/// The inventories' version of `exporter` (the newest one, if several).
+fn inventory_spec(inv: &Inventories, exporter: Exporter) -> Option<EngineSpec> {
+    inv.engines()
+        .into_iter()
+        .filter(|e| e.exporter == exporter)
+        .max_by_key(|e| e.version)
+}
+
+/// The finding for a name no inventory has.
+pub fn absent_name(inv: &Inventories, name: &str) -> Finding {
+    if let Some(m) = misnomer(name) {
+        return Finding::new(
+            Rule::UnknownMetric,
+            Severity::Error,
+            format!("`{name}` does not exist: it {}", m.note),
+        )
+        .metric(name)
+        .suggest(format!("use {}", m.use_instead.join(" or ")));
+    }
+    let absence = match inv.absence(name) {
+        Absence::LastPresent { ago_s } => format!(", and was last present {} ago", ago(ago_s)),
+        Absence::NeverPresent => String::new(),
+    };
+    match resolve(name) {
+        Some((family, suffix)) => catalogued_absent(inv, name, family, suffix, &absence),
+        None => {
+            let finding = Finding::new(
+                Rule::UnknownMetric,
+                Severity::Error,
+                format!(
+                    "no inventory has `{name}` ({}){absence}: the query returns nothing, with no error",
+                    inv.sources()
+                ),
+            )
+            .metric(name);
+            match nearest(inv, name) {
+                Some(s) => finding.suggest(format!("did you mean {s}?")),
+                None => finding,
+            }
+        }
+    }
+}
+
+fn catalogued_absent(
+    inv: &Inventories,
+    name: &str,
+    family: &Family,
+    suffix: Suffix,
+    absence: &str,
+) -> Finding {
+    let spec = inventory_spec(inv, family.exporter);
+    let status = spec.map(|s| s.status(family));
+    let at = spec.map_or_else(
+        || format!("no {} inventory is loaded", family.exporter),
+        |s| format!("{} {}", s.exporter, s.version),
+    );
+    let successor = family
+        .successor
+        .map(|s| format!("{s}{}", suffix_text(suffix)));
+    match status {
+        Some(Status::Removed | Status::Hidden) | None
+            if family.successor.is_some() || family.removed.is_some() =>
+        {
+            let mut f = Finding::new(
+                Rule::RenamedMetric,
+                Severity::Error,
+                format!(
+                    "`{name}` is not exposed ({at}){absence}: {} ({})",
+                    what_happened(family, status),
+                    family.lifetime()
+                ),
+            )
+            .metric(name);
+            f.suggestion = Some(match &successor {
+                Some(s) => with_note(format!("use {s}"), family.note),
+                None if !family.note.is_empty() => family.note.to_owned(),
+                None => "remove the query: the metric has no replacement".to_owned(),
+            });
+            f
+        }
+        Some(Status::NotYet) => Finding::new(
+            Rule::UnknownMetric,
+            Severity::Error,
+            format!(
+                "`{name}` does not exist yet in {at}: it was added in {}",
+                family.since
+            ),
+        )
+        .metric(name)
+        .suggest(format!(
+            "upgrade to {} {} or later, or drop the query",
+            family.exporter, family.since
+        )),
+        _ => conditional_absent(inv, name, family, &at, absence),
+    }
+}
+
+fn what_happened(family: &Family, status: Option<Status>) -> String {
+    let renamed = match family.successor {
+        Some(s) => format!("renamed to `{s}`"),
+        None => "removed without a replacement".to_owned(),
+    };
+    match status {
+        Some(Status::Hidden) => format!(
+            "{renamed}; hidden from {} unless --show-hidden-metrics-for-version is set",
+            family.hidden.map(|h| h.to_string()).unwrap_or_default()
+        ),
+        _ => renamed,
+    }
+}
+
+fn conditional_absent(
+    inv: &Inventories,
+    name: &str,
+    family: &Family,
+    at: &str,
+    absence: &str,
+) -> Finding {
+    let base = Finding::new(
+        Rule::UnknownMetric,
+        if family.condition.is_some() {
+            Severity::Warning
+        } else {
+            Severity::Error
+        },
+        match family.condition {
+            Some(c) => format!(
+                "no inventory has `{name}` ({}){absence}: {at} exposes it only with {c}",
+                inv.sources()
+            ),
+            None => format!("no inventory has `{name}` ({}){absence}", inv.sources()),
+        },
+    )
+    .metric(name);
+    match (family.condition, nearest(inv, name)) {
+        (Some(c), _) => base.suggest(format!("enable {c}, or drop the query")),
+        (None, Some(s)) => base.suggest(format!("did you mean {s}?")),
+        (None, None) => base,
+    }
+}
+
+fn with_note(s: String, note: &str) -> String {
+    if note.is_empty() {
+        s
+    } else {
+        format!("{s} ({note})")
+    }
+}
+
+/// A name the inventory has but whose version deprecated it (or shows it only behind a flag).
+pub fn deprecated_name(inv: &Inventories, name: &str) -> Option<Finding> {
+    let (family, suffix) = resolve(name)?;
+    let spec = inventory_spec(inv, family.exporter)?;
+    let status = spec.status(family);
+    if !matches!(status, Status::Deprecated | Status::Hidden) {
+        return None;
+    }
+    let successor = family
+        .successor
+        .map(|s| format!("{s}{}", suffix_text(suffix)));
+    let f = Finding::new(
+        Rule::RenamedMetric,
+        Severity::Warning,
+        format!(
+            "`{name}` is deprecated in {} {} ({}); queries on it go empty when it is removed",
+            spec.exporter,
+            spec.version,
+            family.lifetime()
+        ),
+    )
+    .metric(name);
+    Some(match successor {
+        Some(s) => f.suggest(with_note(format!("use {s}"), family.note)),
+        None => f.suggest(family.note),
+    })
+}
+
+/// `3d`, `5h`, `12m`.
+pub fn ago(seconds: f64) -> String {
+    let s = seconds.max(0.0);
+    match s {
+        s if s >= 86400.0 => format!("{:.0}d", s / 86400.0),
+        s if s >= 3600.0 => format!("{:.0}h", s / 3600.0),
+        s if s >= 60.0 => format!("{:.0}m", s / 60.0),
+        s => format!("{s:.0}s"),
+    }
+}
+
+/// Up to three inventory names close to `name`, as `a, b or c`.
+pub fn nearest(inv: &Inventories, name: &str) -> Option<String> {
+    let wants_suffix = ["_bucket", "_sum", "_count"]
+        .iter()
+        .any(|s| name.ends_with(s));
+    let prefix = Exporter::of_name(name);
+    let mut scored: Vec<(f64, String)> = inv
+        .names()
+        .into_iter()
+        .filter(|n| !n.ends_with("_created"))
+        .filter(|n| wants_suffix || !["_bucket", "_sum", "_count"].iter().any(|s| n.ends_with(s)))
+        .filter(|n| prefix.is_none_or(|e| e.owns(n)))
+        .map(|n| (similarity(name, &n), n))
+        .filter(|(s, _)| *s >= 0.5)
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    let best = scored.first().map_or(0.0, |s| s.0);
+    let top: Vec<String> = scored
+        .into_iter()
+        .take_while(|(s, _)| *s >= best - 0.1)
+        .take(3)
+        .map(|(_, n)| n)
+        .collect();
+    match top.as_slice() {
+        [] => None,
+        [one] => Some(one.clone()),
+        [rest @ .., last] => Some(format!("{} or {last}", rest.join(", "))),
+    }
+}
+
+/// 0..1: the better of edit-distance similarity and shared name words.
+pub fn similarity(a: &str, b: &str) -> f64 {
+    let (a, b) = strip_common_prefix(a, b);
+    let words = |s: &str| -> std::collections::BTreeSet<String> {
+        s.split([':', '_'])
+            .filter(|w| !w.is_empty())
+            .map(str::to_ascii_lowercase)
+            .collect()
+    };
+    let (wa, wb) = (words(a), words(b));
+    let shared = wa.intersection(&wb).count() as f64;
+    let jaccard = if wa.is_empty() && wb.is_empty() {
+        1.0
+    } else {
+        shared / wa.union(&wb).count() as f64
+    };
+    let longest = a.chars().count().max(b.chars().count()).max(1) as f64;
+    let edit = 1.0 - levenshtein(&a.to_ascii_lowercase(), &b.to_ascii_lowercase()) as f64 / longest;
+    edit.max(jaccard)
+}
+
+fn strip_common_prefix<'a>(a: &'a str, b: &'a str) -> (&'a str, &'a str) {
+    for p in [
+        "vllm:",
+        "sglang:",
+        "DCGM_FI_DEV_",
+        "DCGM_FI_PROF_",
+        "kueue_",
+        "kube_",
+        "tgi_",
+    ] {
+        if let (Some(x), Some(y)) = (a.strip_prefix(p), b.strip_prefix(p)) {
+            return (x, y);
+        }
+    }
+    (a, b)
+}
+
+fn levenshtein(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != *cb);
+            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// What to use instead of a missing label `label` on a metric with `info`.
+pub fn label_suggestion(
+    name: &str,
+    label: &str,
+    info: Option<&MetricInfo>,
+    have: &[&str],
+) -> Option<String> {
+    let exporter = resolve(name)
+        .map(|(f, _)| f.exporter)
+        .or_else(|| Exporter::of_name(name));
+    if let Some(h) = LABEL_HINTS.iter().find(|h| {
+        h.wrong == label
+            && (Some(h.exporter) == exporter || info.is_some_and(|i| i.has_label(h.right)))
+    }) {
+        return Some(format!("use `{}`: {}", h.right, h.note));
+    }
+    let candidates = [
+        format!("label_{label}"),
+        format!("exported_{label}"),
+        label.to_ascii_lowercase(),
+    ];
+    let close = have
+        .iter()
+        .find(|h| candidates.iter().any(|c| c == *h) || h.eq_ignore_ascii_case(label))
+        .or_else(|| {
+            have.iter()
+                .find(|h| levenshtein(h, label) <= 2 && h.len() > 2)
+        });
+    match close {
+        Some(h) => Some(format!("use `{h}`")),
+        None if !have.is_empty() => Some(format!("its labels are: {}", have.join(", "))),
+        None => None,
+    }
+}
+
+/// The catalog family of a name, for its exporter (attribution) and unit.
+pub fn family_of(name: &str) -> Option<&'static Family> {
+    resolve(name)
+        .map(|(f, _)| f)
+        .or_else(|| catalog::family(name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::inventory::engine::CatalogInventory;
+
+    fn inv(spec: &str) -> Inventories {
+        let mut i = Inventories::new();
+        i.push(Box::new(CatalogInventory::new(spec.parse().unwrap())));
+        i
+    }
+
+    #[test]
+    fn removed_names_point_at_the_successor() {
+        let f = absent_name(&inv("vllm@0.26"), "vllm:gpu_cache_usage_perc");
+        assert_eq!(f.rule, Rule::RenamedMetric);
+        assert!(
+            f.suggestion
+                .as_deref()
+                .unwrap()
+                .contains("vllm:kv_cache_usage_perc"),
+            "{f:?}"
+        );
+        assert!(f.message.contains("0.12.0"), "{}", f.message);
+        let f = absent_name(
+            &inv("vllm@0.26"),
+            "vllm:time_per_output_token_seconds_bucket",
+        );
+        assert!(
+            f.suggestion
+                .unwrap()
+                .contains("vllm:inter_token_latency_seconds_bucket")
+        );
+    }
+
+    #[test]
+    fn hidden_names_say_so_and_new_names_say_when_they_came() {
+        let f = absent_name(&inv("vllm@0.11"), "vllm:gpu_cache_usage_perc");
+        assert!(f.message.contains("hidden"), "{}", f.message);
+        let f = absent_name(&inv("vllm@0.10"), "vllm:inter_token_latency_seconds_bucket");
+        assert_eq!(f.rule, Rule::UnknownMetric);
+        assert!(f.message.contains("added in 0.11.0"), "{}", f.message);
+    }
+
+    #[test]
+    fn misnomers_and_typos() {
+        let f = absent_name(&inv("kueue@0.19"), "kueue_quota_reserved_resources");
+        assert_eq!(f.rule, Rule::UnknownMetric);
+        assert!(
+            f.suggestion
+                .unwrap()
+                .contains("kueue_local_queue_resource_reservation")
+        );
+        let f = absent_name(&inv("vllm@0.26"), "vllm:num_request_running");
+        assert_eq!(
+            f.suggestion.as_deref(),
+            Some("did you mean vllm:num_requests_running?")
+        );
+        let f = absent_name(&inv("vllm@0.26"), "zzz_qqq");
+        assert!(f.suggestion.is_none());
+    }
+
+    #[test]
+    fn deprecated_but_present() {
+        let f =
+            deprecated_name(&inv("vllm@0.11"), "vllm:time_per_output_token_seconds_sum").unwrap();
+        assert_eq!(f.severity, Severity::Warning);
+        assert!(
+            f.suggestion
+                .unwrap()
+                .contains("vllm:inter_token_latency_seconds_sum")
+        );
+        assert!(deprecated_name(&inv("vllm@0.26"), "vllm:kv_cache_usage_perc").is_none());
+    }
+
+    #[test]
+    fn label_hints_come_first() {
+        let s = label_suggestion("kube_namespace_labels", "team", None, &["namespace"]).unwrap();
+        assert!(s.starts_with("use `label_team`"), "{s}");
+        let s = label_suggestion("foo", "Pod", None, &["pod", "x"]).unwrap();
+        assert_eq!(s, "use `pod`");
+        assert_eq!(ago(3.0 * 86400.0), "3d");
+    }
+}

@@ -1,0 +1,353 @@
+//! Every rule id with a case that must fire and a case that must not.
+
+use super::{Context, check_expr};
+use crate::finding::{Finding, Rule, Severity};
+use crate::inventory::Inventories;
+use crate::inventory::engine::CatalogInventory;
+use crate::inventory::prom::{PromInventory, PromMetric};
+use crate::inventory::snapshot::Snapshot;
+use std::collections::{BTreeMap, BTreeSet};
+
+const PAGE: &str = "# TYPE vllm:kv_cache_usage_perc gauge
+vllm:kv_cache_usage_perc{engine=\"0\",model_name=\"m\"} 0.02
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{engine=\"0\",model_name=\"m\"} 3
+# TYPE vllm:generation_tokens_total counter
+vllm:generation_tokens_total{engine=\"0\",model_name=\"m\"} 100
+# TYPE vllm:request_success_total counter
+vllm:request_success_total{engine=\"0\",finished_reason=\"stop\",model_name=\"m\"} 1
+vllm:request_success_total{engine=\"0\",finished_reason=\"length\",model_name=\"m\"} 1
+# TYPE vllm:time_to_first_token_seconds histogram
+vllm:time_to_first_token_seconds_bucket{engine=\"0\",le=\"1.0\",model_name=\"m\"} 1
+vllm:time_to_first_token_seconds_bucket{engine=\"0\",le=\"+Inf\",model_name=\"m\"} 1
+vllm:time_to_first_token_seconds_count{engine=\"0\",model_name=\"m\"} 1
+vllm:time_to_first_token_seconds_sum{engine=\"0\",model_name=\"m\"} 0.2
+";
+
+fn inventories() -> Inventories {
+    let mut inv = Inventories::new();
+    inv.push(Box::new(Snapshot::parse("page", PAGE.as_bytes()).0));
+    for spec in ["dcgm-exporter@4.5", "kube-state-metrics@2.20", "vllm@0.26"] {
+        inv.push(Box::new(CatalogInventory::new(spec.parse().unwrap())));
+    }
+    inv
+}
+
+fn run(expr: &str, graph: bool) -> Vec<Finding> {
+    run_with(&inventories(), expr, graph, None)
+}
+
+fn run_with(inv: &Inventories, expr: &str, graph: bool, unit: Option<&str>) -> Vec<Finding> {
+    let cx = Context {
+        graph,
+        panel_unit: unit,
+    };
+    check_expr(expr, inv, cx)
+        .into_iter()
+        .map(|h| h.finding)
+        .collect()
+}
+
+fn rules(findings: &[Finding]) -> Vec<Rule> {
+    findings.iter().map(|f| f.rule).collect()
+}
+
+fn only(expr: &str, graph: bool, rule: Rule) -> Finding {
+    let f = run(expr, graph);
+    assert_eq!(rules(&f), vec![rule], "{expr}: {f:#?}");
+    f.into_iter().next().unwrap()
+}
+
+fn clean(expr: &str, graph: bool) {
+    let f = run(expr, graph);
+    assert!(f.is_empty(), "{expr}: {f:#?}");
+}
+
+#[test]
+fn unknown_metric() {
+    let f = only("sum(vllm:num_request_running)", false, Rule::UnknownMetric);
+    assert_eq!(
+        f.suggestion.as_deref(),
+        Some("did you mean vllm:num_requests_running?")
+    );
+    let f = only(
+        r#"{__name__="kueue_quota_reserved_resources"}"#,
+        false,
+        Rule::UnknownMetric,
+    );
+    assert!(
+        f.suggestion
+            .unwrap()
+            .contains("kueue_local_queue_resource_reservation")
+    );
+    clean("sum(vllm:num_requests_running)", false);
+    clean(r#"{__name__="vllm:num_requests_running"}"#, false);
+    clean("up == 0", false);
+}
+
+#[test]
+fn renamed_metric() {
+    let f = only(
+        "max by (pod) (vllm:gpu_cache_usage_perc)",
+        false,
+        Rule::RenamedMetric,
+    );
+    assert_eq!(f.severity, Severity::Error);
+    assert!(f.suggestion.unwrap().contains("vllm:kv_cache_usage_perc"));
+    clean("max by (pod) (vllm:kv_cache_usage_perc)", false);
+}
+
+#[test]
+fn missing_label() {
+    let f = only(
+        r#"vllm:kv_cache_usage_perc{tenant="a"}"#,
+        false,
+        Rule::MissingLabel,
+    );
+    assert_eq!(f.severity, Severity::Error);
+    let f = only(
+        "sum by (team) (kube_namespace_labels)",
+        false,
+        Rule::MissingLabel,
+    );
+    assert!(f.suggestion.unwrap().starts_with("use `label_team`"));
+    let join = "sum by (namespace) (vllm:num_requests_running) * on (namespace) group_left (team) kube_namespace_labels";
+    let f = only(join, false, Rule::MissingLabel);
+    assert!(f.message.contains("group_left"), "{}", f.message);
+    clean(&join.replace("(team)", "(label_team)"), false);
+    clean(
+        r#"vllm:kv_cache_usage_perc{pod="vllm-0", model_name="m"}"#,
+        false,
+    );
+    let f = run(
+        r#"vllm:request_success_total{finished_reason="success"} > 0"#,
+        false,
+    );
+    assert_eq!(
+        rules(&f),
+        vec![Rule::MissingLabel, Rule::CounterWithoutRate]
+    );
+}
+
+#[test]
+fn missing_label_value_is_a_warning() {
+    let f = run(
+        r#"rate(vllm:request_success_total{finished_reason="success"}[5m])"#,
+        false,
+    );
+    assert_eq!(rules(&f), vec![Rule::MissingLabel]);
+    assert_eq!(f[0].severity, Severity::Warning);
+    assert!(f[0].message.contains("length, stop"), "{}", f[0].message);
+}
+
+#[test]
+fn rate_on_gauge() {
+    only(
+        "rate(vllm:kv_cache_usage_perc[5m])",
+        false,
+        Rule::RateOnGauge,
+    );
+    only(
+        "increase(DCGM_FI_DEV_POWER_USAGE[5m])",
+        false,
+        Rule::RateOnGauge,
+    );
+    clean("rate(vllm:generation_tokens_total[5m])", false);
+    clean("rate(vllm:time_to_first_token_seconds_count[5m])", false);
+}
+
+#[test]
+fn counter_without_rate() {
+    only(
+        "vllm:generation_tokens_total",
+        true,
+        Rule::CounterWithoutRate,
+    );
+    only(
+        "sum(vllm:generation_tokens_total) > 1000",
+        false,
+        Rule::CounterWithoutRate,
+    );
+    clean("vllm:generation_tokens_total", false);
+    clean("sum(rate(vllm:generation_tokens_total[5m]))", true);
+    clean("count(vllm:generation_tokens_total) > 0", false);
+}
+
+#[test]
+fn bad_histogram_quantile() {
+    let f = only(
+        "histogram_quantile(0.95, sum by (pod) (rate(vllm:time_to_first_token_seconds_bucket[5m])))",
+        false,
+        Rule::BadHistogramQuantile,
+    );
+    assert!(f.message.contains("drops `le`"), "{}", f.message);
+    only(
+        "histogram_quantile(0.95, rate(vllm:time_to_first_token_seconds_sum[5m]))",
+        false,
+        Rule::BadHistogramQuantile,
+    );
+    only(
+        "histogram_quantile(95, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket[5m])))",
+        false,
+        Rule::BadHistogramQuantile,
+    );
+    only(
+        "histogram_quantile(0.9, vllm:time_to_first_token_seconds_bucket)",
+        true,
+        Rule::CounterWithoutRate,
+    );
+    clean(
+        "histogram_quantile(0.95, sum by (le, pod) (rate(vllm:time_to_first_token_seconds_bucket[5m])))",
+        true,
+    );
+}
+
+#[test]
+fn unit_mismatch() {
+    let f = only("vllm:kv_cache_usage_perc > 85", false, Rule::UnitMismatch);
+    assert_eq!(f.severity, Severity::Error);
+    assert!(f.suggestion.unwrap().contains("0.85"));
+    let f = only("avg(DCGM_FI_DEV_GPU_UTIL) < 0.5", false, Rule::UnitMismatch);
+    assert_eq!(f.severity, Severity::Warning);
+    only(
+        "max(vllm:kv_cache_usage_perc) > DCGM_FI_DEV_GPU_UTIL",
+        false,
+        Rule::UnitMismatch,
+    );
+    clean("max(vllm:kv_cache_usage_perc) * 100 > 85", false);
+    clean("max by (pod) (vllm:kv_cache_usage_perc) >= 0.85", false);
+    let inv = inventories();
+    let f = run_with(
+        &inv,
+        "max(vllm:kv_cache_usage_perc)",
+        false,
+        Some("percent"),
+    );
+    assert_eq!(rules(&f), vec![Rule::UnitMismatch]);
+    assert!(
+        run_with(
+            &inv,
+            "max(vllm:kv_cache_usage_perc)",
+            false,
+            Some("percentunit")
+        )
+        .is_empty()
+    );
+    let q =
+        "histogram_quantile(0.5, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket[5m])))";
+    assert_eq!(
+        rules(&run_with(&inv, q, false, Some("ms"))),
+        vec![Rule::UnitMismatch]
+    );
+    assert!(run_with(&inv, q, false, Some("s")).is_empty());
+}
+
+#[test]
+fn short_rate_window() {
+    let mut inv = inventories();
+    assert!(
+        run_with(&inv, "rate(vllm:generation_tokens_total[30s])", false, None).is_empty(),
+        "unknown interval"
+    );
+    inv.set_scrape_interval(15.0);
+    let f = run_with(&inv, "rate(vllm:generation_tokens_total[30s])", false, None);
+    assert_eq!(rules(&f), vec![Rule::ShortRateWindow]);
+    assert!(f[0].suggestion.as_deref().unwrap().contains("1m"));
+    assert!(run_with(&inv, "rate(vllm:generation_tokens_total[1m])", false, None).is_empty());
+    assert!(
+        run_with(
+            &inv,
+            "irate(vllm:generation_tokens_total[30s])",
+            false,
+            None
+        )
+        .is_empty()
+    );
+    let grafana =
+        super::super::input::grafana::substitute("rate(vllm:generation_tokens_total[$__interval])");
+    assert_eq!(
+        rules(&run_with(&inv, &grafana, false, None)),
+        vec![Rule::ShortRateWindow]
+    );
+    let grafana = super::super::input::grafana::substitute(
+        "rate(vllm:generation_tokens_total[$__rate_interval])",
+    );
+    assert!(run_with(&inv, &grafana, false, None).is_empty());
+}
+
+#[test]
+fn exporter_attribution() {
+    let f = only(
+        r#"DCGM_FI_DEV_GPU_UTIL{pod="vllm-0"}"#,
+        false,
+        Rule::ExporterAttribution,
+    );
+    assert!(f.suggestion.unwrap().contains("exported_pod"));
+    only(
+        "avg by (namespace) (DCGM_FI_DEV_GPU_UTIL)",
+        false,
+        Rule::ExporterAttribution,
+    );
+    clean("avg by (Hostname, gpu) (DCGM_FI_DEV_GPU_UTIL)", false);
+    clean(r#"vllm:num_requests_running{pod="vllm-0"}"#, false);
+    let prom = |pods: &[&str]| {
+        let labels: BTreeMap<String, BTreeSet<String>> = [(
+            "pod".to_owned(),
+            pods.iter().map(|p| (*p).to_owned()).collect(),
+        )]
+        .into();
+        let m = PromMetric {
+            labels,
+            series: 1,
+            ..PromMetric::default()
+        };
+        let mut inv = Inventories::new();
+        inv.push(Box::new(PromInventory::new(
+            "http://p",
+            "1h",
+            [("DCGM_FI_DEV_GPU_UTIL".to_owned(), m)].into(),
+            Some(15.0),
+        )));
+        inv
+    };
+    let f = run_with(
+        &prom(&["dcgm-exporter-x7k2p"]),
+        "avg by (pod) (DCGM_FI_DEV_GPU_UTIL)",
+        false,
+        None,
+    );
+    assert_eq!(rules(&f), vec![Rule::ExporterAttribution]);
+    assert_eq!(f[0].severity, Severity::Error);
+    assert!(
+        run_with(
+            &prom(&["vllm-0"]),
+            "avg by (pod) (DCGM_FI_DEV_GPU_UTIL)",
+            false,
+            None
+        )
+        .is_empty()
+    );
+}
+
+#[test]
+fn parse_error() {
+    let f = only(
+        "sum(rate(vllm:generation_tokens_total[5m])",
+        false,
+        Rule::ParseError,
+    );
+    assert!(f.message.contains("column 4"), "{}", f.message);
+    only("vllm:num_requests_running +", false, Rule::ParseError);
+    clean("sum(rate(vllm:generation_tokens_total[5m]))", false);
+}
+
+#[test]
+fn recording_rules_count_as_existing() {
+    let mut inv = inventories();
+    assert_eq!(
+        rules(&run_with(&inv, "job:tokens:rate5m > 0", false, None)),
+        vec![Rule::UnknownMetric]
+    );
+    inv.add_recorded(["job:tokens:rate5m".to_owned()]);
+    assert!(run_with(&inv, "job:tokens:rate5m > 0", false, None).is_empty());
+}
