@@ -5,8 +5,11 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+mod analysis;
 mod load_cmd;
 mod observe_cmd;
+mod report_cmd;
+mod run_cmd;
 mod runs_cmd;
 mod sim_cmd;
 
@@ -20,6 +23,14 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// The whole method: baseline, load, observe, diagnose, report (simulated stack by default).
+    Run(run_cmd::RunArgs),
+    /// Diagnose a stored run again (its series, through the current diagnosis).
+    Diagnose(report_cmd::ReportArgs),
+    /// Render a stored run: terminal, JSON, Markdown, HTML.
+    Report(report_cmd::ReportArgs),
+    /// Compare two stored runs side by side, with deltas.
+    Compare(report_cmd::CompareArgs),
     /// Run the simulated serving stack (vLLM-compatible server + dcgm-exporter).
     Sim(sim_cmd::SimArgs),
     /// Load an OpenAI-compatible server and report client-side latency and throughput.
@@ -33,6 +44,9 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Run(args) => run_cmd::run(args),
+        Command::Diagnose(args) | Command::Report(args) => report_cmd::report(args),
+        Command::Compare(args) => report_cmd::compare(args),
         Command::Sim(args) => sim_cmd::run(args),
         Command::Load(args) => load_cmd::run(args),
         Command::Observe(args) => observe_cmd::run(args),
@@ -53,7 +67,10 @@ fn main() -> ExitCode {
 /// A closed stdout (e.g. `| head`) is not an error (ripgrep does the same).
 fn is_broken_pipe(err: &anyhow::Error) -> bool {
     err.chain().any(|e| {
-        e.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+        let io = e.downcast_ref::<std::io::Error>().map(std::io::Error::kind);
+        let json = e
+            .downcast_ref::<serde_json::Error>()
+            .and_then(serde_json::Error::io_error_kind);
+        io.or(json) == Some(std::io::ErrorKind::BrokenPipe)
     })
 }

@@ -110,7 +110,10 @@ pub fn offset(edge: &Edge, reference: &Edge, s: &Signal, phases: &Phases, scrape
     let kind = match (rise_lag, fall_lag) {
         (Some(r), Some(f)) => {
             let tol = scrape_s.max(1e-9);
-            let fits_update = update.is_some_and(|u| r.abs() <= u + tol && f.abs() <= u + tol);
+            // A source that updates every `u` seconds (and may average over `u`, like DCGM's
+            // profiling fields) shows an edge up to about 2·u late, at the rise and the fall alike.
+            let fits_update =
+                update.is_some_and(|u| r.abs() <= 2.0 * u + tol && f.abs() <= 2.0 * u + tol);
             if r.abs() <= tol && f.abs() <= tol {
                 OffsetKind::Aligned
             } else if fits_update || (r - f).abs() <= tol.max(0.25 * r.abs().max(f.abs())) {
@@ -130,7 +133,9 @@ pub fn offset(edge: &Edge, reference: &Edge, s: &Signal, phases: &Phases, scrape
     }
 }
 
-/// Edges of every present signal and their offsets against `running`.
+/// Edges of every present signal, and the offsets of the GPU exporter's signals against the
+/// engine's `running` (offsets *between sources*; within the engine, waiting draining before
+/// running is the system, not a lag).
 pub fn timeline(input: &Input, phases: &Phases) -> (Vec<Edge>, Vec<Offset>) {
     let scrape = input.scrape_interval_s.unwrap_or(1.0);
     let edges: Vec<Edge> = input
@@ -148,7 +153,7 @@ pub fn timeline(input: &Input, phases: &Phases) -> (Vec<Edge>, Vec<Offset>) {
     };
     let offsets = edges
         .iter()
-        .filter(|e| e.concept != Concept::Running && (e.rise.is_some() || e.fall.is_some()))
+        .filter(|e| e.concept.is_gpu() && (e.rise.is_some() || e.fall.is_some()))
         .filter_map(|e| {
             Some(offset(
                 e,

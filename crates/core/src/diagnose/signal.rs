@@ -111,6 +111,20 @@ impl Concept {
         }
     }
 
+    /// Measured by the GPU exporter rather than the serving engine: a different source, sampled
+    /// on its own schedule, so its edges are compared with the engine's.
+    pub fn is_gpu(self) -> bool {
+        matches!(
+            self,
+            Concept::GpuUtil
+                | Concept::MemCopyUtil
+                | Concept::GrEngineActive
+                | Concept::DramActive
+                | Concept::TensorActive
+                | Concept::PowerWatts
+        )
+    }
+
     /// Counters are read as rates, never as levels.
     pub fn is_counter(self) -> bool {
         matches!(

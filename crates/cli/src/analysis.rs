@@ -1,0 +1,197 @@
+//! From a stored run to a rendered report: the shared back half of `run`, `diagnose` and `report`.
+//!
+//! The facts a diagnosis needs beyond the series (engine flags, load shape, the client's own
+//! report) are stored with the run as a `run_facts` finding, so `report RUN` re-diagnoses the
+//! stored series exactly as `run` did (the diagnosis is pure and deterministic).
+
+use anyhow::{Context, Result};
+use llmscope_core::diagnose::build::signals_from_series;
+use llmscope_core::diagnose::{Diagnosis, EngineFacts, Input, LoadFacts, Severity, diagnose};
+use llmscope_render::{Report, html, json, markdown, terminal};
+use llmscope_store::{Finding, RunId, Store};
+use serde::{Deserialize, Serialize};
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+
+/// Facts stored with a run, beside its series.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct RunFacts {
+    pub max_num_seqs: Option<u32>,
+    pub max_num_batched_tokens: Option<u32>,
+    pub concurrency: Option<u32>,
+    pub load_window: Option<(f64, f64)>,
+    pub client_limited: bool,
+    pub client_note: Option<String>,
+    pub scrape_interval_s: Option<f64>,
+    pub simulated: bool,
+    pub context: Vec<String>,
+    /// The load generator's report, as `llmscope load --format json` prints it.
+    pub client: Option<serde_json::Value>,
+}
+
+const FACTS_CODE: &str = "run_facts";
+
+/// A diagnosed run, ready to render.
+pub struct Analysed {
+    pub run: RunId,
+    pub facts: RunFacts,
+    pub input: Input,
+    pub diagnosis: Diagnosis,
+    /// Which metric name each concept was read from.
+    pub used: Vec<String>,
+}
+
+/// Reads the run's series and facts from the store and diagnoses them.
+pub fn analyse(store: &Store, run: RunId) -> Result<Analysed> {
+    let series: Vec<_> = store
+        .series(run, None)
+        .context("reading the run's series")?
+        .into_iter()
+        .map(|(_, s)| s)
+        .collect();
+    let facts = store
+        .findings(run)?
+        .into_iter()
+        .find(|f| f.code == FACTS_CODE)
+        .and_then(|f| serde_json::from_value(f.evidence).ok())
+        .unwrap_or_default();
+    Ok(analyse_series(run, &series, facts))
+}
+
+pub fn analyse_series(
+    run: RunId,
+    series: &[llmscope_core::series::Series],
+    facts: RunFacts,
+) -> Analysed {
+    let (mut input, res) = signals_from_series(series);
+    input.engine = EngineFacts {
+        max_num_seqs: facts.max_num_seqs,
+        max_num_batched_tokens: facts.max_num_batched_tokens,
+        time_sliced: false,
+    };
+    input.load = LoadFacts {
+        concurrency: facts.concurrency,
+        window: facts.load_window,
+        client_limited: facts.client_limited,
+        client_note: facts.client_note.clone(),
+    };
+    input.scrape_interval_s = facts.scrape_interval_s;
+    let diagnosis = diagnose(&input);
+    let used = res
+        .used
+        .iter()
+        .map(|(c, name)| format!("{} ← {name}", c.name()))
+        .collect();
+    Analysed {
+        run,
+        facts,
+        input,
+        diagnosis,
+        used,
+    }
+}
+
+/// Stores the facts and every finding of the diagnosis with the run.
+pub fn store_findings(store: &mut Store, a: &Analysed) -> Result<()> {
+    let mut rows = vec![Finding {
+        severity: "info".to_owned(),
+        code: FACTS_CODE.to_owned(),
+        source: None,
+        message: "facts the diagnosis used (engine flags, load shape, client report)".to_owned(),
+        evidence: serde_json::to_value(&a.facts)?,
+    }];
+    rows.extend(a.diagnosis.findings.iter().map(|f| Finding {
+        severity: severity_name(f.severity).to_owned(),
+        code: f.id.to_owned(),
+        source: None,
+        message: f.message.clone(),
+        evidence: serde_json::to_value(&f.evidence).unwrap_or_default(),
+    }));
+    store
+        .add_findings(a.run, &rows)
+        .context("storing the findings")?;
+    Ok(())
+}
+
+fn severity_name(s: Severity) -> &'static str {
+    match s {
+        Severity::Info => "info",
+        Severity::Warning => "warning",
+        Severity::Error => "error",
+        Severity::Critical => "critical",
+    }
+}
+
+/// Output formats of the reporting commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportFormat {
+    Text,
+    Json,
+    Markdown,
+}
+
+/// Renders `a` to stdout in `format`, and to `html_path` if given.
+pub fn render(
+    a: &Analysed,
+    title: &str,
+    format: ReportFormat,
+    html_path: Option<&Path>,
+) -> Result<()> {
+    let mut context = a.facts.context.clone();
+    if !a.used.is_empty() {
+        context.push(format!("signals: {}", a.used.join(", ")));
+    }
+    let report = Report {
+        title: title.to_owned(),
+        run_id: Some(a.run.to_string()),
+        simulated: a.facts.simulated,
+        context,
+        diagnosis: &a.diagnosis,
+        input: &a.input,
+        client: a.facts.client.as_ref(),
+    };
+    if let Some(path) = html_path {
+        let mut file = std::io::BufWriter::new(
+            std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?,
+        );
+        html::write(&report, &mut file).with_context(|| format!("writing {}", path.display()))?;
+        file.flush()?;
+    }
+    let mut out = std::io::stdout().lock();
+    match format {
+        ReportFormat::Text => terminal::write(&report, &mut out, std::io::stdout().is_terminal())?,
+        ReportFormat::Markdown => markdown::write(&report, &mut out)?,
+        ReportFormat::Json => {
+            serde_json::to_writer_pretty(&mut out, &json::contract(&report))?;
+            writeln!(out)?;
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// `--fail-on` levels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FailOn {
+    Never,
+    Info,
+    Warning,
+    Error,
+    Critical,
+}
+
+/// Exit 1 when a finding reaches `fail_on`.
+pub fn exit_code(d: &Diagnosis, fail_on: FailOn) -> std::process::ExitCode {
+    let threshold = match fail_on {
+        FailOn::Never => return std::process::ExitCode::SUCCESS,
+        FailOn::Info => Severity::Info,
+        FailOn::Warning => Severity::Warning,
+        FailOn::Error => Severity::Error,
+        FailOn::Critical => Severity::Critical,
+    };
+    if d.findings.iter().any(|f| f.severity >= threshold) {
+        std::process::ExitCode::from(1)
+    } else {
+        std::process::ExitCode::SUCCESS
+    }
+}

@@ -1,0 +1,496 @@
+//! `llmscope run`: the whole method of DESIGN §2 — pre-flight, idle baseline, sustained load while
+//! observing, drain, then diagnose, store and report.
+//!
+//! Flow: [`RunArgs`] → a [`Plan`] (targets resolved; with no `--target` the simulated stack is
+//! started in-process) → scrape sources feed the store's writer for the whole run → the load
+//! generator runs between the baseline and the drain → the run's series are read back from the
+//! store and diagnosed ([`crate::analysis`]) → reports.
+
+use crate::analysis::{self, FailOn, ReportFormat, RunFacts};
+use crate::sim_cmd::EngineFlags;
+use anyhow::{Context, Result, bail};
+use llmscope_collect::scrape::{ScrapeConfig, ScrapeSource, ScrapeTarget};
+use llmscope_collect::{HttpClient, Source, Stop, Window};
+use llmscope_core::duration::{format_duration, parse_duration};
+use llmscope_loadgen::{
+    LoadReport, LoadSpec, Observer, Progress, RequestRecord, RunControl, TokenSpec,
+};
+use llmscope_sim::serve::{self, SimConfig, SimHandle};
+use llmscope_store::{NewRun, RequestRow, RunStatus, SourceSpec, Store};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The reference prompt of DESIGN §2 (a short Korean chat prompt, ~30 tokens).
+pub const REFERENCE_PROMPT: &str = "쿠버네티스 스케줄러가 Pod를 배치하는 과정을 자세히 설명해줘.";
+
+fn duration_arg(s: &str) -> Result<Duration, String> {
+    parse_duration(s).map_err(|e| e.to_string())
+}
+
+/// Run the whole method: baseline, load, observe, diagnose, report.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  llmscope run                                   # the built-in simulated L4 + Qwen2.5-3B stack
+  llmscope run --max-num-seqs 64 --html run.html
+  llmscope run --format json
+  llmscope run --target http://vllm:8000 --gpu-metrics http://node:9400/metrics --max-num-seqs 16
+
+With no --target, llmscope starts its simulated stack in-process (preset and engine flags apply
+to it). Against a real server, pass --max-num-seqs (what the server runs with) so the batch-limit
+check can compare the plateau with it. Exit: 0, or 1 when a finding reaches --fail-on; 2 on errors.")]
+pub struct RunArgs {
+    /// Base URL of an OpenAI-compatible server; without it the simulated stack is started.
+    #[arg(long)]
+    pub target: Option<String>,
+    /// The engine's metrics URL [default: TARGET/metrics].
+    #[arg(long)]
+    pub metrics_url: Option<String>,
+    /// GPU metrics (dcgm-exporter) URL; repeatable.
+    #[arg(long = "gpu-metrics")]
+    pub gpu_metrics: Vec<String>,
+    #[command(flatten)]
+    pub engine: EngineFlags,
+    /// Closed-loop workers (each sends its next request when the last one ends).
+    #[arg(long, default_value_t = 32, help_heading = "Load")]
+    pub concurrency: u32,
+    /// Open-loop requests per second instead (concurrency then caps in-flight requests).
+    #[arg(long, help_heading = "Load")]
+    pub rate: Option<f64>,
+    /// How long the load runs.
+    #[arg(long, default_value = "45s", value_parser = duration_arg, help_heading = "Load")]
+    pub duration: Duration,
+    /// Idle baseline before the load.
+    #[arg(long, default_value = "10s", value_parser = duration_arg, help_heading = "Load")]
+    pub baseline: Duration,
+    /// Prompt text [default: the reference Korean prompt].
+    #[arg(long, help_heading = "Load")]
+    pub prompt: Option<String>,
+    /// Synthetic prompts of N[±sd] tokens instead of --prompt.
+    #[arg(long, help_heading = "Load")]
+    pub input_tokens: Option<TokenSpec>,
+    /// Exactly M output tokens (sends max_tokens and ignore_eos).
+    #[arg(long, help_heading = "Load")]
+    pub output_tokens: Option<u32>,
+    /// max_tokens of each request.
+    #[arg(long, default_value_t = 512, help_heading = "Load")]
+    pub max_tokens: u32,
+    /// Model name [default: the first in /v1/models].
+    #[arg(long, help_heading = "Load")]
+    pub model: Option<String>,
+    /// API key (sent as a bearer token; never printed or stored).
+    #[arg(
+        long,
+        env = "OPENAI_API_KEY",
+        hide_env_values = true,
+        help_heading = "Load"
+    )]
+    pub api_key: Option<String>,
+    /// Scrape interval of the metrics targets.
+    #[arg(long, default_value = "1s", value_parser = duration_arg, help_heading = "Observe")]
+    pub interval: Duration,
+    /// The simulated dcgm-exporter's collect interval (scaled down from its 30 s default).
+    #[arg(long, default_value = "5s", value_parser = duration_arg, help_heading = "Observe")]
+    pub dcgm_interval: Duration,
+    /// Longest wait for the server to go idle after the load.
+    #[arg(long, default_value = "60s", value_parser = duration_arg, help_heading = "Observe")]
+    pub drain_timeout: Duration,
+    /// Run store.
+    #[arg(long, default_value = "llmscope.db", help_heading = "Output")]
+    pub db: PathBuf,
+    #[arg(long, value_enum, default_value_t = ReportFormat::Text, help_heading = "Output")]
+    pub format: ReportFormat,
+    /// Also write a self-contained HTML report here.
+    #[arg(long, help_heading = "Output")]
+    pub html: Option<PathBuf>,
+    /// Exit 1 when a finding reaches this severity.
+    #[arg(long, value_enum, default_value_t = FailOn::Never, help_heading = "Output")]
+    pub fail_on: FailOn,
+}
+
+/// What `run` will do, resolved.
+struct Plan {
+    sim: Option<SimHandle>,
+    target: String,
+    scrape: Vec<ScrapeTarget>,
+    max_num_seqs: Option<u32>,
+    max_num_batched_tokens: Option<u32>,
+    context: Vec<String>,
+    after: Duration,
+}
+
+pub fn run(args: RunArgs) -> Result<ExitCode> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    rt.block_on(run_async(args))
+}
+
+async fn run_async(args: RunArgs) -> Result<ExitCode> {
+    if args.duration < args.interval * 8 {
+        eprintln!(
+            "warning: --duration {} is under 8 scrape intervals ({}): scrapes miss short bursts; the steady window may be too short to judge",
+            format_duration(args.duration),
+            format_duration(args.interval * 8)
+        );
+    }
+    let mut plan = resolve(&args).await?;
+    preflight(&args, &plan)?;
+    let mut store = Store::open(&args.db)
+        .with_context(|| format!("opening the run store {}", args.db.display()))?;
+    let run = store.create_run(&NewRun {
+        kind: "run".to_owned(),
+        started_at: llmscope_collect::time::unix_now(),
+        window: None,
+        tool_version: env!("CARGO_PKG_VERSION").to_owned(),
+        config: config_json(&args, &plan),
+    })?;
+    let client = HttpClient::new(None).context("setting up the HTTP client")?;
+    let sources: Vec<ScrapeSource> = plan
+        .scrape
+        .iter()
+        .map(|t| ScrapeSource::new(t.clone(), ScrapeConfig::new(args.interval), client.clone()))
+        .collect();
+    for s in &sources {
+        store.add_source(
+            run,
+            &SourceSpec {
+                name: s.name().to_owned(),
+                kind: s.kind().to_owned(),
+                url: s.url(),
+            },
+        )?;
+    }
+    let writer = llmscope_store::writer::spawn(store, run).context("starting the store writer")?;
+    let (stop_handle, stop) = Stop::new();
+    let sender = writer.sender();
+    let sink: Arc<dyn llmscope_collect::Sink> = Arc::new(move |b| sender.send(b));
+    let mut tasks = Vec::new();
+    for s in sources {
+        let (sink, stop) = (Arc::clone(&sink), stop.clone());
+        tasks.push(tokio::spawn(async move {
+            s.collect(
+                Window::Live {
+                    duration: Duration::from_secs(24 * 3600),
+                },
+                sink.as_ref(),
+                stop,
+            )
+            .await
+        }));
+    }
+    say(&format!(
+        "baseline: {} idle",
+        format_duration(args.baseline)
+    ));
+    tokio::time::sleep(args.baseline).await;
+    say(&format!(
+        "load: {} workers for {}",
+        args.concurrency,
+        format_duration(args.duration)
+    ));
+    let (report, records) = load(&args, &plan.target).await?;
+    let load_window = (
+        report.started_unix_ns as f64 / 1e9,
+        report.started_unix_ns as f64 / 1e9 + report.total.duration_s,
+    );
+    say("drain: waiting for the server to go idle");
+    drain(&client, &plan, args.drain_timeout).await;
+    tokio::time::sleep(plan.after).await;
+    stop_handle.stop();
+    for t in tasks {
+        if let Ok(Err(e)) = t.await {
+            eprintln!("warning: {e}");
+        }
+    }
+    // The writer finishes when every sender is gone: the sources' clones went with their tasks.
+    drop(sink);
+    let (mut store, _totals) = writer.finish().context("finishing the store writes")?;
+    store.add_requests(run, &records.iter().map(request_row).collect::<Vec<_>>())?;
+    let facts = RunFacts {
+        max_num_seqs: plan.max_num_seqs,
+        max_num_batched_tokens: plan.max_num_batched_tokens,
+        concurrency: args.rate.is_none().then_some(args.concurrency),
+        load_window: Some(load_window),
+        client_limited: report.total.client.limited,
+        client_note: Some(report.total.client.verdict.clone()).filter(|v| !v.is_empty()),
+        scrape_interval_s: Some(args.interval.as_secs_f64()),
+        simulated: plan.sim.is_some(),
+        context: plan.context.clone(),
+        client: Some(serde_json::to_value(&report)?),
+    };
+    let series: Vec<_> = store
+        .series(run, None)?
+        .into_iter()
+        .map(|(_, s)| s)
+        .collect();
+    let analysed = analysis::analyse_series(run, &series, facts);
+    analysis::store_findings(&mut store, &analysed)?;
+    store.finish_run(
+        run,
+        RunStatus::Completed,
+        llmscope_collect::time::unix_now(),
+        None,
+    )?;
+    if let Some(sim) = plan.sim.take() {
+        sim.shutdown().await;
+    }
+    analysis::render(
+        &analysed,
+        &format!("llmscope run {run}"),
+        args.format,
+        args.html.as_deref(),
+    )?;
+    Ok(analysis::exit_code(&analysed.diagnosis, args.fail_on))
+}
+
+fn say(line: &str) {
+    eprintln!("llmscope run: {line}");
+}
+
+/// Starts the simulated stack when there is no target; names the scrape targets.
+async fn resolve(args: &RunArgs) -> Result<Plan> {
+    let (preset, dialect) = args.engine.resolve()?;
+    let Some(target) = &args.target else {
+        let mut cfg = SimConfig::new(preset.clone());
+        cfg.seed = args.engine.seed;
+        cfg.dialect = dialect;
+        cfg.dcgm_interval = args.dcgm_interval;
+        let sim = serve::start(cfg)
+            .await
+            .context("starting the simulated stack")?;
+        say(&format!(
+            "no --target: running against the simulated stack at {} ({} on {}, --max-num-seqs {}, dcgm every {}) — simulated, not real hardware",
+            sim.vllm_url(),
+            preset.model.id,
+            preset.gpu.model_name,
+            preset.engine.max_num_seqs,
+            format_duration(args.dcgm_interval)
+        ));
+        let scrape = vec![
+            target_arg(&format!("vllm={}/metrics", sim.vllm_url()))?,
+            target_arg(&format!("dcgm={}", sim.dcgm_url()))?,
+        ];
+        let context = vec![
+            format!(
+                "simulated vLLM {} ({}) at {}",
+                dialect,
+                preset.model.id,
+                sim.vllm_url()
+            ),
+            format!(
+                "simulated dcgm-exporter ({}) at {}",
+                preset.gpu.model_name,
+                sim.dcgm_url()
+            ),
+        ];
+        return Ok(Plan {
+            target: sim.vllm_url(),
+            max_num_seqs: Some(preset.engine.max_num_seqs),
+            max_num_batched_tokens: Some(preset.engine.max_num_batched_tokens),
+            sim: Some(sim),
+            scrape,
+            context,
+            // dcgm values lag by up to one collect interval: observe long enough to see them fall.
+            after: (args.dcgm_interval * 2).max(Duration::from_secs(5)),
+        });
+    };
+    let base = target
+        .trim_end_matches('/')
+        .trim_end_matches("/v1")
+        .to_owned();
+    let metrics = args
+        .metrics_url
+        .clone()
+        .unwrap_or_else(|| format!("{base}/metrics"));
+    let mut scrape = vec![target_arg(&format!("engine={metrics}"))?];
+    for (i, g) in args.gpu_metrics.iter().enumerate() {
+        scrape.push(target_arg(&format!("gpu{i}={g}"))?);
+    }
+    let mut context = vec![
+        format!("target {base}"),
+        format!("engine metrics {metrics}"),
+    ];
+    if args.gpu_metrics.is_empty() {
+        context.push(
+            "no --gpu-metrics: GPU utilisation is unknown, so GPU-bound verdicts cannot be made"
+                .to_owned(),
+        );
+    }
+    Ok(Plan {
+        sim: None,
+        target: base,
+        scrape,
+        max_num_seqs: args.engine.max_num_seqs,
+        max_num_batched_tokens: args.engine.max_num_batched_tokens,
+        context,
+        after: Duration::from_secs(35),
+    })
+}
+
+fn target_arg(text: &str) -> Result<ScrapeTarget> {
+    text.parse::<ScrapeTarget>().map_err(anyhow::Error::from)
+}
+
+/// Checks the load design before spending minutes on it.
+fn preflight(args: &RunArgs, plan: &Plan) -> Result<()> {
+    if args.concurrency == 0 {
+        bail!("--concurrency must be at least 1");
+    }
+    match plan.max_num_seqs {
+        Some(m) if args.rate.is_none() && args.concurrency <= m => eprintln!(
+            "warning: --concurrency {} does not exceed --max-num-seqs {m}: no queue can form, so a batch limit cannot show (use e.g. --concurrency {})",
+            args.concurrency,
+            m * 2
+        ),
+        None => eprintln!(
+            "note: --max-num-seqs of the server is unknown; pass it so the batch-limit check can compare the running plateau with it"
+        ),
+        _ => {}
+    }
+    Ok(())
+}
+
+fn config_json(args: &RunArgs, plan: &Plan) -> serde_json::Value {
+    serde_json::json!({
+        "target": plan.target,
+        "scrape": plan.scrape.iter().map(|t| format!("{}={}", t.name, llmscope_collect::url::redact(&t.uri.to_string()))).collect::<Vec<_>>(),
+        "simulated": plan.sim.is_some(),
+        "preset": args.engine.preset,
+        "max_num_seqs": plan.max_num_seqs,
+        "concurrency": args.concurrency,
+        "rate": args.rate,
+        "duration_s": args.duration.as_secs_f64(),
+        "baseline_s": args.baseline.as_secs_f64(),
+        "interval_s": args.interval.as_secs_f64(),
+        "max_tokens": args.max_tokens,
+        "api_key": args.api_key.as_ref().map(|_| "<redacted>"),
+    })
+}
+
+/// Keeps every record and prints a plain progress line every few seconds.
+#[derive(Default)]
+struct RunObserver {
+    records: Vec<RequestRecord>,
+    last_line: f64,
+}
+
+impl Observer for RunObserver {
+    fn records(&mut self, batch: &[RequestRecord]) {
+        self.records.extend_from_slice(batch);
+    }
+
+    fn progress(&mut self, p: &Progress) {
+        let elapsed = p.elapsed.as_secs_f64();
+        if elapsed - self.last_line >= 10.0 {
+            self.last_line = elapsed;
+            say(&format!(
+                "load {elapsed:.0}s: {} in flight, {} done, {} failed, {:.0} output tok/s",
+                p.in_flight, p.completed, p.failed, p.output_tokens_per_s
+            ));
+        }
+    }
+}
+
+async fn load(args: &RunArgs, target: &str) -> Result<(LoadReport, Vec<RequestRecord>)> {
+    let spec = LoadSpec {
+        target: target.to_owned(),
+        model: args.model.clone(),
+        api_key: args.api_key.clone().map(llmscope_loadgen::Secret::new),
+        concurrency: vec![args.concurrency],
+        rate: args.rate.into_iter().collect(),
+        duration: Some(args.duration),
+        prompt: Some(
+            args.prompt
+                .clone()
+                .unwrap_or_else(|| REFERENCE_PROMPT.to_owned()),
+        )
+        .filter(|_| args.input_tokens.is_none()),
+        input_tokens: args.input_tokens,
+        output_tokens: args.output_tokens,
+        max_tokens: Some(args.max_tokens),
+        seed: args.engine.seed,
+        grace: Duration::from_secs(60),
+        ..LoadSpec::default()
+    };
+    let plan = llmscope_loadgen::resolve(&spec)
+        .await
+        .context("preparing the load")?;
+    for note in &plan.notes {
+        eprintln!("note: {note}");
+    }
+    let control = RunControl::new();
+    let ctrl_c = {
+        let control = control.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                say(
+                    "Ctrl-C: stopping the load; in-flight requests drain, then the run is diagnosed",
+                );
+                control.stop();
+            }
+        })
+    };
+    let mut observer = RunObserver::default();
+    let report = llmscope_loadgen::run(&plan, &mut observer, &control).await;
+    ctrl_c.abort();
+    Ok((report, observer.records))
+}
+
+/// Polls the engine's metrics until nothing runs or waits (or the timeout).
+async fn drain(client: &HttpClient, plan: &Plan, timeout: Duration) {
+    let Some(engine) = plan.scrape.first() else {
+        return;
+    };
+    let headers = hyper::HeaderMap::new();
+    let deadline = tokio::time::Instant::now() + timeout;
+    while tokio::time::Instant::now() < deadline {
+        let get = llmscope_collect::http::Get {
+            uri: engine.uri.clone(),
+            headers: &headers,
+            timeout: Duration::from_secs(5),
+            body_limit: 16 << 20,
+        };
+        if let Ok(page) = client.get(get).await {
+            let (families, _) = promtext::parse_families(&page.body);
+            let busy: f64 = families
+                .iter()
+                .filter(|f| {
+                    llmscope_core::catalog::lookup(f.name.raw()).is_some_and(|d| {
+                        matches!(
+                            d.concept,
+                            llmscope_core::diagnose::Concept::Running
+                                | llmscope_core::diagnose::Concept::Waiting
+                        )
+                    })
+                })
+                .flat_map(|f| f.samples.iter().map(|s| s.value))
+                .sum();
+            if busy == 0.0 {
+                return;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    eprintln!(
+        "warning: the server was still busy after --drain-timeout {}",
+        format_duration(timeout)
+    );
+}
+
+fn request_row(r: &RequestRecord) -> RequestRow {
+    RequestRow {
+        stage: r.stage,
+        id: r.id,
+        sent_unix_ns: r.sent_unix_ns,
+        end_unix_ns: r.end_unix_ns,
+        first_token_unix_ns: r.first_token_unix_ns,
+        status: r.status,
+        error: r.error.map(|e| e.to_string()),
+        prompt_tokens: r.prompt_tokens,
+        output_tokens: r.output_tokens,
+        record: serde_json::to_value(r).unwrap_or_default(),
+    }
+}
