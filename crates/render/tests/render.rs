@@ -128,3 +128,67 @@ fn empty_input_renders_without_panicking() {
     markdown::write(&r, &mut out).unwrap();
     assert_eq!(json::contract(&r)["verdict"]["bottleneck"], "none");
 }
+
+/// The HTML report renders in a real browser (Debian's chromium, headless): a screenshot is made
+/// and is not blank. In CI (`CI=true`) a missing chromium fails the test.
+#[test]
+fn html_renders_in_headless_chromium() {
+    let Some(chromium) = ["chromium", "chromium-browser"]
+        .iter()
+        .find_map(|b| which(b))
+    else {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "chromium is required in CI (apt-get install -y chromium)"
+        );
+        eprintln!("skipped: no chromium on PATH (apt-get install -y chromium)");
+        return;
+    };
+    let i = input();
+    let d = diagnose(&i);
+    let dir = std::env::temp_dir().join(format!("llmscope-html-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let page = dir.join("report.html");
+    let shot = dir.join("report.png");
+    let mut out = Vec::new();
+    html::write(&report(&d, &i, None), &mut out).unwrap();
+    std::fs::write(&page, out).unwrap();
+    let status = std::process::Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--window-size=1200,1400",
+            &format!("--user-data-dir={}", dir.join("profile").display()),
+            &format!("--screenshot={}", shot.display()),
+            &format!("file://{}", page.display()),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .expect("chromium runs");
+    assert!(status.success(), "chromium exited with {status}");
+    let png = std::fs::read(&shot).expect("a screenshot was written");
+    assert!(png.starts_with(b"\x89PNG"), "not a PNG");
+    assert!(
+        png.len() > 20_000,
+        "screenshot is suspiciously small ({} bytes): blank page?",
+        png.len()
+    );
+    if let Ok(keep) = std::env::var("LLMSCOPE_KEEP_SCREENSHOT") {
+        std::fs::copy(&shot, keep).unwrap();
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+fn which(bin: &str) -> Option<std::path::PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|p| p.join(bin))
+            .find(|p| p.is_file())
+    })
+}
