@@ -19,7 +19,9 @@
 # Env: DURATION seconds per run (default 20); OUT (default /tmp/llmscope-bench-load);
 #      BUILD=0 uses the llmscope binary already built; PEERS=0 skips the Python tools; PEER_VENV (default /tmp/llmscope-peers);
 #      PRIO nice level of the sim and of every tool (default -10 when root: the machine is shared
-#      with builds, and a timing benchmark needs its cores; the same level for every tool).
+#      with builds, and a timing benchmark needs its cores; the same level for every tool). With
+#      autogroup scheduling a nice level counts only inside its session, so each process runs in
+#      its own session (setsid) whose autogroup gets the same level.
 # Needs: cargo, python3, curl, taskset; the peers are pip-installed into $PEER_VENV/<tool>.
 # All traffic stays on 127.0.0.1; every run is bounded by DURATION plus a drain.
 set -euo pipefail
@@ -36,6 +38,10 @@ mkdir -p "$OUT"
 [[ ${BUILD:-1} == 0 ]] || cargo build -q --release -p llmscope
 BIN=$PWD/target/release/llmscope
 
+# "${BOOST[@]}" CMD…: runs CMD in its own session whose autogroup, and CMD itself, get nice $PRIO
+# (exec all the way down, so the pid stays the command's).
+BOOST=(setsid bash -c 'echo "$0" >/proc/self/autogroup 2>/dev/null || true; exec nice -n "$0" "$@"' "$PRIO")
+
 SIM_PID=""
 URL=""
 cleanup() { [[ -n $SIM_PID ]] && kill "$SIM_PID" 2>/dev/null || true; }
@@ -46,7 +52,7 @@ start_sim() {
     local name=$1 cpus=$2
     shift 2
     cleanup
-    nice -n "$PRIO" taskset -c "$cpus" "$BIN" sim --preset bench-tiny --port 0 --dcgm-port 0 --seed 1 "$@" \
+    "${BOOST[@]}" taskset -c "$cpus" "$BIN" sim --preset bench-tiny --port 0 --dcgm-port 0 --seed 1 "$@" \
         >"$OUT/sim-$name.out" 2>&1 &
     SIM_PID=$!
     for _ in $(seq 100); do
@@ -72,7 +78,7 @@ run_tool() {
     shift 2
     ttft_metrics "$OUT/$name.ttft-before"
     local status=0
-    /usr/bin/time -f "%e %U %S" -o "$OUT/$name.time" nice -n "$PRIO" taskset -c "$cpus" "$@" \
+    /usr/bin/time -f "%e %U %S" -o "$OUT/$name.time" "${BOOST[@]}" taskset -c "$cpus" "$@" \
         >"$OUT/$name.stdout" 2>"$OUT/$name.stderr" || status=$?
     ttft_metrics "$OUT/$name.ttft-after"
     echo "$status" >"$OUT/$name.status"

@@ -6,6 +6,8 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 mod analysis;
+mod check_cmd;
+mod inventory_cmd;
 mod load_cmd;
 mod observe_cmd;
 mod report_cmd;
@@ -31,6 +33,10 @@ enum Command {
     Report(report_cmd::ReportArgs),
     /// Compare two stored runs side by side, with deltas.
     Compare(report_cmd::CompareArgs),
+    /// Lint PromQL, Grafana dashboards and rule files against real metric inventories.
+    Check(check_cmd::CheckArgs),
+    /// List what a target exposes: families, detected engine and version, renamed names.
+    Inventory(inventory_cmd::InventoryCmdArgs),
     /// Run the simulated serving stack (vLLM-compatible server + dcgm-exporter).
     Sim(sim_cmd::SimArgs),
     /// Load an OpenAI-compatible server and report client-side latency and throughput.
@@ -47,6 +53,8 @@ fn main() -> ExitCode {
         Command::Run(args) => run_cmd::run(args),
         Command::Diagnose(args) | Command::Report(args) => report_cmd::report(args),
         Command::Compare(args) => report_cmd::compare(args),
+        Command::Check(args) => check_cmd::run(args),
+        Command::Inventory(args) => inventory_cmd::run(args),
         Command::Sim(args) => sim_cmd::run(args),
         Command::Load(args) => load_cmd::run(args),
         Command::Observe(args) => observe_cmd::run(args),

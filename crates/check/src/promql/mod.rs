@@ -41,6 +41,38 @@ pub fn check_expr(text: &str, inv: &Inventories, cx: Context<'_>) -> Vec<Hit> {
     }
 }
 
+/// The metric names an expression selects (by name or `__name__` matcher); none if it does not parse.
+pub fn metric_names(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Ok(expr) = parse::parse(text) {
+        collect_names(&expr, &mut out);
+    }
+    out
+}
+
+fn collect_names(e: &promql_parser::parser::Expr, out: &mut Vec<String>) {
+    use promql_parser::parser::Expr;
+    match e {
+        Expr::VectorSelector(vs) => out.extend(analyze::selector_name(vs)),
+        Expr::MatrixSelector(ms) => out.extend(analyze::selector_name(&ms.vs)),
+        Expr::Aggregate(a) => {
+            collect_names(&a.expr, out);
+            if let Some(p) = &a.param {
+                collect_names(p, out);
+            }
+        }
+        Expr::Binary(b) => {
+            collect_names(&b.lhs, out);
+            collect_names(&b.rhs, out);
+        }
+        Expr::Call(c) => c.args.args.iter().for_each(|a| collect_names(a, out)),
+        Expr::Paren(p) => collect_names(&p.expr, out),
+        Expr::Subquery(s) => collect_names(&s.expr, out),
+        Expr::Unary(u) => collect_names(&u.expr, out),
+        Expr::NumberLiteral(_) | Expr::StringLiteral(_) | Expr::Extension(_) => {}
+    }
+}
+
 /// Where a hit's needle is in `text`: a byte offset.
 pub fn needle_offset(text: &str, needle: &str) -> Option<usize> {
     match needle.strip_prefix('\u{0}') {
@@ -51,3 +83,13 @@ pub fn needle_offset(text: &str, needle: &str) -> Option<usize> {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod name_tests {
+    #[test]
+    fn names_from_selectors_and_name_matchers() {
+        let n = super::metric_names(r#"sum(rate(a_total[5m])) / on(x) group_left {__name__="b"} or vector(0)"#);
+        assert_eq!(n, vec!["a_total".to_owned(), "b".to_owned()]);
+        assert!(super::metric_names("sum(").is_empty());
+    }
+}

@@ -424,11 +424,7 @@ mod tests {
         // A day at 1 s is 86,401 points: 9 chunks, none over the limit.
         let chunks = split_range(0.0, 86_400.0, 1.0, MAX_POINTS);
         assert_eq!(chunks.len(), 9);
-        assert!(
-            chunks
-                .iter()
-                .all(|(s, e)| ((e - s) as u64) < MAX_POINTS)
-        );
+        assert!(chunks.iter().all(|(s, e)| ((e - s) as u64) < MAX_POINTS));
         assert_eq!(chunks.last().unwrap().1, 86_400.0);
         assert_eq!(
             split_range(5.0, 1.0, 1.0, 10),
