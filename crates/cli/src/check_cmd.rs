@@ -1,0 +1,167 @@
+//! `llmscope check`: lint PromQL, Grafana dashboards and Prometheus rule files against real
+//! metric inventories.
+//!
+//! [`CheckArgs`] → [`CheckPlan`] (inputs found, inventories validated, no I/O beyond listing
+//! directories) → read sources → load inventories for the names the queries use → run the rules
+//! of `llmscope-check` → report (human, JSON, SARIF) → exit 1 when findings reach `--fail-on`.
+
+use crate::inventory_cmd::{InventoryArgs, InventoryPlan, load};
+use anyhow::{Context, Result, bail};
+use llmscope_check::input::{self, Query, Source};
+use llmscope_check::{FailOn, Finding, promql, report};
+use llmscope_core::duration::parse_duration;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+const AFTER_HELP: &str = "Examples:
+  llmscope check --engine vllm@0.26 --expr 'max by (pod) (vllm:gpu_cache_usage_perc)'
+  llmscope check --snapshot vllm.prom --snapshot dcgm.prom dashboards/ rules.yaml
+  llmscope check --metrics-url http://127.0.0.1:8000/metrics grafana.json --format sarif
+  llmscope check --prometheus http://prometheus:9090 --lookback 7d alerts.yaml
+
+Inputs: .promql files (one expression per blank-line-separated block), Grafana dashboard .json
+(panels, rows, templating; $var, ${var}, [[var]], $__rate_interval substituted), Prometheus rule
+files and PrometheusRule manifests (.yaml/.yml). Directories are searched for those.
+
+Rules: unknown-metric, renamed-metric, missing-label, rate-on-gauge, counter-without-rate,
+bad-histogram-quantile, unit-mismatch, short-rate-window, exporter-attribution, parse-error.
+
+Exit status: 0 no finding at or above --fail-on, 1 findings at or above it, 2 usage or runtime error.";
+
+fn duration(s: &str) -> Result<Duration, String> {
+    parse_duration(s).map_err(|e| e.to_string())
+}
+
+fn fail_on(s: &str) -> Result<FailOn, String> {
+    s.parse()
+}
+
+/// Lint PromQL, dashboards and rule files against real metric inventories.
+#[derive(Debug, clap::Args)]
+#[command(after_help = AFTER_HELP)]
+pub struct CheckArgs {
+    /// Files or directories: .promql, dashboard .json, rule .yaml/.yml.
+    #[arg(value_name = "FILE")]
+    files: Vec<PathBuf>,
+    /// A PromQL expression (repeatable).
+    #[arg(long = "expr", value_name = "PROMQL")]
+    exprs: Vec<String>,
+    #[command(flatten)]
+    inventory: InventoryArgs,
+    /// Scrape interval of the series, when the inventories cannot tell (for short-rate-window).
+    #[arg(long, value_parser = duration)]
+    scrape_interval: Option<Duration>,
+    /// Output format.
+    #[arg(long, default_value = "human", value_parser = ["human", "json", "sarif"])]
+    format: String,
+    /// Exit 1 when a finding reaches this severity: error, warning, info or never.
+    #[arg(long, default_value = "error", value_parser = fail_on)]
+    fail_on: FailOn,
+}
+
+/// The validated work.
+#[derive(Debug)]
+pub struct CheckPlan {
+    files: Vec<PathBuf>,
+    exprs: Vec<String>,
+    inventory: InventoryPlan,
+    scrape_interval: Option<Duration>,
+    format: String,
+    fail_on: FailOn,
+}
+
+impl CheckArgs {
+    fn plan(self) -> Result<CheckPlan> {
+        if self.files.is_empty() && self.exprs.is_empty() {
+            bail!("nothing to check: give --expr PROMQL or files (.promql, dashboard .json, rules .yaml)");
+        }
+        let inventory = self.inventory.plan()?;
+        if inventory.sources.is_empty() {
+            bail!(
+                "no inventory to check against: give --snapshot FILE, --metrics-url URL, --prometheus URL or --engine NAME@VERSION (e.g. --engine vllm@0.26)"
+            );
+        }
+        let mut files = Vec::new();
+        for f in &self.files {
+            expand(f, &mut files)?;
+        }
+        Ok(CheckPlan {
+            files,
+            exprs: self.exprs,
+            inventory,
+            scrape_interval: self.scrape_interval,
+            format: self.format,
+            fail_on: self.fail_on,
+        })
+    }
+}
+
+/// A file, or the checkable files under a directory (sorted).
+fn expand(path: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    let meta = std::fs::metadata(path).with_context(|| format!("{}", path.display()))?;
+    if !meta.is_dir() {
+        out.push(path.to_owned());
+        return Ok(());
+    }
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
+        .with_context(|| format!("{}", path.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    entries.sort();
+    for e in entries {
+        let ext = e.extension().and_then(|x| x.to_str()).unwrap_or("");
+        if e.is_dir() || matches!(ext, "promql" | "json" | "yaml" | "yml") {
+            expand(&e, out)?;
+        }
+    }
+    Ok(())
+}
+
+pub fn run(args: CheckArgs) -> Result<ExitCode> {
+    let plan = args.plan()?;
+    let (queries, recorded, mut findings) = read_sources(&plan)?;
+    let names: BTreeSet<String> = queries
+        .iter()
+        .flat_map(|q| promql::metric_names(&q.parsed))
+        .collect();
+    let mut inv = load(&plan.inventory, &names)?;
+    inv.add_recorded(recorded);
+    if let Some(i) = plan.scrape_interval {
+        inv.set_scrape_interval(i.as_secs_f64());
+    }
+    findings.extend(input::check(&queries, &inv));
+    write(&plan, &findings, &inv.sources())?;
+    Ok(if plan.fail_on.fails(&findings) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Queries, recorded names and file-level errors of every input.
+fn read_sources(plan: &CheckPlan) -> Result<(Vec<Query>, Vec<String>, Vec<Finding>)> {
+    let mut all = Source::default();
+    for e in &plan.exprs {
+        all.queries.push(input::text::expr(e));
+    }
+    for f in &plan.files {
+        let text = std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?;
+        let s = input::read(&f.display().to_string(), &text);
+        all.queries.extend(s.queries);
+        all.recorded.extend(s.recorded);
+        all.errors.extend(s.errors);
+    }
+    Ok((all.queries, all.recorded, all.errors))
+}
+
+fn write(plan: &CheckPlan, findings: &[Finding], sources: &str) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    match plan.format.as_str() {
+        "json" => report::json(&mut out, findings, sources)?,
+        "sarif" => report::sarif(&mut out, findings)?,
+        _ => report::human(&mut out, findings, sources)?,
+    }
+    Ok(())
+}

@@ -1,0 +1,420 @@
+//! `llmscope inventory SOURCE`, and the inventory flags every linting command shares.
+//!
+//! [`InventoryArgs`] (`--metrics-url`, `--prometheus`, `--snapshot`, `--engine`, repeatable and
+//! combinable) resolve into an [`InventoryPlan`] without I/O; [`load`] then fetches pages and
+//! Prometheus answers (through `llmscope-collect`'s one HTTP client) and builds the pure
+//! inventories of `llmscope-check`. The `inventory` command shows one source: its families
+//! (type, HELP, series), the detected engine and version range, and how its names differ from
+//! the newest version the catalog knows.
+
+use anyhow::{Context, Result, bail};
+use hyper::Uri;
+use llmscope_check::Inventories;
+use llmscope_check::inventory::engine::CatalogInventory;
+use llmscope_check::inventory::prom::{PromInventory, PromMetric};
+use llmscope_check::inventory::snapshot::Snapshot;
+use llmscope_collect::HttpClient;
+use llmscope_collect::http::Get;
+use llmscope_collect::prom::{PromClient, PromConfig};
+use llmscope_core::catalog::detect::{self, Detection};
+use llmscope_core::catalog::{EngineSpec, Kind};
+use llmscope_core::duration::parse_duration;
+use serde_json::json;
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+fn duration(s: &str) -> Result<Duration, String> {
+    parse_duration(s).map_err(|e| e.to_string())
+}
+
+/// Where metric names really exist (repeatable, combinable).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct InventoryArgs {
+    /// A live /metrics page (vLLM, dcgm-exporter, Kueue, kube-state-metrics, …).
+    #[arg(long = "metrics-url", value_name = "URL", help_heading = "Inventories")]
+    pub metrics_urls: Vec<String>,
+    /// A Prometheus-compatible server: names, labels, values and types over --lookback.
+    #[arg(long = "prometheus", value_name = "URL", help_heading = "Inventories")]
+    pub prometheus: Vec<String>,
+    /// A saved exposition page (e.g. `curl -s host:8000/metrics > vllm.prom`).
+    #[arg(long = "snapshot", value_name = "FILE", help_heading = "Inventories")]
+    pub snapshots: Vec<PathBuf>,
+    /// The catalog's name set of an engine or exporter version: vllm@0.26, vllm-v0@0.8,
+    /// sglang, tgi, dcgm-exporter@4.5, kueue@0.19, kube-state-metrics@2.20.
+    #[arg(long = "engine", value_name = "NAME@VERSION", help_heading = "Inventories")]
+    pub engines: Vec<String>,
+    /// How far back --prometheus looks for a metric (pint's lookback).
+    #[arg(long, value_parser = duration, default_value = "1h", help_heading = "Inventories")]
+    pub lookback: Duration,
+}
+
+/// One inventory source, validated.
+#[derive(Debug, Clone)]
+pub enum InventorySource {
+    MetricsUrl(Uri),
+    Prometheus(Uri),
+    Snapshot(PathBuf),
+    Engine(EngineSpec),
+}
+
+/// Every inventory to load.
+#[derive(Debug, Clone)]
+pub struct InventoryPlan {
+    pub sources: Vec<InventorySource>,
+    pub lookback: Duration,
+}
+
+impl InventoryArgs {
+    /// Validates the flags (no I/O).
+    pub fn plan(&self) -> Result<InventoryPlan> {
+        let mut sources = Vec::new();
+        for u in &self.metrics_urls {
+            sources.push(InventorySource::MetricsUrl(http_url(u, "--metrics-url")?));
+        }
+        for u in &self.prometheus {
+            sources.push(InventorySource::Prometheus(http_url(u, "--prometheus")?));
+        }
+        sources.extend(self.snapshots.iter().cloned().map(InventorySource::Snapshot));
+        for e in &self.engines {
+            let spec: EngineSpec = e.parse().with_context(|| format!("--engine {e}"))?;
+            sources.push(InventorySource::Engine(spec));
+        }
+        Ok(InventoryPlan {
+            sources,
+            lookback: self.lookback,
+        })
+    }
+}
+
+fn http_url(text: &str, flag: &str) -> Result<Uri> {
+    llmscope_collect::url::parse_http_url(text).map_err(|why| {
+        anyhow::anyhow!("invalid {flag} `{}`: {why}", llmscope_collect::url::redact(text))
+    })
+}
+
+/// Loads every inventory; `names` are the metrics the caller will ask about (Prometheus
+/// inventories fetch labels and values for those only).
+pub fn load(plan: &InventoryPlan, names: &BTreeSet<String>) -> Result<Inventories> {
+    let mut inv = Inventories::new();
+    let needs_net = plan
+        .sources
+        .iter()
+        .any(|s| matches!(s, InventorySource::MetricsUrl(_) | InventorySource::Prometheus(_)));
+    let net = if needs_net { Some(Net::new()?) } else { None };
+    for source in &plan.sources {
+        match (source, &net) {
+            (InventorySource::Snapshot(path), _) => inv.push(Box::new(read_snapshot(path)?)),
+            (InventorySource::Engine(spec), _) => inv.push(Box::new(CatalogInventory::new(*spec))),
+            (InventorySource::MetricsUrl(uri), Some(net)) => {
+                let body = net.block_on(fetch_page(&net.http, uri))?;
+                inv.push(Box::new(Snapshot::parse(uri.to_string(), &body).0));
+            }
+            (InventorySource::Prometheus(uri), Some(net)) => {
+                let p = net.block_on(prometheus(&net.http, uri, plan.lookback, names))?;
+                inv.push(Box::new(p));
+            }
+            _ => unreachable!("a network source always has a runtime"),
+        }
+    }
+    Ok(inv)
+}
+
+/// The async runtime and HTTP client, created only when a source is remote.
+pub struct Net {
+    pub rt: tokio::runtime::Runtime,
+    pub http: HttpClient,
+}
+
+impl Net {
+    pub fn new() -> Result<Net> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("cannot start the async runtime")?;
+        let http = HttpClient::new(None).context("TLS setup")?;
+        Ok(Net { rt, http })
+    }
+
+    pub fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
+        self.rt.block_on(f)
+    }
+}
+
+pub fn read_snapshot(path: &PathBuf) -> Result<Snapshot> {
+    let text = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let (snap, errors) = Snapshot::parse(path.display().to_string(), &text);
+    if let Some(e) = errors.first() {
+        eprintln!(
+            "warning: {}:{}:{}: {} ({} lines skipped)",
+            path.display(),
+            e.line,
+            e.column,
+            e.kind,
+            errors.len()
+        );
+    }
+    Ok(snap)
+}
+
+/// GETs a /metrics page.
+pub async fn fetch_page(http: &HttpClient, uri: &Uri) -> Result<Vec<u8>> {
+    let headers = hyper::HeaderMap::new();
+    let got = http
+        .get(Get {
+            uri: uri.clone(),
+            headers: &headers,
+            timeout: Duration::from_secs(10),
+            body_limit: 64 << 20,
+        })
+        .await
+        .with_context(|| format!("fetching {uri}"))?;
+    if got.status != 200 {
+        bail!("fetching {uri}: HTTP {}", got.status);
+    }
+    Ok(got.body.to_vec())
+}
+
+fn now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// A Prometheus client for `uri`.
+pub fn prom_client(http: &HttpClient, uri: &Uri) -> PromClient {
+    PromClient::new(PromConfig::new(uri.clone()), http.clone())
+}
+
+/// Reads what a Prometheus server holds: every name over the lookback, and for `names`, their
+/// labels and values, types, and how long ago the gone ones were last present.
+async fn prometheus(
+    http: &HttpClient,
+    uri: &Uri,
+    lookback: Duration,
+    names: &BTreeSet<String>,
+) -> Result<PromInventory> {
+    let client = prom_client(http, uri);
+    let end = now();
+    let start = end - lookback.as_secs_f64();
+    let ctx = || format!("querying {uri}");
+    let all = client.label_values("__name__", &[], Some((start, end))).await.with_context(ctx)?.data;
+    let recent: BTreeSet<String> = client
+        .label_values("__name__", &[], Some((end - 300.0, end)))
+        .await
+        .with_context(ctx)?
+        .data
+        .into_iter()
+        .collect();
+    let meta = client.metadata(None).await.map(|r| r.data).unwrap_or_default();
+    let mut metrics: BTreeMap<String, PromMetric> = BTreeMap::new();
+    for name in &all {
+        let kind = meta_kind(&meta, name);
+        metrics.insert(name.clone(), PromMetric { kind, ..PromMetric::default() });
+    }
+    for name in names {
+        let Some(m) = metrics.get_mut(name) else {
+            continue;
+        };
+        let selector = format!("{{__name__={name:?}}}");
+        let series = client.series(&[selector.as_str()], start, end).await.with_context(ctx)?.data;
+        m.series = series.len();
+        for key in &series {
+            for (l, v) in key.labels.iter() {
+                m.labels.entry(l.to_owned()).or_default().insert(v.to_owned());
+            }
+        }
+        if !recent.contains(name) {
+            m.gone_for_s = Some(last_seen_ago(&client, &selector, lookback, end).await);
+        }
+    }
+    let interval = scrape_interval(&client).await;
+    Ok(PromInventory::new(&uri.to_string(), &humantime(lookback), metrics, interval))
+}
+
+fn meta_kind(meta: &BTreeMap<String, Vec<llmscope_collect::prom::api::MetricMetadata>>, name: &str) -> Option<Kind> {
+    let base = ["_bucket", "_sum", "_count"]
+        .iter()
+        .find_map(|s| name.strip_suffix(s))
+        .filter(|b| meta.contains_key(*b));
+    let entry = meta.get(name).or_else(|| base.and_then(|b| meta.get(b)))?;
+    match entry.first()?.metric_type.as_str() {
+        "counter" => Some(Kind::Counter),
+        "gauge" => Some(Kind::Gauge),
+        "histogram" => Some(Kind::Histogram),
+        "summary" => Some(Kind::Summary),
+        _ => None,
+    }
+}
+
+async fn last_seen_ago(client: &PromClient, selector: &str, lookback: Duration, end: f64) -> f64 {
+    let q = format!("max(timestamp(last_over_time({selector}[{}s])))", lookback.as_secs().max(1));
+    match client.query(&q, Some(end)).await.map(|r| r.data) {
+        Ok(llmscope_collect::prom::api::QueryData::Vector(v)) => {
+            v.first().map_or(lookback.as_secs_f64(), |(_, p)| end - p.v)
+        }
+        _ => lookback.as_secs_f64(),
+    }
+}
+
+/// The shortest scrape interval: 600 s over the most `up` samples any target has in 10 min.
+async fn scrape_interval(client: &PromClient) -> Option<f64> {
+    match client.query("max(count_over_time(up[10m]))", None).await.ok()?.data {
+        llmscope_collect::prom::api::QueryData::Vector(v) => {
+            let n = v.first()?.1.v;
+            (n >= 2.0).then(|| 600.0 / n)
+        }
+        _ => None,
+    }
+}
+
+fn humantime(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        s if s % 86400 == 0 => format!("{}d", s / 86400),
+        s if s % 3600 == 0 => format!("{}h", s / 3600),
+        s if s % 60 == 0 => format!("{}m", s / 60),
+        s => format!("{s}s"),
+    }
+}
+
+// ---- the `inventory` command ----------------------------------------------------------------
+
+const AFTER_HELP: &str = "Examples:
+  llmscope inventory http://127.0.0.1:8000/metrics
+  llmscope inventory vllm.prom --format json
+  llmscope inventory vllm@0.10
+
+Exit status: 0 shown, 2 usage or runtime error.";
+
+/// List what a target exposes: families, engine and version range, differences from the newest.
+#[derive(Debug, clap::Args)]
+#[command(after_help = AFTER_HELP)]
+pub struct InventoryCmdArgs {
+    /// A /metrics URL, a saved page, or NAME@VERSION for the catalog's view of a version.
+    source: String,
+    /// Output: human or json.
+    #[arg(long, default_value = "human", value_parser = ["human", "json"])]
+    format: String,
+}
+
+/// One inventory as shown.
+struct Shown {
+    source: String,
+    families: Vec<llmscope_check::inventory::snapshot::FamilySummary>,
+    detections: Vec<Detection>,
+    names: Vec<String>,
+}
+
+pub fn run(args: InventoryCmdArgs) -> Result<ExitCode> {
+    let shown = if args.source.starts_with("http://") || args.source.starts_with("https://") {
+        let uri = http_url(&args.source, "SOURCE")?;
+        let net = Net::new()?;
+        let body = net.block_on(fetch_page(&net.http, &uri))?;
+        from_snapshot(Snapshot::parse(args.source.clone(), &body).0)
+    } else if std::path::Path::new(&args.source).exists() {
+        from_snapshot(read_snapshot(&PathBuf::from(&args.source))?)
+    } else {
+        let spec: EngineSpec = args
+            .source
+            .parse()
+            .with_context(|| format!("`{}` is no URL, file or NAME@VERSION", args.source))?;
+        from_catalog(spec)
+    };
+    let mut out = std::io::stdout().lock();
+    match args.format.as_str() {
+        "json" => write_json(&mut out, &shown)?,
+        _ => write_human(&mut out, &shown)?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn from_snapshot(snap: Snapshot) -> Shown {
+    use llmscope_check::Inventory;
+    Shown {
+        source: snap.source().to_owned(),
+        families: snap.families().to_vec(),
+        detections: snap.detections().to_vec(),
+        names: snap.names(),
+    }
+}
+
+fn from_catalog(spec: EngineSpec) -> Shown {
+    let families: Vec<_> = spec
+        .families()
+        .map(|(f, status)| llmscope_check::inventory::snapshot::FamilySummary {
+            name: f.name.to_owned(),
+            ty: f.kind.name(),
+            help: Some(format!("{} ({status:?}{})", f.unit.name(), f.condition.map(|c| format!("; only with {c}")).unwrap_or_default())),
+            series: 0,
+        })
+        .collect();
+    let names: Vec<String> = spec.families().map(|(f, _)| f.name.to_owned()).collect();
+    Shown {
+        source: format!("{spec} (catalog)"),
+        detections: detect::detect(names.iter().map(String::as_str)),
+        families,
+        names,
+    }
+}
+
+fn write_json(w: &mut impl Write, s: &Shown) -> Result<()> {
+    let engines: Vec<_> = s
+        .detections
+        .iter()
+        .map(|d| {
+            json!({
+                "engine": d.exporter,
+                "variant": d.variant,
+                "versions": d.range(),
+                "min": d.min, "max": d.max, "below": d.below,
+                "matched": d.matched,
+                "unknown": d.unknown,
+                "missing": d.missing,
+                "differences_from_newest": detect::against_newest(d, s.names.iter().map(String::as_str)),
+            })
+        })
+        .collect();
+    let doc = json!({
+        "source": s.source,
+        "engine": s.detections.first().map(|d| d.exporter.name()),
+        "engines": engines,
+        "families": s.families,
+    });
+    serde_json::to_writer_pretty(&mut *w, &doc)?;
+    writeln!(w)?;
+    Ok(())
+}
+
+fn write_human(w: &mut impl Write, s: &Shown) -> Result<()> {
+    writeln!(w, "{}: {} families", s.source, s.families.len())?;
+    if s.detections.is_empty() {
+        writeln!(w, "engine: none the catalog knows")?;
+    }
+    for d in &s.detections {
+        writeln!(
+            w,
+            "engine: {} ({:?} engine) {}, from {} catalogued names{}",
+            d.exporter,
+            d.variant,
+            d.range(),
+            d.matched,
+            if d.unknown.is_empty() { String::new() } else { format!(", {} unknown", d.unknown.len()) }
+        )?;
+        for diff in detect::against_newest(d, s.names.iter().map(String::as_str)) {
+            let to = diff.successor.map(|x| format!(" → {x}")).unwrap_or_default();
+            let what = match diff.newest {
+                llmscope_core::catalog::Status::Present => "missing here, present in the newest".to_owned(),
+                st => format!("{st:?} in {} {}", d.exporter, d.exporter.newest()).to_lowercase(),
+            };
+            writeln!(w, "  {}: {what}{to} ({})", diff.name, diff.lifetime)?;
+        }
+    }
+    writeln!(w)?;
+    for f in &s.families {
+        writeln!(w, "{:<10} {:>5}  {}  {}", f.ty, f.series, f.name, f.help.as_deref().unwrap_or(""))?;
+    }
+    Ok(())
+}
