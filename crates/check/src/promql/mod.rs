@@ -88,7 +88,9 @@ mod tests;
 mod name_tests {
     #[test]
     fn names_from_selectors_and_name_matchers() {
-        let n = super::metric_names(r#"sum(rate(a_total[5m])) / on(x) group_left {__name__="b"} or vector(0)"#);
+        let n = super::metric_names(
+            r#"sum(rate(a_total[5m])) / on(x) group_left {__name__="b"} or vector(0)"#,
+        );
         assert_eq!(n, vec!["a_total".to_owned(), "b".to_owned()]);
         assert!(super::metric_names("sum(").is_empty());
     }

@@ -113,20 +113,32 @@ fn catalogued_absent(
             });
             f
         }
-        Some(Status::NotYet) => Finding::new(
-            Rule::UnknownMetric,
-            Severity::Error,
-            format!(
-                "`{name}` does not exist yet in {at}: it was added in {}",
-                family.since
-            ),
-        )
-        .metric(name)
-        .suggest(format!(
+        Some(Status::NotYet) => not_yet(inv, name, family, suffix, &at),
+        _ => conditional_absent(inv, name, family, &at, absence),
+    }
+}
+
+/// A name newer than the inventory's version; its predecessor, if that version has one.
+fn not_yet(inv: &Inventories, name: &str, family: &Family, suffix: Suffix, at: &str) -> Finding {
+    let f = Finding::new(
+        Rule::UnknownMetric,
+        Severity::Error,
+        format!(
+            "`{name}` does not exist yet in {at}: it was added in {}",
+            family.since
+        ),
+    )
+    .metric(name);
+    let older = catalog::families()
+        .filter(|p| p.successor == Some(family.name))
+        .map(|p| format!("{}{}", p.name, suffix_text(suffix)))
+        .find(|p| inv.metric(p).is_some());
+    match older {
+        Some(p) => f.suggest(format!("this version exposes it as {p}")),
+        None => f.suggest(format!(
             "upgrade to {} {} or later, or drop the query",
             family.exporter, family.since
         )),
-        _ => conditional_absent(inv, name, family, &at, absence),
     }
 }
 
@@ -386,6 +398,10 @@ mod tests {
         let f = absent_name(&inv("vllm@0.10"), "vllm:inter_token_latency_seconds_bucket");
         assert_eq!(f.rule, Rule::UnknownMetric);
         assert!(f.message.contains("added in 0.11.0"), "{}", f.message);
+        assert_eq!(
+            f.suggestion.as_deref(),
+            Some("this version exposes it as vllm:time_per_output_token_seconds_bucket")
+        );
     }
 
     #[test]

@@ -328,8 +328,8 @@ pub fn resolve(name: &str) -> Option<(&'static Family, Suffix)> {
     suffixes.into_iter().find_map(|(text, suffix)| {
         let base = name.strip_suffix(text)?;
         families().find_map(|f| {
-            let stem = match suffix {
-                Suffix::Created => f.name.strip_suffix("_total").unwrap_or(f.name),
+            let stem = match (suffix, f.kind) {
+                (Suffix::Created, Kind::Counter) => f.name.strip_suffix("_total").unwrap_or(f.name),
                 _ => f.name,
             };
             let fits = match suffix {
@@ -506,6 +506,11 @@ mod tests {
         let (f, s) = resolve("vllm:prompt_tokens_created").unwrap();
         assert_eq!((f.name, s), ("vllm:prompt_tokens_total", Suffix::Created));
         assert_eq!(resolve("vllm:prompt_tokens_total").unwrap().1, Suffix::None);
+        let (f, s) = resolve("vllm:iteration_tokens_total_created").unwrap();
+        assert_eq!(
+            (f.name, s),
+            ("vllm:iteration_tokens_total", Suffix::Created)
+        );
         assert!(resolve("vllm:kv_cache_usage_perc_bucket").is_none());
         assert!(
             resolve("vllm:time_to_first_token_seconds").is_none(),
