@@ -214,7 +214,7 @@ impl Walk<'_> {
                 Some(info),
                 &set,
                 selects_something(m),
-                "is matched",
+                ("is matched", &m.name),
             );
             return;
         }
@@ -254,6 +254,7 @@ impl Walk<'_> {
         self.push(f, Some(&m.value));
     }
 
+    /// `how` says where the label is used, `needle` what to underline.
     fn missing_label(
         &mut self,
         name: &str,
@@ -261,7 +262,7 @@ impl Walk<'_> {
         info: Option<&MetricInfo>,
         have: &LabelSet,
         serious: bool,
-        how: &str,
+        (how, needle): (&str, &str),
     ) {
         let have_names = have.names();
         let mut f = Finding::new(
@@ -278,7 +279,7 @@ impl Walk<'_> {
         )
         .metric(name);
         f.suggestion = names::label_suggestion(name, label, info, &have_names);
-        self.push(f, Some(label));
+        self.push(f, Some(needle));
     }
 
     /// dcgm series selected or grouped by `pod`/`namespace`/`container`.
@@ -370,7 +371,7 @@ impl Walk<'_> {
                     info.as_ref(),
                     &inner.labels,
                     serious,
-                    &format!("is in `{how} ({l})`"),
+                    (&format!("is in `{how} ({l})`"), l),
                 );
             } else if inner.is_dcgm()
                 && let Some(info) = self.inv.metric(&name)
@@ -429,7 +430,7 @@ impl Walk<'_> {
             Some(LabelModifier::Include(ls)) => {
                 for l in &ls.labels {
                     for side in [lhs, rhs] {
-                        self.side_label(side, l, true, &format!("is in `on ({l})`"));
+                        self.side_label(side, l, true, &format!("is in `on ({l})`"), "on");
                     }
                 }
             }
@@ -439,7 +440,13 @@ impl Walk<'_> {
                     .iter()
                     .filter(|l| !lhs.labels.has(l) && !rhs.labels.has(l))
                 {
-                    self.side_label(lhs, l, false, &format!("is in `ignoring ({l})`"));
+                    self.side_label(
+                        lhs,
+                        l,
+                        false,
+                        &format!("is in `ignoring ({l})`"),
+                        "ignoring",
+                    );
                 }
             }
             None => {}
@@ -455,17 +462,24 @@ impl Walk<'_> {
             .map(|ls| ls.labels.as_slice())
             .unwrap_or_default()
         {
-            self.side_label(one_side, l, true, &format!("is in `{how} ({l})`"));
+            self.side_label(one_side, l, true, &format!("is in `{how} ({l})`"), how);
         }
     }
 
-    fn side_label(&mut self, side: &Value, label: &str, serious: bool, how: &str) {
+    fn side_label(&mut self, side: &Value, label: &str, serious: bool, how: &str, needle: &str) {
         if side.labels.has(label) {
             return;
         }
         if let Some(name) = side.first_name().map(str::to_owned) {
             let info = self.inv.metric(&name);
-            self.missing_label(&name, label, info.as_ref(), &side.labels, serious, how);
+            self.missing_label(
+                &name,
+                label,
+                info.as_ref(),
+                &side.labels,
+                serious,
+                (how, needle),
+            );
         }
     }
 
@@ -633,7 +647,7 @@ impl Walk<'_> {
             labels: v.labels.without(&["le"]),
             unit,
             raw: Vec::new(),
-            sels: Vec::new(),
+            sels: v.sels.clone(),
             scalar: None,
         }
     }

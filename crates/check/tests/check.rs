@@ -1,0 +1,261 @@
+//! The check crate end to end: engine detection on the simulator's pages of every vLLM
+//! dialect, vLLM's own dashboards checked against those pages (golden findings, plus what a
+//! human would say about each), and rule files and `.promql` files against the catalog.
+
+use llmscope_check::input;
+use llmscope_check::inventory::engine::CatalogInventory;
+use llmscope_check::inventory::snapshot::Snapshot;
+use llmscope_check::{Finding, Inventories, Rule, Severity};
+use llmscope_core::catalog::{Exporter, Version};
+use llmscope_sim::engine::Engine;
+use llmscope_sim::metrics::{Dialect, render};
+use std::path::PathBuf;
+
+const DIALECTS: [&str; 4] = ["0.26", "0.11", "0.10", "0.8"];
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+/// The simulator's vLLM page in `dialect` (offline, no sockets).
+fn page(dialect: &str) -> String {
+    let preset = llmscope_sim::preset::preset("l4-qwen2.5-3b").expect("preset");
+    let engine = Engine::new(&preset, 1).expect("engine");
+    render(&engine, Dialect::parse(dialect).expect("dialect"), 1.7e9)
+}
+
+fn sim_inventory(dialect: &str) -> Inventories {
+    let mut inv = Inventories::new();
+    let (snap, errors) =
+        Snapshot::parse(format!("sim vLLM {dialect} page"), page(dialect).as_bytes());
+    assert!(errors.is_empty(), "{errors:?}");
+    inv.push(Box::new(snap));
+    inv
+}
+
+fn check_file(name: &str, inv: &Inventories) -> Vec<Finding> {
+    let text = std::fs::read_to_string(fixture(name)).expect("fixture");
+    let src = input::read(name, &text);
+    assert!(src.errors.is_empty(), "{name}: {:?}", src.errors);
+    input::check(&src.queries, inv)
+}
+
+#[test]
+fn detects_the_version_of_every_dialect() {
+    let expect: [(&str, Version, Option<Version>); 4] = [
+        ("0.26", Version::new(0, 26, 0), None),
+        ("0.11", Version::new(0, 11, 0), Some(Version::new(0, 11, 1))),
+        ("0.10", Version::new(0, 9, 2), Some(Version::new(0, 11, 0))),
+        ("0.8", Version::new(0, 8, 0), Some(Version::new(0, 9, 2))),
+    ];
+    for (dialect, min, below) in expect {
+        let (snap, _) = Snapshot::parse("p", page(dialect).as_bytes());
+        let d = &snap.detections()[0];
+        assert_eq!(d.exporter, Exporter::Vllm);
+        assert_eq!(
+            (d.min, d.below),
+            (min, below),
+            "dialect {dialect}: {}",
+            d.range()
+        );
+        assert!(d.unknown.is_empty(), "dialect {dialect}: {:?}", d.unknown);
+    }
+}
+
+/// One line per finding, stable, for the golden file.
+fn line(f: &Finding) -> String {
+    format!(
+        "{} {} {} @ {} | {}",
+        f.severity,
+        f.rule,
+        f.metric.as_deref().unwrap_or("-"),
+        f.location.context.as_deref().unwrap_or("-"),
+        f.suggestion.as_deref().unwrap_or("-")
+    )
+}
+
+#[test]
+fn vllm_dashboards_against_the_simulator_golden() {
+    let mut out = String::new();
+    for dialect in DIALECTS {
+        let mut inv = sim_inventory(dialect);
+        inv.set_scrape_interval(15.0);
+        for dash in [
+            "vllm-grafana.json",
+            "vllm-grafana-v0.11.0.json",
+            "vllm-performance-statistics.json",
+            "vllm-query-statistics.json",
+        ] {
+            out.push_str(&format!("## {dash} vs vLLM {dialect}\n"));
+            let mut lines: Vec<String> = check_file(dash, &inv).iter().map(line).collect();
+            lines.dedup();
+            for l in lines {
+                out.push_str(&l);
+                out.push('\n');
+            }
+        }
+    }
+    let golden = fixture("vllm-dashboards.golden");
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&golden, &out).expect("write golden");
+    }
+    let want = std::fs::read_to_string(&golden).unwrap_or_default();
+    if want != out {
+        panic!(
+            "findings differ from {} (UPDATE_GOLDEN=1 to accept):\n--- want\n{want}\n--- got\n{out}",
+            golden.display()
+        );
+    }
+}
+
+fn has(findings: &[Finding], rule: Rule, metric: &str, context: &str) -> bool {
+    findings.iter().any(|f| {
+        f.rule == rule
+            && f.metric.as_deref() == Some(metric)
+            && f.location
+                .context
+                .as_deref()
+                .is_some_and(|c| c.contains(context))
+    })
+}
+
+#[test]
+fn what_a_human_would_say_about_vllms_dashboards() {
+    let v26 = sim_inventory("0.26");
+    let f = check_file("vllm-grafana.json", &v26);
+    // 0.26 no longer exposes e2e latency: the E2E panel is empty, and nothing else is wrong.
+    assert!(has(
+        &f,
+        Rule::RenamedMetric,
+        "vllm:e2e_request_latency_seconds_bucket",
+        "E2E Request Latency"
+    ));
+    assert!(
+        f.iter()
+            .all(|x| x.location.context.as_deref().unwrap().contains("E2E")),
+        "{f:#?}"
+    );
+    // The v0.11.0 dashboard's KV panel is empty on 0.26: the name was renamed.
+    let f = check_file("vllm-grafana-v0.11.0.json", &v26);
+    let kv = f
+        .iter()
+        .find(|x| x.metric.as_deref() == Some("vllm:gpu_cache_usage_perc"))
+        .expect("gpu_cache_usage_perc finding");
+    assert_eq!(
+        (kv.rule, kv.severity),
+        (Rule::RenamedMetric, Severity::Error)
+    );
+    assert!(
+        kv.suggestion
+            .as_deref()
+            .unwrap()
+            .contains("vllm:kv_cache_usage_perc")
+    );
+    assert!(kv.location.line.is_some() && kv.location.column.is_some());
+    // On 0.11 the same panel is empty too: the old name is hidden from 0.11.
+    let f = check_file("vllm-grafana-v0.11.0.json", &sim_inventory("0.11"));
+    assert!(has(
+        &f,
+        Rule::RenamedMetric,
+        "vllm:gpu_cache_usage_perc",
+        "Cache Utilization"
+    ));
+    // On 0.10, the current dashboard's ITL panel is empty: that version calls it time_per_output_token.
+    let f = check_file("vllm-grafana.json", &sim_inventory("0.10"));
+    let itl = f
+        .iter()
+        .find(|x| x.metric.as_deref() == Some("vllm:inter_token_latency_seconds_bucket"))
+        .expect("ITL finding on 0.10");
+    assert!(
+        itl.suggestion
+            .as_deref()
+            .unwrap()
+            .contains("vllm:time_per_output_token_seconds_bucket")
+    );
+    // On 0.8, the KV panel too.
+    let f = check_file("vllm-grafana.json", &sim_inventory("0.8"));
+    assert!(has(
+        &f,
+        Rule::UnknownMetric,
+        "vllm:kv_cache_usage_perc",
+        "Cache Utilization"
+    ));
+    // Query statistics shows seconds under an ms unit; performance statistics rates over $__interval.
+    let f = check_file("vllm-query-statistics.json", &sim_inventory("0.11"));
+    assert!(has(
+        &f,
+        Rule::UnitMismatch,
+        "vllm:e2e_request_latency_seconds_bucket",
+        "p99 Latency"
+    ));
+    let f = check_file("vllm-performance-statistics.json", &sim_inventory("0.11"));
+    assert!(f.iter().any(|x| {
+        x.rule == Rule::ShortRateWindow
+            && x.location
+                .context
+                .as_deref()
+                .unwrap()
+                .contains("Generation TPS")
+    }));
+    assert!(
+        !f.iter().any(|x| x.rule == Rule::ShortRateWindow
+            && x.location.context.as_deref().unwrap().contains("P99")),
+        "$__range is fine"
+    );
+}
+
+#[test]
+fn rule_files_against_the_catalog() {
+    let mut inv = Inventories::new();
+    for spec in [
+        "vllm@0.26",
+        "kueue@0.19",
+        "kube-state-metrics@2.20",
+        "dcgm-exporter@4.5",
+    ] {
+        inv.push(Box::new(CatalogInventory::new(spec.parse().unwrap())));
+    }
+    let text = std::fs::read_to_string(fixture("rules.yaml")).unwrap();
+    let src = input::read("rules.yaml", &text);
+    inv.add_recorded(src.recorded.clone());
+    let f = input::check(&src.queries, &inv);
+    let got: Vec<(Rule, &str, Option<u32>)> = f
+        .iter()
+        .map(|x| (x.rule, x.metric.as_deref().unwrap_or("-"), x.location.line))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (Rule::RenamedMetric, "vllm:gpu_cache_usage_perc", Some(5)),
+            (Rule::UnitMismatch, "vllm:gpu_cache_usage_perc", Some(5)),
+            (Rule::MissingLabel, "kube_namespace_labels", Some(16)),
+        ],
+        "{f:#?}"
+    );
+    assert!(
+        f[2].suggestion
+            .as_deref()
+            .unwrap()
+            .starts_with("use `label_team`")
+    );
+}
+
+#[test]
+fn promql_files_against_the_simulator_and_dcgm() {
+    let mut inv = sim_inventory("0.26");
+    inv.push(Box::new(CatalogInventory::new(
+        "dcgm-exporter@4.5".parse().unwrap(),
+    )));
+    let f = check_file("queries.promql", &inv);
+    let got: Vec<(Rule, Option<u32>)> = f.iter().map(|x| (x.rule, x.location.line)).collect();
+    assert_eq!(
+        got,
+        vec![
+            (Rule::ExporterAttribution, Some(8)),
+            (Rule::BadHistogramQuantile, Some(11))
+        ],
+        "{f:#?}"
+    );
+}
