@@ -515,3 +515,47 @@ async fn grace_then_cancel_counts_stalled_requests() {
     assert_accounted(&r);
     assert_eq!(r.total.errors.get(&ErrorKind::Cancelled), Some(&4));
 }
+
+/// The real simulator, in-process, with every fault it can inject: every request is accounted for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn llmscope_sim_faults_are_all_accounted_for() {
+    let mut cfg =
+        llmscope_sim::serve::SimConfig::new(llmscope_sim::preset::preset("bench-tiny").unwrap());
+    cfg.faults = llmscope_sim::faults::Faults {
+        http_500: 0.05,
+        http_429: 0.05,
+        disconnect: 0.05,
+        stall: 0.05,
+        stall_for: Duration::from_secs(5),
+        malformed: 0.05,
+        ..Default::default()
+    };
+    let sim = llmscope_sim::serve::start(cfg).await.expect("sim starts");
+    let s = LoadSpec {
+        target: sim.vllm_url(),
+        concurrency: vec![16],
+        requests: Some(300),
+        output_tokens: Some(16),
+        idle_timeout: Duration::from_millis(500),
+        ..Default::default()
+    };
+    let r = load(&s).await;
+    sim.shutdown().await;
+    assert_accounted(&r);
+    assert_eq!(r.total.requests.sent, 300);
+    for kind in [
+        ErrorKind::Http(500),
+        ErrorKind::Http(429),
+        ErrorKind::StreamCut,
+        ErrorKind::Stall,
+        ErrorKind::MalformedSse,
+    ] {
+        assert!(
+            r.total.errors.get(&kind).is_some_and(|n| *n > 0),
+            "{kind}: {:?}",
+            r.total.errors
+        );
+    }
+    assert!(r.total.requests.completed > 200, "{:?}", r.total.requests);
+    assert_eq!(r.model, "llmscope/tiny-bench");
+}
