@@ -75,7 +75,9 @@ pub struct CheckPlan {
 impl CheckArgs {
     fn plan(self) -> Result<CheckPlan> {
         if self.files.is_empty() && self.exprs.is_empty() {
-            bail!("nothing to check: give --expr PROMQL or files (.promql, dashboard .json, rules .yaml)");
+            bail!(
+                "nothing to check: give --expr PROMQL or files (.promql, dashboard .json, rules .yaml)"
+            );
         }
         let inventory = self.inventory.plan()?;
         if inventory.sources.is_empty() {
@@ -147,7 +149,8 @@ fn read_sources(plan: &CheckPlan) -> Result<(Vec<Query>, Vec<String>, Vec<Findin
         all.queries.push(input::text::expr(e));
     }
     for f in &plan.files {
-        let text = std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?;
+        let text =
+            std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?;
         let s = input::read(&f.display().to_string(), &text);
         all.queries.extend(s.queries);
         all.recorded.extend(s.recorded);

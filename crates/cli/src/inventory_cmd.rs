@@ -44,7 +44,11 @@ pub struct InventoryArgs {
     pub snapshots: Vec<PathBuf>,
     /// The catalog's name set of an engine or exporter version: vllm@0.26, vllm-v0@0.8,
     /// sglang, tgi, dcgm-exporter@4.5, kueue@0.19, kube-state-metrics@2.20.
-    #[arg(long = "engine", value_name = "NAME@VERSION", help_heading = "Inventories")]
+    #[arg(
+        long = "engine",
+        value_name = "NAME@VERSION",
+        help_heading = "Inventories"
+    )]
     pub engines: Vec<String>,
     /// How far back --prometheus looks for a metric (pint's lookback).
     #[arg(long, value_parser = duration, default_value = "1h", help_heading = "Inventories")]
@@ -77,7 +81,12 @@ impl InventoryArgs {
         for u in &self.prometheus {
             sources.push(InventorySource::Prometheus(http_url(u, "--prometheus")?));
         }
-        sources.extend(self.snapshots.iter().cloned().map(InventorySource::Snapshot));
+        sources.extend(
+            self.snapshots
+                .iter()
+                .cloned()
+                .map(InventorySource::Snapshot),
+        );
         for e in &self.engines {
             let spec: EngineSpec = e.parse().with_context(|| format!("--engine {e}"))?;
             sources.push(InventorySource::Engine(spec));
@@ -91,7 +100,10 @@ impl InventoryArgs {
 
 fn http_url(text: &str, flag: &str) -> Result<Uri> {
     llmscope_collect::url::parse_http_url(text).map_err(|why| {
-        anyhow::anyhow!("invalid {flag} `{}`: {why}", llmscope_collect::url::redact(text))
+        anyhow::anyhow!(
+            "invalid {flag} `{}`: {why}",
+            llmscope_collect::url::redact(text)
+        )
     })
 }
 
@@ -99,10 +111,12 @@ fn http_url(text: &str, flag: &str) -> Result<Uri> {
 /// inventories fetch labels and values for those only).
 pub fn load(plan: &InventoryPlan, names: &BTreeSet<String>) -> Result<Inventories> {
     let mut inv = Inventories::new();
-    let needs_net = plan
-        .sources
-        .iter()
-        .any(|s| matches!(s, InventorySource::MetricsUrl(_) | InventorySource::Prometheus(_)));
+    let needs_net = plan.sources.iter().any(|s| {
+        matches!(
+            s,
+            InventorySource::MetricsUrl(_) | InventorySource::Prometheus(_)
+        )
+    });
     let net = if needs_net { Some(Net::new()?) } else { None };
     for source in &plan.sources {
         match (source, &net) {
@@ -200,7 +214,11 @@ async fn prometheus(
     let end = now();
     let start = end - lookback.as_secs_f64();
     let ctx = || format!("querying {uri}");
-    let all = client.label_values("__name__", &[], Some((start, end))).await.with_context(ctx)?.data;
+    let all = client
+        .label_values("__name__", &[], Some((start, end)))
+        .await
+        .with_context(ctx)?
+        .data;
     let recent: BTreeSet<String> = client
         .label_values("__name__", &[], Some((end - 300.0, end)))
         .await
@@ -208,22 +226,39 @@ async fn prometheus(
         .data
         .into_iter()
         .collect();
-    let meta = client.metadata(None).await.map(|r| r.data).unwrap_or_default();
+    let meta = client
+        .metadata(None)
+        .await
+        .map(|r| r.data)
+        .unwrap_or_default();
     let mut metrics: BTreeMap<String, PromMetric> = BTreeMap::new();
     for name in &all {
         let kind = meta_kind(&meta, name);
-        metrics.insert(name.clone(), PromMetric { kind, ..PromMetric::default() });
+        metrics.insert(
+            name.clone(),
+            PromMetric {
+                kind,
+                ..PromMetric::default()
+            },
+        );
     }
     for name in names {
         let Some(m) = metrics.get_mut(name) else {
             continue;
         };
         let selector = format!("{{__name__={name:?}}}");
-        let series = client.series(&[selector.as_str()], start, end).await.with_context(ctx)?.data;
+        let series = client
+            .series(&[selector.as_str()], start, end)
+            .await
+            .with_context(ctx)?
+            .data;
         m.series = series.len();
         for key in &series {
             for (l, v) in key.labels.iter() {
-                m.labels.entry(l.to_owned()).or_default().insert(v.to_owned());
+                m.labels
+                    .entry(l.to_owned())
+                    .or_default()
+                    .insert(v.to_owned());
             }
         }
         if !recent.contains(name) {
@@ -231,10 +266,18 @@ async fn prometheus(
         }
     }
     let interval = scrape_interval(&client).await;
-    Ok(PromInventory::new(&uri.to_string(), &humantime(lookback), metrics, interval))
+    Ok(PromInventory::new(
+        &uri.to_string(),
+        &humantime(lookback),
+        metrics,
+        interval,
+    ))
 }
 
-fn meta_kind(meta: &BTreeMap<String, Vec<llmscope_collect::prom::api::MetricMetadata>>, name: &str) -> Option<Kind> {
+fn meta_kind(
+    meta: &BTreeMap<String, Vec<llmscope_collect::prom::api::MetricMetadata>>,
+    name: &str,
+) -> Option<Kind> {
     let base = ["_bucket", "_sum", "_count"]
         .iter()
         .find_map(|s| name.strip_suffix(s))
@@ -250,7 +293,10 @@ fn meta_kind(meta: &BTreeMap<String, Vec<llmscope_collect::prom::api::MetricMeta
 }
 
 async fn last_seen_ago(client: &PromClient, selector: &str, lookback: Duration, end: f64) -> f64 {
-    let q = format!("max(timestamp(last_over_time({selector}[{}s])))", lookback.as_secs().max(1));
+    let q = format!(
+        "max(timestamp(last_over_time({selector}[{}s])))",
+        lookback.as_secs().max(1)
+    );
     match client.query(&q, Some(end)).await.map(|r| r.data) {
         Ok(llmscope_collect::prom::api::QueryData::Vector(v)) => {
             v.first().map_or(lookback.as_secs_f64(), |(_, p)| end - p.v)
@@ -261,7 +307,12 @@ async fn last_seen_ago(client: &PromClient, selector: &str, lookback: Duration, 
 
 /// The shortest scrape interval: 600 s over the most `up` samples any target has in 10 min.
 async fn scrape_interval(client: &PromClient) -> Option<f64> {
-    match client.query("max(count_over_time(up[10m]))", None).await.ok()?.data {
+    match client
+        .query("max(count_over_time(up[10m]))", None)
+        .await
+        .ok()?
+        .data
+    {
         llmscope_collect::prom::api::QueryData::Vector(v) => {
             let n = v.first()?.1.v;
             (n >= 2.0).then(|| 600.0 / n)
@@ -344,14 +395,25 @@ fn from_snapshot(snap: Snapshot) -> Shown {
 fn from_catalog(spec: EngineSpec) -> Shown {
     let families: Vec<_> = spec
         .families()
-        .map(|(f, status)| llmscope_check::inventory::snapshot::FamilySummary {
-            name: f.name.to_owned(),
-            ty: f.kind.name(),
-            help: Some(format!("{} ({status:?}{})", f.unit.name(), f.condition.map(|c| format!("; only with {c}")).unwrap_or_default())),
-            series: 0,
-        })
+        .map(
+            |(f, status)| llmscope_check::inventory::snapshot::FamilySummary {
+                name: f.name.to_owned(),
+                ty: f.kind.name(),
+                help: Some(format!(
+                    "{} ({status:?}{})",
+                    f.unit.name(),
+                    f.condition
+                        .map(|c| format!("; only with {c}"))
+                        .unwrap_or_default()
+                )),
+                series: 0,
+            },
+        )
         .collect();
-    let names: Vec<String> = spec.families().map(|(f, _)| f.name.to_owned()).collect();
+    let names: Vec<String> = spec
+        .families()
+        .flat_map(|(f, _)| f.sample_names())
+        .collect();
     Shown {
         source: format!("{spec} (catalog)"),
         detections: detect::detect(names.iter().map(String::as_str)),
@@ -401,12 +463,21 @@ fn write_human(w: &mut impl Write, s: &Shown) -> Result<()> {
             d.variant,
             d.range(),
             d.matched,
-            if d.unknown.is_empty() { String::new() } else { format!(", {} unknown", d.unknown.len()) }
+            if d.unknown.is_empty() {
+                String::new()
+            } else {
+                format!(", {} unknown", d.unknown.len())
+            }
         )?;
         for diff in detect::against_newest(d, s.names.iter().map(String::as_str)) {
-            let to = diff.successor.map(|x| format!(" → {x}")).unwrap_or_default();
+            let to = diff
+                .successor
+                .map(|x| format!(" → {x}"))
+                .unwrap_or_default();
             let what = match diff.newest {
-                llmscope_core::catalog::Status::Present => "missing here, present in the newest".to_owned(),
+                llmscope_core::catalog::Status::Present => {
+                    "missing here, present in the newest".to_owned()
+                }
                 st => format!("{st:?} in {} {}", d.exporter, d.exporter.newest()).to_lowercase(),
             };
             writeln!(w, "  {}: {what}{to} ({})", diff.name, diff.lifetime)?;
@@ -414,7 +485,14 @@ fn write_human(w: &mut impl Write, s: &Shown) -> Result<()> {
     }
     writeln!(w)?;
     for f in &s.families {
-        writeln!(w, "{:<10} {:>5}  {}  {}", f.ty, f.series, f.name, f.help.as_deref().unwrap_or(""))?;
+        writeln!(
+            w,
+            "{:<10} {:>5}  {}  {}",
+            f.ty,
+            f.series,
+            f.name,
+            f.help.as_deref().unwrap_or("")
+        )?;
     }
     Ok(())
 }

@@ -1,0 +1,272 @@
+//! `llmscope check` and `llmscope inventory` as a user runs them (child processes): the JSON
+//! contract, every input kind, and exit codes 0 / 1 / 2 with `--fail-on`.
+
+use llmscope_sim::serve::{SimConfig, start};
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn llmscope(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_llmscope"))
+        .args(args)
+        .output()
+        .expect("run llmscope")
+}
+
+fn json(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+fn fixture(name: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../check/tests/fixtures")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+/// The simulator's vLLM 0.26 page, saved the way a user would (`curl … > vllm.prom`).
+fn snapshot() -> PathBuf {
+    let preset = llmscope_sim::preset::preset("l4-qwen2.5-3b").unwrap();
+    let engine = llmscope_sim::engine::Engine::new(&preset, 1).unwrap();
+    let page =
+        llmscope_sim::metrics::render(&engine, llmscope_sim::metrics::Dialect::LATEST, 1.7e9);
+    let path = std::env::temp_dir().join(format!("llmscope-check-{}.prom", std::process::id()));
+    std::fs::write(&path, page).unwrap();
+    path
+}
+
+#[test]
+fn renamed_metric_against_a_snapshot_is_an_error_naming_the_new_name() {
+    let snap = snapshot();
+    let out = llmscope(&[
+        "check",
+        "--snapshot",
+        snap.to_str().unwrap(),
+        "--format",
+        "json",
+        "--expr",
+        "max by (pod) (vllm:gpu_cache_usage_perc)",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json(&out);
+    let f = &v["findings"][0];
+    assert!(
+        matches!(
+            f["rule"].as_str(),
+            Some("renamed-metric" | "unknown-metric")
+        ),
+        "{v}"
+    );
+    assert!(
+        f["suggestion"]
+            .as_str()
+            .unwrap()
+            .contains("vllm:kv_cache_usage_perc"),
+        "{v}"
+    );
+    for key in [
+        "rule",
+        "severity",
+        "metric",
+        "message",
+        "suggestion",
+        "location",
+    ] {
+        assert!(f.get(key).is_some(), "missing {key}: {f}");
+    }
+    let ok = llmscope(&[
+        "check",
+        "--snapshot",
+        snap.to_str().unwrap(),
+        "--expr",
+        "max by (pod) (vllm:kv_cache_usage_perc)",
+    ]);
+    assert_eq!(
+        ok.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&ok.stdout)
+    );
+    std::fs::remove_file(snap).ok();
+}
+
+#[test]
+fn engine_inventory_checks_promql_dashboards_and_rules() {
+    for (file, rule) in [
+        ("queries.promql", "bad-histogram-quantile"),
+        ("vllm-grafana-v0.11.0.json", "renamed-metric"),
+        ("rules.yaml", "unit-mismatch"),
+    ] {
+        let out = llmscope(&[
+            "check",
+            "--engine",
+            "vllm@0.26",
+            "--engine",
+            "dcgm-exporter@4.5",
+            "--engine",
+            "kube-state-metrics@2.20",
+            "--engine",
+            "kueue@0.19",
+            "--format",
+            "json",
+            &fixture(file),
+        ]);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{file}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v = json(&out);
+        let rules: Vec<&str> = v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["rule"].as_str().unwrap())
+            .collect();
+        assert!(rules.contains(&rule), "{file}: {rules:?}");
+        assert!(
+            v["findings"][0]["location"]["line"].is_u64(),
+            "{file}: lines are reported"
+        );
+    }
+}
+
+#[test]
+fn exit_codes_follow_fail_on() {
+    let warn_only = [
+        "check",
+        "--engine",
+        "vllm@0.26",
+        "--expr",
+        "vllm:generation_tokens_total",
+    ];
+    assert_eq!(
+        llmscope(&warn_only).status.code(),
+        Some(0),
+        "a warning does not fail by default"
+    );
+    let mut strict = warn_only.to_vec();
+    strict.extend(["--fail-on", "warning"]);
+    assert_eq!(llmscope(&strict).status.code(), Some(1));
+    let never = [
+        "check",
+        "--engine",
+        "vllm@0.26",
+        "--fail-on",
+        "never",
+        "--expr",
+        "nope_metric",
+    ];
+    assert_eq!(llmscope(&never).status.code(), Some(0));
+    let sarif = llmscope(&[
+        "check",
+        "--engine",
+        "vllm@0.26",
+        "--format",
+        "sarif",
+        "--expr",
+        "nope_metric",
+    ]);
+    assert_eq!(sarif.status.code(), Some(1));
+    assert_eq!(
+        json(&sarif)["runs"][0]["results"][0]["ruleId"],
+        "unknown-metric"
+    );
+    for usage in [
+        &["check", "--expr", "up"][..],
+        &["check", "--engine", "vllm@0.26"][..],
+        &["check", "--engine", "nginx@1", "--expr", "up"][..],
+        &[
+            "check",
+            "--engine",
+            "vllm@0.26",
+            "--fail-on",
+            "fatal",
+            "--expr",
+            "up",
+        ][..],
+        &["check", "--engine", "vllm@0.26", "/no/such/file.promql"][..],
+    ] {
+        let out = llmscope(usage);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{usage:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inventory_of_a_live_page_and_check_against_metrics_url() {
+    let sim = start(SimConfig::new(
+        llmscope_sim::preset::preset("l4-qwen2.5-3b").unwrap(),
+    ))
+    .await
+    .expect("simulator");
+    let url = sim.vllm_url();
+    let metrics = format!("{}/metrics", url.trim_end_matches('/'));
+    let dcgm = sim.dcgm_url();
+    let (inv, chk) = tokio::task::spawn_blocking(move || {
+        let inv = llmscope(&["inventory", "--format", "json", &metrics]);
+        let chk = llmscope(&[
+            "check",
+            "--metrics-url",
+            &metrics,
+            "--metrics-url",
+            &dcgm,
+            "--format",
+            "json",
+            "--expr",
+            "max(vllm:kv_cache_usage_perc) * 100 > DCGM_FI_DEV_GPU_UTIL",
+            "--expr",
+            "avg by (pod) (DCGM_FI_DEV_GPU_UTIL)",
+        ]);
+        (inv, chk)
+    })
+    .await
+    .unwrap();
+    sim.shutdown().await;
+    assert_eq!(
+        inv.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&inv.stderr)
+    );
+    let v = json(&inv);
+    assert_eq!(v["engine"], "vllm", "{v}");
+    assert!(
+        v["families"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["name"] == "vllm:kv_cache_usage_perc")
+    );
+    assert_eq!(
+        chk.status.code(),
+        Some(0),
+        "warnings only: {}",
+        String::from_utf8_lossy(&chk.stdout)
+    );
+    let c = json(&chk);
+    let rules: Vec<&str> = c["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["rule"].as_str().unwrap())
+        .collect();
+    assert_eq!(rules, vec!["exporter-attribution"], "{c}");
+}
