@@ -10,6 +10,7 @@ mod check_cmd;
 mod inventory_cmd;
 mod load_cmd;
 mod observe_cmd;
+mod prom_flags;
 mod report_cmd;
 mod run_cmd;
 mod runs_cmd;
@@ -28,7 +29,7 @@ enum Command {
     /// The whole method: baseline, load, observe, diagnose, report (simulated stack by default).
     Run(run_cmd::RunArgs),
     /// Diagnose a stored run again (its series, through the current diagnosis).
-    Diagnose(report_cmd::ReportArgs),
+    Diagnose(report_cmd::DiagnoseArgs),
     /// Render a stored run: terminal, JSON, Markdown, HTML.
     Report(report_cmd::ReportArgs),
     /// Compare two stored runs side by side, with deltas.
@@ -51,7 +52,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(args) => run_cmd::run(args),
-        Command::Diagnose(args) | Command::Report(args) => report_cmd::report(args),
+        Command::Diagnose(args) => report_cmd::diagnose(args),
+        Command::Report(args) => report_cmd::report(args),
         Command::Compare(args) => report_cmd::compare(args),
         Command::Check(args) => check_cmd::run(args),
         Command::Inventory(args) => inventory_cmd::run(args),

@@ -2,7 +2,8 @@
 //! re-diagnosed from their series (the diagnosis is pure, so this is exactly what `run` said,
 //! or what a newer llmscope says about the same data) and rendered.
 
-use crate::analysis::{self, Analysed, FailOn, ReportFormat};
+use crate::analysis::{self, Analysed, FailOn, ReportFormat, RunFacts};
+use crate::prom_flags::PromFlags;
 use anyhow::{Context, Result};
 use llmscope_store::{RunId, Store};
 use std::io::Write;
@@ -61,6 +62,166 @@ pub fn report(args: ReportArgs) -> Result<ExitCode> {
         args.html.as_deref(),
     )?;
     Ok(analysis::exit_code(&a.diagnosis, args.fail_on))
+}
+
+/// Diagnose a stored run again, or any past window read from Prometheus.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  llmscope diagnose 3
+  llmscope diagnose --prometheus http://prometheus:9090 --from -30m --to now --max-num-seqs 16
+  llmscope diagnose --prometheus https://mimir/prometheus --header 'X-Scope-OrgID: llm' --from 2026-11-29T10:00:00Z --to 2026-11-29T10:30:00Z
+
+From Prometheus, the engine's and dcgm-exporter's series named in the catalog are read with
+query_range at --step and stored as a run (kind `diagnose`), so `llmscope report` works on it.")]
+pub struct DiagnoseArgs {
+    /// A stored run to diagnose again (see `llmscope runs`); or use --prometheus.
+    #[arg(required_unless_present = "prometheus")]
+    pub run: Option<RunId>,
+    #[command(flatten)]
+    pub prom: PromFlags,
+    /// Start of the window (RFC3339, Unix seconds, or relative like -30m).
+    #[arg(long, allow_hyphen_values = true, help_heading = "Prometheus")]
+    pub from: Option<String>,
+    /// End of the window.
+    #[arg(
+        long,
+        allow_hyphen_values = true,
+        default_value = "now",
+        help_heading = "Prometheus"
+    )]
+    pub to: String,
+    /// Query step (use the scrape interval).
+    #[arg(long, default_value = "15s", value_parser = duration_arg, help_heading = "Prometheus")]
+    pub step: std::time::Duration,
+    /// The server's --max-num-seqs, so the batch-limit check can compare the plateau with it.
+    #[arg(long)]
+    pub max_num_seqs: Option<u32>,
+    /// The server's --max-num-batched-tokens.
+    #[arg(long)]
+    pub max_num_batched_tokens: Option<u32>,
+    /// Closed-loop concurrency of the load in the window, if known.
+    #[arg(long)]
+    pub concurrency: Option<u32>,
+    #[arg(long, default_value = "llmscope.db")]
+    pub db: PathBuf,
+    #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+    pub format: ReportFormat,
+    #[arg(long)]
+    pub html: Option<PathBuf>,
+    #[arg(long, value_enum, default_value_t = FailOn::Never)]
+    pub fail_on: FailOn,
+}
+
+fn duration_arg(s: &str) -> Result<std::time::Duration, String> {
+    llmscope_core::duration::parse_duration(s).map_err(|e| e.to_string())
+}
+
+pub fn diagnose(args: DiagnoseArgs) -> Result<ExitCode> {
+    let Some(client) = args.prom.client()? else {
+        let run = args.run.context("give a RUN id or --prometheus")?;
+        return report(ReportArgs {
+            run,
+            db: args.db,
+            format: args.format,
+            html: args.html,
+            fail_on: args.fail_on,
+        });
+    };
+    let now = llmscope_collect::time::unix_now();
+    let from = args
+        .from
+        .as_deref()
+        .context("--prometheus needs --from (e.g. --from -30m)")?;
+    let from = llmscope_collect::time::parse_time(from, now)?;
+    let to = llmscope_collect::time::parse_time(&args.to, now)?;
+    if to <= from {
+        anyhow::bail!("--to must be after --from");
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let (series, warnings) =
+        rt.block_on(read_window(&client, from, to, args.step.as_secs_f64()))?;
+    for w in &warnings {
+        eprintln!("warning: Prometheus: {w}");
+    }
+    if series.is_empty() {
+        anyhow::bail!(
+            "Prometheus at {} has no engine or GPU series in that window (looked for the catalog's vLLM, SGLang, TGI and dcgm-exporter names); check the window and that the targets are scraped",
+            llmscope_collect::url::redact(args.prom.prometheus.as_deref().unwrap_or(""))
+        );
+    }
+    let mut store = Store::open(&args.db)
+        .with_context(|| format!("opening the run store {}", args.db.display()))?;
+    let run = store.create_run(&llmscope_store::NewRun {
+        kind: "diagnose".to_owned(),
+        started_at: now,
+        window: Some((from, to)),
+        tool_version: env!("CARGO_PKG_VERSION").to_owned(),
+        config: serde_json::json!({"prometheus": llmscope_collect::url::redact(args.prom.prometheus.as_deref().unwrap_or("")), "step_s": args.step.as_secs_f64()}),
+    })?;
+    let url = llmscope_collect::url::redact(args.prom.prometheus.as_deref().unwrap_or(""));
+    store.add_source(
+        run,
+        &llmscope_store::SourceSpec {
+            name: "prometheus".to_owned(),
+            kind: "prometheus".to_owned(),
+            url: url.clone(),
+        },
+    )?;
+    let mut batch = llmscope_core::series::Batch::new("prometheus");
+    for s in series.iter().cloned() {
+        batch.push_series(s);
+    }
+    store.write(run, &[batch])?;
+    let facts = RunFacts {
+        max_num_seqs: args.max_num_seqs,
+        max_num_batched_tokens: args.max_num_batched_tokens,
+        concurrency: args.concurrency,
+        scrape_interval_s: Some(args.step.as_secs_f64()),
+        context: vec![format!(
+            "Prometheus {url}, window {} … {}",
+            llmscope_collect::time::format_rfc3339(from),
+            llmscope_collect::time::format_rfc3339(to)
+        )],
+        ..RunFacts::default()
+    };
+    let a = analysis::analyse_series(run, &series, facts);
+    analysis::store_findings(&mut store, &a)?;
+    store.finish_run(
+        run,
+        llmscope_store::RunStatus::Completed,
+        llmscope_collect::time::unix_now(),
+        Some((from, to)),
+    )?;
+    analysis::render(
+        &a,
+        &format!("llmscope diagnose (run {run})"),
+        args.format,
+        args.html.as_deref(),
+    )?;
+    Ok(analysis::exit_code(&a.diagnosis, args.fail_on))
+}
+
+/// Every series of the catalog's diagnosis metrics in the window.
+async fn read_window(
+    client: &llmscope_collect::prom::PromClient,
+    from: f64,
+    to: f64,
+    step: f64,
+) -> Result<(Vec<llmscope_core::series::Series>, Vec<String>)> {
+    let mut names: Vec<&str> = llmscope_core::catalog::METRICS
+        .iter()
+        .map(|m| m.name)
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    let selector = format!("{{__name__=~\"{}\"}}", names.join("|"));
+    let r = client
+        .query_range(&selector, from, to, step)
+        .await
+        .context("reading the window from Prometheus")?;
+    Ok((r.data, r.warnings))
 }
 
 /// Compare two stored runs (before/after a change).

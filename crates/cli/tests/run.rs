@@ -94,3 +94,157 @@ fn reports_of_missing_runs_and_stores_fail_clearly() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no run store"));
 }
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn on_path(bin: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(bin).is_file()))
+}
+
+/// Kills the child when the test ends, however it ends.
+struct Reaper(std::process::Child);
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        self.0.kill().ok();
+        self.0.wait().ok();
+    }
+}
+
+/// `diagnose --prometheus` on a window a real Prometheus recorded while the simulator was loaded.
+#[test]
+fn diagnose_reads_a_past_window_from_a_real_prometheus() {
+    if !on_path("prometheus") {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "prometheus is required in CI (apt-get install -y prometheus)"
+        );
+        eprintln!("skipped: no prometheus on PATH (apt-get install -y prometheus)");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("llmscope-diag-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (vllm, dcgm, prom) = (free_port(), free_port(), free_port());
+    let bin = env!("CARGO_BIN_EXE_llmscope");
+    let ports = [("--port", vllm), ("--dcgm-port", dcgm)];
+    let sim = Command::new(bin)
+        .args(["sim", "--dcgm-interval", "2s"])
+        .args(
+            ports
+                .iter()
+                .flat_map(|(f, p)| [f.to_string(), p.to_string()]),
+        )
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let _sim = Reaper(sim);
+    let config = format!(
+        "global: {{scrape_interval: 1s}}\nscrape_configs:\n  - job_name: vllm\n    static_configs: [{{targets: ['127.0.0.1:{vllm}']}}]\n  - job_name: dcgm\n    static_configs: [{{targets: ['127.0.0.1:{dcgm}']}}]\n"
+    );
+    std::fs::write(dir.join("prometheus.yml"), config).unwrap();
+    let prometheus = Command::new("prometheus")
+        .arg(format!(
+            "--config.file={}",
+            dir.join("prometheus.yml").display()
+        ))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.join("tsdb").display()
+        ))
+        .arg(format!("--web.listen-address=127.0.0.1:{prom}"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let _prometheus = Reaper(prometheus);
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    let target = format!("http://127.0.0.1:{vllm}");
+    let load = llmscope(&[
+        "load",
+        "--target",
+        &target,
+        "--concurrency",
+        "32",
+        "--duration",
+        "14s",
+        "--format",
+        "json",
+    ]);
+    assert!(
+        load.status.success(),
+        "{}",
+        String::from_utf8_lossy(&load.stderr)
+    );
+    std::thread::sleep(std::time::Duration::from_secs(6));
+    let db = dir.join("d.db");
+    let url = format!("http://127.0.0.1:{prom}");
+    let out = llmscope(&[
+        "diagnose",
+        "--prometheus",
+        &url,
+        "--from",
+        "-40s",
+        "--to",
+        "now",
+        "--step",
+        "1s",
+        "--max-num-seqs",
+        "16",
+        "--concurrency",
+        "32",
+        "--db",
+        db.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json(&out);
+    assert_eq!(v["verdict"]["bottleneck"], "batch_limit", "{v:#}");
+    assert!(
+        v["window_stats"]["gpu_util"]["max"]
+            .as_f64()
+            .is_some_and(|u| u > 0.0),
+        "dcgm series read back: {v:#}"
+    );
+    // Stored as a run: `report` renders it again.
+    let run = v["run_id"].as_str().unwrap().to_owned();
+    let again = llmscope(&[
+        "report",
+        &run,
+        "--db",
+        db.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(json(&again)["verdict"]["bottleneck"], "batch_limit");
+    let empty = llmscope(&[
+        "diagnose",
+        "--prometheus",
+        &url,
+        "--from",
+        "2001-01-01T00:00:00Z",
+        "--to",
+        "2001-01-01T00:10:00Z",
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    assert_eq!(empty.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&empty.stderr).contains("no engine or GPU series"),
+        "{}",
+        String::from_utf8_lossy(&empty.stderr)
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -1,0 +1,90 @@
+//! Flags that reach a Prometheus-compatible server, resolved into a `PromClient`.
+
+use anyhow::{Context, Result, bail};
+use llmscope_collect::HttpClient;
+use llmscope_collect::prom::client::{Auth, PromClient, PromConfig, Secret};
+use std::path::PathBuf;
+use std::time::Duration;
+
+fn duration_arg(s: &str) -> Result<Duration, String> {
+    llmscope_core::duration::parse_duration(s).map_err(|e| e.to_string())
+}
+
+/// How to reach a Prometheus-compatible API (Prometheus, Thanos, Mimir, VictoriaMetrics).
+#[derive(Debug, Clone, clap::Args)]
+pub struct PromFlags {
+    /// Prometheus-compatible server URL, with any path prefix (Mimir: …/prometheus).
+    #[arg(long, value_name = "URL", help_heading = "Prometheus")]
+    pub prometheus: Option<String>,
+    /// Bearer token; never stored or printed.
+    #[arg(
+        long,
+        env = "LLMSCOPE_PROMETHEUS_TOKEN",
+        hide_env_values = true,
+        help_heading = "Prometheus"
+    )]
+    pub bearer_token: Option<String>,
+    /// Basic-auth user (password from $LLMSCOPE_PROMETHEUS_PASSWORD).
+    #[arg(long, value_name = "USER", help_heading = "Prometheus")]
+    pub basic_user: Option<String>,
+    #[arg(
+        long,
+        env = "LLMSCOPE_PROMETHEUS_PASSWORD",
+        hide = true,
+        hide_env_values = true
+    )]
+    pub basic_password: Option<String>,
+    /// Extra request header, `Name: value` (repeatable), e.g. 'X-Scope-OrgID: t1'.
+    #[arg(
+        long = "header",
+        value_name = "NAME: VALUE",
+        help_heading = "Prometheus"
+    )]
+    pub headers: Vec<String>,
+    /// PEM file of extra CA certificates for https.
+    #[arg(long, value_name = "FILE", help_heading = "Prometheus")]
+    pub ca_file: Option<PathBuf>,
+    /// Limit for one API request.
+    #[arg(long, value_parser = duration_arg, default_value = "30s", help_heading = "Prometheus")]
+    pub query_timeout: Duration,
+}
+
+impl PromFlags {
+    /// The client, or `None` without `--prometheus`.
+    pub fn client(&self) -> Result<Option<PromClient>> {
+        let Some(url) = &self.prometheus else {
+            return Ok(None);
+        };
+        let redacted = llmscope_collect::url::redact(url);
+        let base = llmscope_collect::url::parse_http_url(url)
+            .map_err(|why| anyhow::anyhow!("invalid --prometheus `{redacted}`: {why}"))?;
+        let mut cfg = PromConfig::new(base);
+        cfg.timeout = self.query_timeout;
+        cfg.auth = self.auth()?;
+        for line in &self.headers {
+            let (name, value) = line
+                .split_once(':')
+                .with_context(|| format!("invalid --header `{line}`: write `Name: value`"))?;
+            let name = hyper::header::HeaderName::from_bytes(name.trim().as_bytes())
+                .with_context(|| format!("invalid --header name `{}`", name.trim()))?;
+            let mut value = hyper::header::HeaderValue::from_str(value.trim())
+                .with_context(|| format!("invalid --header value for `{name}`"))?;
+            value.set_sensitive(true);
+            cfg.headers.push((name, value));
+        }
+        let http = HttpClient::new(self.ca_file.as_deref()).context("setting up TLS")?;
+        Ok(Some(PromClient::new(cfg, http)))
+    }
+
+    fn auth(&self) -> Result<Option<Auth>> {
+        match (&self.bearer_token, &self.basic_user) {
+            (Some(_), Some(_)) => bail!("give either --bearer-token or --basic-user, not both"),
+            (Some(t), None) => Ok(Some(Auth::Bearer(Secret::new(t.trim())))),
+            (None, Some(user)) => Ok(Some(Auth::Basic {
+                user: user.clone(),
+                password: Secret::new(self.basic_password.clone().unwrap_or_default()),
+            })),
+            (None, None) => Ok(None),
+        }
+    }
+}
