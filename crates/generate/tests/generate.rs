@@ -1,0 +1,282 @@
+//! Integration tests of `llmscope-generate`: golden files (full-text diffs; `UPDATE_GOLDEN=1`
+//! rewrites them), parse-back, and the real oracles — `promtool check rules`, `promtool test
+//! rules` (unit tests in `tests/promtool/`), `llmscope check` against the simulator's inventory
+//! for every metrics dialect, and a real Prometheus scraping the loaded simulator.
+//!
+//! Tests needing `promtool` or `prometheus` fail under `CI=true` when the binary is missing and
+//! skip with a message otherwise.
+#![allow(clippy::print_stderr)]
+
+use llmscope_generate::promrules::{CrdOptions, PrometheusRule, RuleFile};
+use llmscope_generate::rules::RulesOptions;
+use llmscope_generate::{Signals, Stack, output, rules};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The simulator's metrics dialects, as catalog specs.
+const DIALECTS: [&str; 4] = ["0.26", "0.11", "0.10", "0.8"];
+
+fn dir(sub: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join(sub)
+}
+
+fn stack(version: &str) -> Stack {
+    Stack::new(format!("vllm@{version}").parse().unwrap())
+        .unwrap()
+        .with_gpu("dcgm-exporter@4.5".parse().unwrap())
+        .unwrap()
+}
+
+fn rule_file(version: &str) -> RuleFile {
+    let st = stack(version);
+    let s = Signals::resolve(&st).unwrap();
+    rules::build(&st, &s, &RulesOptions::default())
+}
+
+fn crd(version: &str) -> PrometheusRule {
+    let opts = CrdOptions {
+        name: "llmscope-vllm".into(),
+        namespace: Some("monitoring".into()),
+        release: Some("kube-prometheus-stack".into()),
+    };
+    PrometheusRule::wrap(rule_file(version), &opts)
+}
+
+// ------------------------------------------------------------------ golden files
+
+/// A line diff (longest common subsequence), `-` golden, `+` generated.
+fn diff(old: &str, new: &str) -> String {
+    let (a, b): (Vec<&str>, Vec<&str>) = (old.lines().collect(), new.lines().collect());
+    let mut lcs = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for i in (0..a.len()).rev() {
+        for j in (0..b.len()).rev() {
+            lcs[i][j] = if a[i] == b[j] {
+                lcs[i + 1][j + 1] + 1
+            } else {
+                lcs[i + 1][j].max(lcs[i][j + 1])
+            };
+        }
+    }
+    let (mut i, mut j, mut out) = (0, 0, String::new());
+    while i < a.len() || j < b.len() {
+        if i < a.len() && j < b.len() && a[i] == b[j] {
+            (i, j) = (i + 1, j + 1);
+        } else if i < a.len() && (j == b.len() || lcs[i + 1][j] >= lcs[i][j + 1]) {
+            out.push_str(&format!("-{:>5}: {}\n", i + 1, a[i]));
+            i += 1;
+        } else {
+            out.push_str(&format!("+{:>5}: {}\n", j + 1, b[j]));
+            j += 1;
+        }
+    }
+    out
+}
+
+/// Compares `actual` with the golden file `name`, or rewrites it with `UPDATE_GOLDEN=1`.
+fn golden(name: &str, actual: &str) {
+    golden_at(&dir("golden").join(name), actual);
+}
+
+fn golden_at(path: &Path, actual: &str) {
+    let name = path.display();
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(path).unwrap_or_default();
+    assert!(
+        expected == actual,
+        "{name} differs from the generated text (UPDATE_GOLDEN=1 to accept):\n{}",
+        diff(&expected, actual)
+    );
+}
+
+fn rules_name(version: &str) -> String {
+    format!("rules-vllm-{version}.yaml")
+}
+
+#[test]
+fn rule_files_match_their_goldens_and_parse_back() {
+    for v in DIALECTS {
+        let file = rule_file(v);
+        let text = output::yaml(&file).unwrap();
+        golden(&rules_name(v), &text);
+        let back: RuleFile = serde_saphyr::from_str(&text).unwrap();
+        assert_eq!(back, file, "{v}");
+    }
+    let manifest = crd("0.26");
+    let text = output::yaml(&manifest).unwrap();
+    golden("prometheusrule-vllm-0.26.yaml", &text);
+    let back: PrometheusRule = serde_saphyr::from_str(&text).unwrap();
+    assert_eq!(back, manifest);
+    assert_eq!(back.metadata.labels["release"], "kube-prometheus-stack");
+}
+
+#[test]
+fn the_diff_names_changed_lines() {
+    let d = diff("a\nb\nc\n", "a\nB\nc\nd\n");
+    assert_eq!(d, "-    2: b\n+    2: B\n+    4: d\n");
+}
+
+// ------------------------------------------------------------------ promtool
+
+/// A binary from `$<ENV>`, `PATH` or `/usr/bin`; `None` (with a message) when missing outside CI.
+fn binary(name: &str, env: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let found = std::env::var_os(env)
+        .map(PathBuf::from)
+        .into_iter()
+        .chain(std::env::split_paths(&path).map(|d| d.join(name)))
+        .chain([PathBuf::from("/usr/bin").join(name)])
+        .find(|p| p.is_file());
+    if found.is_none() {
+        let how = format!("this test needs `{name}`: apt-get install -y prometheus (or set {env})");
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "{how}");
+        eprintln!("skipped: {how}");
+    }
+    found
+}
+
+fn run(cmd: &mut Command) -> (bool, String) {
+    let out = cmd.output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+#[test]
+fn promtool_checks_every_generated_rule_file() {
+    let Some(promtool) = binary("promtool", "PROMTOOL_BIN") else {
+        return;
+    };
+    let tmp = tempdir();
+    for v in DIALECTS {
+        let path = tmp.join(rules_name(v));
+        std::fs::write(&path, output::yaml(&rule_file(v)).unwrap()).unwrap();
+        let (ok, text) = run(Command::new(&promtool).args(["check", "rules"]).arg(&path));
+        assert!(ok, "promtool check rules {v}:\n{text}");
+        assert!(text.contains("SUCCESS"), "{text}");
+    }
+    // The manifest's spec is a rule file too.
+    let spec = output::yaml(&crd("0.26").spec).unwrap();
+    let path = tmp.join("crd-spec.yaml");
+    std::fs::write(&path, spec).unwrap();
+    let (ok, text) = run(Command::new(&promtool).args(["check", "rules"]).arg(&path));
+    assert!(ok, "{text}");
+}
+
+#[test]
+fn promtool_unit_tests_cover_every_alert() {
+    let Some(promtool) = binary("promtool", "PROMTOOL_BIN") else {
+        return;
+    };
+    let tests = dir("promtool");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&tests)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty());
+    let mut covered = String::new();
+    for f in &files {
+        let (ok, text) = run(Command::new(&promtool)
+            .args(["test", "rules"])
+            .arg(f)
+            .current_dir(&tests));
+        assert!(ok, "promtool test rules {}:\n{text}", f.display());
+        covered.push_str(&std::fs::read_to_string(f).unwrap());
+    }
+    for g in &rule_file("0.26").groups {
+        for alert in g.rules.iter().filter_map(|r| r.alert.as_deref()) {
+            assert!(
+                covered.contains(&format!("alertname: {alert}")),
+                "no promtool test for {alert}"
+            );
+        }
+    }
+}
+
+/// The absence guards' unit tests, written from the rule model (one guard per dependency is
+/// mechanical; hand-writing ~20 expectations would only copy them): all quiet while every
+/// series exists, all firing when nothing is scraped, exactly one after a rename.
+fn absence_tests(file: &RuleFile) -> serde_json::Value {
+    use serde_json::json;
+    let guards: Vec<_> = file
+        .groups
+        .iter()
+        .flat_map(|g| &g.rules)
+        .filter(|r| r.alert.as_deref() == Some("LlmscopeSeriesAbsent"))
+        .collect();
+    let series = |skip: &str| -> Vec<serde_json::Value> {
+        let mut v: Vec<_> = guards
+            .iter()
+            .map(|r| r.labels["metric"].as_str())
+            .filter(|m| *m != skip)
+            .map(|m| {
+                let le = if m.ends_with("_bucket") {
+                    ", le=\"+Inf\""
+                } else {
+                    ""
+                };
+                json!({"series": format!("{m}{{pod=\"vllm-0\"{le}}}"), "values": "1x20"})
+            })
+            .collect();
+        v.push(json!({"series": "up{job=\"other\"}", "values": "1x20"}));
+        v
+    };
+    let expect = |only: Option<&str>| -> Vec<serde_json::Value> {
+        guards
+            .iter()
+            .filter(|r| only.is_none_or(|m| r.labels["metric"] == m))
+            .map(|r| json!({"exp_labels": r.labels, "exp_annotations": r.annotations}))
+            .collect()
+    };
+    let renamed = "vllm:kv_cache_usage_perc";
+    let case =
+        |name: &str, input: Vec<serde_json::Value>, at: &str, exp: Vec<serde_json::Value>| {
+            json!({"name": name, "interval": "1m", "input_series": input, "alert_rule_test": [
+                {"eval_time": at, "alertname": "LlmscopeSeriesAbsent", "exp_alerts": exp}
+            ]})
+        };
+    json!({
+        "rule_files": ["../golden/rules-vllm-0.26.yaml"],
+        "evaluation_interval": "1m",
+        "tests": [
+            case("every guard stays quiet while its series exist", series(""), "15m", vec![]),
+            case("no guard fires before 10m", series(renamed), "5m", vec![]),
+            case("every guard fires when nothing is scraped", series("all"), "15m", expect(None))
+                .as_object()
+                .map(|o| {
+                    let mut o = o.clone();
+                    o["input_series"] = json!([{"series": "up{job=\"other\"}", "values": "1x20"}]);
+                    serde_json::Value::Object(o)
+                })
+                .unwrap(),
+            case("a renamed series is noticed, and only it", series(renamed), "15m", expect(Some(renamed))),
+        ]
+    })
+}
+
+#[test]
+fn absence_unit_tests_are_current() {
+    let text = output::yaml(&absence_tests(&rule_file("0.26"))).unwrap();
+    let header = "# Generated by tests/generate.rs (absence_unit_tests_are_current); UPDATE_GOLDEN=1 rewrites it.\n";
+    golden_at(
+        &dir("promtool").join("absence-vllm-0.26.yaml"),
+        &format!("{header}{text}"),
+    );
+}
+
+fn tempdir() -> PathBuf {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let d = std::env::temp_dir().join(format!("llmscope-generate-{}-{n}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
