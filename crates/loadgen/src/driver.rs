@@ -303,7 +303,7 @@ async fn run_stage(
     observer: &mut dyn Observer,
     control: &RunControl,
 ) -> StageOutcome {
-    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (tx, rx) = mpsc::unbounded_channel();
     let (abort_tx, abort_rx) = watch::channel(false);
     let started = Instant::now();
     let gauge = Arc::new(Gauge::default());
@@ -322,87 +322,144 @@ async fn run_stage(
         abort: abort_rx,
         next_id,
     });
-    let warmup_end = ctx.warmup_end;
     let seed = plan.seed.wrapping_add(u64::from(index));
-    let mut dispatcher = tokio::spawn(dispatch(ctx, sp.clone(), seed, control.subscribe()));
-    let mut stats = StageStats::default();
-    let mut live = Live::default();
-    let mut batch = Vec::with_capacity(1024);
-    let mut tick = tokio::time::interval(Duration::from_millis(200));
-    let mut sending_ended: Option<Instant> = None;
-    let mut signals = control.subscribe();
-    let mut aborted = false;
-    let mut in_flight = InFlight {
-        from: clock.ns(warmup_end),
-        to: None,
-        busy_ns: 0,
+    let dispatcher = tokio::spawn(dispatch(ctx, sp.clone(), seed, control.subscribe()));
+    let mut agg = Aggregator {
+        plan,
+        index,
+        sp,
+        started,
+        gauge,
+        abort: abort_tx,
+        aborted: false,
+        sending_ended: None,
+        stats: StageStats::default(),
+        live: Live::default(),
+        in_flight: InFlight {
+            from: clock.ns(started + sp.warmup),
+            to: None,
+            busy_ns: 0,
+        },
     };
-    loop {
-        tokio::select! {
-            n = rx.recv_many(&mut batch, 4096) => {
-                if n == 0 {
-                    break;
+    agg.collect(rx, dispatcher, control.subscribe(), observer)
+        .await;
+    agg.finish()
+}
+
+/// The one consumer of a stage's records: statistics, progress, the end of the stage.
+struct Aggregator<'a> {
+    plan: &'a LoadPlan,
+    index: u32,
+    sp: &'a StagePlan,
+    started: Instant,
+    gauge: Arc<Gauge>,
+    abort: watch::Sender<bool>,
+    aborted: bool,
+    sending_ended: Option<Instant>,
+    stats: StageStats,
+    live: Live,
+    in_flight: InFlight,
+}
+
+impl Aggregator<'_> {
+    /// Folds records until every request of the stage has reported.
+    async fn collect(
+        &mut self,
+        mut rx: mpsc::UnboundedReceiver<RequestRecord>,
+        mut dispatcher: JoinHandle<Instant>,
+        mut signals: watch::Receiver<Signal>,
+        observer: &mut dyn Observer,
+    ) {
+        let mut batch = Vec::with_capacity(1024);
+        let mut tick = tokio::time::interval(Duration::from_millis(200));
+        loop {
+            tokio::select! {
+                n = rx.recv_many(&mut batch, 4096) => {
+                    if n == 0 {
+                        return;
+                    }
+                    self.add(&batch);
+                    observer.records(&batch);
+                    batch.clear();
                 }
-                for r in &batch {
-                    stats.add(r, &plan.slo);
-                    live.add(r);
-                    in_flight.add(r);
+                end = &mut dispatcher, if self.sending_ended.is_none() => {
+                    self.sending_stopped(end.unwrap_or_else(|_| Instant::now()));
                 }
-                observer.records(&batch);
-                batch.clear();
-            }
-            end = &mut dispatcher, if sending_ended.is_none() => {
-                let end = end.unwrap_or_else(|_| Instant::now());
-                sending_ended = Some(end);
-                in_flight.to = Some(clock.ns(end));
-            }
-            _ = signals.changed(), if !aborted => {
-                if *signals.borrow() == Signal::Abort {
-                    aborted = true;
-                    let _ = abort_tx.send(true);
+                _ = signals.changed(), if !self.aborted => {
+                    if *signals.borrow() == Signal::Abort {
+                        self.cancel_in_flight();
+                    }
                 }
-            }
-            now = tick.tick() => {
-                let now = now.into_std();
-                if sending_ended.is_some_and(|t| now.duration_since(t) >= plan.grace) && !aborted {
-                    aborted = true;
-                    let _ = abort_tx.send(true);
+                now = tick.tick() => {
+                    let now = now.into_std();
+                    if self.sending_ended.is_some_and(|t| now.duration_since(t) >= self.plan.grace) {
+                        self.cancel_in_flight();
+                    }
+                    observer.progress(&self.progress(now));
                 }
-                let p = Progress {
-                    stage: index,
-                    stages: plan.stages.len() as u32,
-                    label: sp.label(),
-                    elapsed: now.duration_since(started),
-                    planned: sp.duration,
-                    in_flight: gauge.in_flight.load(Ordering::Relaxed),
-                    completed: live.completed,
-                    failed: live.failed,
-                    output_tokens_per_s: live.rate(now),
-                    draining: sending_ended.is_some(),
-                };
-                observer.progress(&p);
             }
         }
     }
-    let ended = Instant::now();
-    let send_end = sending_ended.unwrap_or(ended);
-    let send_window = send_end.saturating_duration_since(warmup_end);
-    let meta = StageMeta {
-        stage: Some(index),
-        label: sp.label(),
-        mode: Some(sp.mode),
-        mode_name: sp.mode.name().into(),
-        peak_concurrency: gauge.peak.load(Ordering::Relaxed),
-        send_window_s: send_window.as_secs_f64(),
-        sending_concurrency: (!send_window.is_zero())
-            .then(|| in_flight.busy_ns as f64 / send_window.as_nanos() as f64),
-        duration_s: ended.duration_since(started).as_secs_f64(),
-    };
-    StageOutcome {
-        stats,
-        meta,
-        started,
-        ended,
+
+    fn add(&mut self, batch: &[RequestRecord]) {
+        for r in batch {
+            self.stats.add(r, &self.plan.slo);
+            self.live.add(r);
+            self.in_flight.add(r);
+        }
+    }
+
+    fn sending_stopped(&mut self, at: Instant) {
+        self.sending_ended = Some(at);
+        self.in_flight.to = Some(anchor().unix_ns(at));
+    }
+
+    fn cancel_in_flight(&mut self) {
+        if !self.aborted {
+            self.aborted = true;
+            let _ = self.abort.send(true);
+        }
+    }
+
+    fn progress(&mut self, now: Instant) -> Progress {
+        Progress {
+            stage: self.index,
+            stages: self.plan.stages.len() as u32,
+            label: self.sp.label(),
+            elapsed: now.duration_since(self.started),
+            planned: self.sp.duration,
+            in_flight: self.gauge.in_flight.load(Ordering::Relaxed),
+            completed: self.live.completed,
+            failed: self.live.failed,
+            output_tokens_per_s: self.live.rate(now),
+            draining: self.sending_ended.is_some(),
+        }
+    }
+
+    fn finish(self) -> StageOutcome {
+        let ended = Instant::now();
+        let warmup_end = self.started + self.sp.warmup;
+        let send_window = self
+            .sending_ended
+            .unwrap_or(ended)
+            .saturating_duration_since(warmup_end);
+        let meta = StageMeta {
+            stage: Some(self.index),
+            label: self.sp.label(),
+            mode: Some(self.sp.mode),
+            mode_name: self.sp.mode.name().into(),
+            peak_concurrency: self.gauge.peak.load(Ordering::Relaxed),
+            send_window_s: send_window.as_secs_f64(),
+            sending_concurrency: (!send_window.is_zero())
+                .then(|| self.in_flight.busy_ns as f64 / send_window.as_nanos() as f64),
+            duration_s: ended.duration_since(self.started).as_secs_f64(),
+        };
+        StageOutcome {
+            stats: self.stats,
+            meta,
+            started: self.started,
+            ended,
+        }
     }
 }
 
