@@ -234,6 +234,7 @@ impl FaultFlags {
   llmscope sim --preset l4-qwen2.5-3b --port 18000 --dcgm-port 19400 --dcgm-interval 5s --seed 1
   llmscope sim --port 0 --dcgm-port 0 --max-num-seqs 64 --metrics-dialect 0.10
   llmscope sim --fault-500 0.01 --fault-disconnect 0.02
+  llmscope sim --teams example          # + Kueue and kube-state-metrics pages for three teams
   llmscope sim --list-presets")]
 pub struct SimArgs {
     #[command(flatten)]
@@ -255,6 +256,12 @@ pub struct SimArgs {
     /// The `Hostname` label of dcgm series.
     #[arg(long, default_value = "llmscope-sim")]
     pub hostname: String,
+    /// Also serve Kueue and kube-state-metrics pages for these teams (YAML file, or `example`).
+    #[arg(long, value_name = "FILE|example")]
+    pub teams: Option<String>,
+    /// Port of the Kueue (/kueue/metrics) and kube-state-metrics (/ksm/metrics) pages (0 = free port).
+    #[arg(long, default_value_t = 0)]
+    pub cluster_port: u16,
     /// List the presets and exit.
     #[arg(long)]
     pub list_presets: bool,
@@ -273,6 +280,14 @@ impl SimArgs {
             dialect,
             faults: self.faults.resolve(),
             hostname: self.hostname.clone(),
+            cluster: match self.teams.as_deref() {
+                None => None,
+                Some("example") => Some(llmscope_sim::cluster::Teams::example()),
+                Some(path) => Some(llmscope_sim::cluster::Teams::load(std::path::Path::new(
+                    path,
+                ))?),
+            },
+            cluster_port: self.cluster_port,
         })
     }
 }
@@ -308,6 +323,10 @@ pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
             let mut out = std::io::stdout().lock();
             writeln!(out, "vllm {}", sim.vllm_url())?;
             writeln!(out, "dcgm {}", sim.dcgm_url())?;
+            if let Some(addr) = sim.cluster_addr {
+                writeln!(out, "kueue http://{addr}/kueue/metrics")?;
+                writeln!(out, "ksm http://{addr}/ksm/metrics")?;
+            }
             out.flush()?;
         }
         serve::wait_for_signal().await;

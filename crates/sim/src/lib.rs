@@ -3,11 +3,13 @@
 //! - The **engine model** (pure, no I/O): [`preset`] (GPU, model, engine settings, model
 //!   constants), [`engine`] (vLLM V1-like step loop), [`kv`] (block pool with prefix caching),
 //!   [`timeline`] (GPU busy intervals), [`stats`] (what `/metrics` reports), [`rng`], [`tokenizer`].
+//! - [`cluster`]: Kueue and kube-state-metrics pages for a set of teams (cost attribution).
 //! - [`offline`]: drives the engine in simulated time (no sleeping) — calibration tests and,
 //!   later, `whatif`.
 //!
 //! Data flows one way: requests → engine steps → stats/timeline → exposition text.
 
+pub mod cluster;
 pub mod dcgm;
 pub mod dcgm_text;
 pub mod engine;

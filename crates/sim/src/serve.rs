@@ -44,6 +44,9 @@ pub struct SimConfig {
     pub faults: Faults,
     /// `Hostname` label of the dcgm series (the node name).
     pub hostname: String,
+    /// Teams whose Kueue and kube-state-metrics pages are served on `cluster_port`.
+    pub cluster: Option<crate::cluster::Teams>,
+    pub cluster_port: u16,
 }
 
 impl SimConfig {
@@ -59,6 +62,8 @@ impl SimConfig {
             dialect: Dialect::LATEST,
             faults: Faults::default(),
             hostname: "llmscope-sim".to_owned(),
+            cluster: None,
+            cluster_port: 0,
         }
     }
 }
@@ -84,6 +89,8 @@ pub enum SimError {
 pub struct SimHandle {
     pub vllm_addr: SocketAddr,
     pub dcgm_addr: SocketAddr,
+    /// Kueue at `/kueue/metrics`, kube-state-metrics at `/ksm/metrics`, when teams were given.
+    pub cluster_addr: Option<SocketAddr>,
     shared: Arc<Shared>,
     stop: watch::Sender<bool>,
     engine_thread: Option<std::thread::JoinHandle<()>>,
@@ -264,7 +271,7 @@ pub async fn start(cfg: SimConfig) -> Result<SimHandle, SimError> {
         &identity,
         cfg.dcgm_interval.as_secs_f64(),
     );
-    let servers = vec![
+    let mut servers = vec![
         tokio::spawn(serve(
             vllm_listener,
             vllm_router(shared.clone()),
@@ -275,17 +282,32 @@ pub async fn start(cfg: SimConfig) -> Result<SimHandle, SimError> {
             dcgm_router(shared.clone()),
             stop_rx.clone(),
         )),
-        tokio::spawn(dcgm_collector(
-            shared.clone(),
-            state,
-            identity,
-            cfg.dcgm_interval,
-            stop_rx,
-        )),
     ];
+    let mut cluster_addr = None;
+    if let Some(teams) = cfg.cluster.clone() {
+        let listener = bind(cfg.listen, cfg.cluster_port).await?;
+        let addr = listener.local_addr().map_err(|source| SimError::Bind {
+            addr: SocketAddr::new(cfg.listen, cfg.cluster_port),
+            source,
+        })?;
+        cluster_addr = Some(addr);
+        servers.push(tokio::spawn(serve(
+            listener,
+            cluster_router(teams),
+            stop_rx.clone(),
+        )));
+    }
+    servers.push(tokio::spawn(dcgm_collector(
+        shared.clone(),
+        state,
+        identity,
+        cfg.dcgm_interval,
+        stop_rx,
+    )));
     Ok(SimHandle {
         vllm_addr,
         dcgm_addr,
+        cluster_addr,
         shared,
         stop,
         engine_thread: Some(engine_thread),
@@ -304,9 +326,14 @@ async fn serve(listener: tokio::net::TcpListener, router: Router, mut stop: watc
     let shutdown = async move {
         let _ = stop.wait_for(|s| *s).await;
     };
-    let _ = axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown)
-        .await;
+    let _ = axum::serve(
+        axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            let _ = tcp.set_nodelay(true);
+        }),
+        router,
+    )
+    .with_graceful_shutdown(shutdown)
+    .await;
 }
 
 fn gpu_identity(cfg: &SimConfig) -> GpuIdentity {
@@ -892,6 +919,22 @@ impl SseStream {
         }
         None
     }
+}
+
+// ---------------------------------------------------------------- Kueue + kube-state-metrics
+
+fn cluster_router(teams: crate::cluster::Teams) -> Router {
+    let kueue = crate::cluster::kueue_page(&teams);
+    let ksm = crate::cluster::ksm_page(&teams);
+    Router::new()
+        .route(
+            "/kueue/metrics",
+            get(move || std::future::ready(exposition(kueue.clone()))),
+        )
+        .route(
+            "/ksm/metrics",
+            get(move || std::future::ready(exposition(ksm.clone()))),
+        )
 }
 
 // ---------------------------------------------------------------- dcgm-exporter
