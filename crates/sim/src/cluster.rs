@@ -92,11 +92,9 @@ impl Teams {
             path: p.clone(),
             message: e.to_string(),
         })?;
-        if let Some(t) = teams
-            .teams
-            .iter()
-            .find(|t| !(t.gpus >= 0.0) || t.team.is_empty() || t.namespace.is_empty())
-        {
+        if let Some(t) = teams.teams.iter().find(|t| {
+            t.gpus.is_nan() || t.gpus < 0.0 || t.team.is_empty() || t.namespace.is_empty()
+        }) {
             return Err(TeamsError::Invalid {
                 path: p,
                 why: format!("team `{}` needs a name, a namespace and gpus ≥ 0", t.team),
