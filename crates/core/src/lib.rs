@@ -5,11 +5,13 @@
 //!
 //! Modules:
 //! - [`catalog`]: which exposed metric names measure which concept, per engine and version.
+//! - [`cost`]: GPU-hours, idle hours and money per team from Kueue reservations.
 //! - [`diagnose`]: signals in, one verdict with evidence out (phases, window statistics, edges,
 //!   detectors, decision table, recommendations).
 //! - [`duration`]: human durations (`5s`, `2m`, `500ms`) as used on every command line.
 
 pub mod catalog;
+pub mod cost;
 pub mod diagnose;
 pub mod duration;
 pub mod series;
