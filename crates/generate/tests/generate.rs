@@ -7,11 +7,23 @@
 //! skip with a message otherwise.
 #![allow(clippy::print_stderr)]
 
+use llmscope_check::inventory::engine::CatalogInventory;
+use llmscope_check::inventory::snapshot::Snapshot;
+use llmscope_check::{Inventories, Severity, input};
+use llmscope_collect::HttpClient;
+use llmscope_collect::prom::{PromClient, PromConfig};
+use llmscope_generate::dashboard::{self, ConfigMap, DashboardOptions};
+use llmscope_generate::grafana::Dashboard;
 use llmscope_generate::promrules::{CrdOptions, PrometheusRule, RuleFile};
 use llmscope_generate::rules::RulesOptions;
 use llmscope_generate::{Signals, Stack, output, rules};
+use llmscope_sim::metrics::Dialect;
+use llmscope_sim::preset::preset;
+use llmscope_sim::serve::{self, SimConfig, SimHandle};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
 /// The simulator's metrics dialects, as catalog specs.
 const DIALECTS: [&str; 4] = ["0.26", "0.11", "0.10", "0.8"];
@@ -27,6 +39,19 @@ fn stack(version: &str) -> Stack {
         .unwrap()
         .with_gpu("dcgm-exporter@4.5".parse().unwrap())
         .unwrap()
+}
+
+/// The full stack the dashboard shows: engine, GPU and scheduler.
+fn full_stack(version: &str) -> Stack {
+    stack(version)
+        .with_scheduler("kueue@0.19".parse().unwrap())
+        .unwrap()
+}
+
+fn dashboard_of(version: &str) -> Dashboard {
+    let st = full_stack(version);
+    let s = Signals::resolve(&st).unwrap();
+    dashboard::build(&st, &s, &DashboardOptions::default())
 }
 
 fn rule_file(version: &str) -> RuleFile {
@@ -279,4 +304,163 @@ fn tempdir() -> PathBuf {
     let d = std::env::temp_dir().join(format!("llmscope-generate-{}-{n}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
     d
+}
+
+// ------------------------------------------------------------------ dashboards
+
+#[test]
+fn dashboards_match_their_goldens_and_parse_back() {
+    for v in DIALECTS {
+        let d = dashboard_of(v);
+        let text = output::json(&d).unwrap();
+        golden(&format!("dashboard-vllm-{v}.json"), &text);
+        let back: Dashboard = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, d, "{v}");
+        let raw: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert!(raw["panels"].as_array().is_some_and(|p| p.len() > 10));
+        assert!(
+            raw["templating"]["list"]
+                .as_array()
+                .is_some_and(|l| l.len() == 4)
+        );
+    }
+    let json = output::json(&dashboard_of("0.26")).unwrap();
+    let cm = ConfigMap::wrap("llmscope-vllm", Some("monitoring".into()), json.clone());
+    let text = output::yaml(&cm).unwrap();
+    golden("dashboard-configmap-vllm-0.26.yaml", &text);
+    let back: ConfigMap = serde_saphyr::from_str(&text).unwrap();
+    assert_eq!(
+        back.data["llmscope-vllm.json"], json,
+        "the JSON survives YAML quoting"
+    );
+    assert_eq!(back.metadata.labels["grafana_dashboard"], "1");
+}
+
+/// Every (row, panel, expr) of a dashboard.
+fn queries(d: &Dashboard) -> Vec<(String, String, String)> {
+    let mut row = String::new();
+    let mut out = Vec::new();
+    for p in &d.panels {
+        if p.kind == "row" {
+            row.clone_from(&p.title);
+        }
+        for t in &p.targets {
+            out.push((row.clone(), p.title.clone(), t.expr.clone()));
+        }
+    }
+    out
+}
+
+#[test]
+fn older_dialects_query_their_own_names() {
+    // Queries only: descriptions may name what a version lacks.
+    let text = |v| {
+        let d = queries(&dashboard_of(v)).into_iter().map(|(_, _, e)| e);
+        let r = rule_file(v)
+            .groups
+            .into_iter()
+            .flat_map(|g| g.rules)
+            .map(|r| r.expr);
+        d.chain(r).collect::<Vec<_>>().join("\n")
+    };
+    let old = text("0.8");
+    assert!(old.contains("vllm:gpu_cache_usage_perc") && !old.contains("vllm:kv_cache_usage_perc"));
+    assert!(old.contains("vllm:time_per_output_token_seconds_bucket"));
+    assert!(old.contains("vllm:gpu_prefix_cache_hits_total"));
+    let new = text("0.26");
+    assert!(!new.contains("vllm:gpu_cache_usage_perc") && !new.contains("e2e_request_latency"));
+    assert!(new.contains("vllm:inter_token_latency_seconds_bucket"));
+}
+
+// ------------------------------------------------------------------ llmscope check oracle
+
+fn http() -> HttpClient {
+    HttpClient::new(None).unwrap()
+}
+
+async fn get(url: &str) -> String {
+    let headers = Default::default();
+    let got = http()
+        .get(llmscope_collect::http::Get {
+            uri: url.parse().unwrap(),
+            headers: &headers,
+            timeout: Duration::from_secs(5),
+            body_limit: 64 << 20,
+        })
+        .await
+        .unwrap();
+    assert_eq!(got.status, 200, "{url}");
+    String::from_utf8(got.body.to_vec()).unwrap()
+}
+
+async fn sim(dialect: &str) -> SimHandle {
+    let mut cfg = SimConfig::new(preset("l4-qwen2.5-3b").unwrap());
+    cfg.dialect = Dialect::parse(dialect).unwrap();
+    cfg.dcgm_interval = Duration::from_millis(200);
+    serve::start(cfg).await.unwrap()
+}
+
+/// The simulator's pages for `dialect`, plus the catalog's Kueue and kube-state-metrics (the
+/// simulator has no such endpoints yet).
+async fn sim_inventory(dialect: &str) -> Inventories {
+    let sim = sim(dialect).await;
+    let vllm = get(&format!("{}/metrics", sim.vllm_url())).await;
+    let mut dcgm = get(&sim.dcgm_url()).await;
+    for _ in 0..50 {
+        if dcgm.contains("DCGM_FI_DEV_GPU_UTIL") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        dcgm = get(&sim.dcgm_url()).await;
+    }
+    sim.shutdown().await;
+    let mut inv = Inventories::new();
+    for (name, page) in [("vllm", vllm), ("dcgm", dcgm)] {
+        let (snap, errors) = Snapshot::parse(name, page.as_bytes());
+        assert!(errors.is_empty(), "{name}: {errors:?}");
+        inv.push(Box::new(snap));
+    }
+    for spec in ["kueue@0.19", "kube-state-metrics@2.20"] {
+        inv.push(Box::new(CatalogInventory::new(spec.parse().unwrap())));
+    }
+    inv
+}
+
+fn errors_of(file: &str, text: &str, inv: &mut Inventories) -> Vec<String> {
+    let source = input::read(file, text);
+    let mut findings = source.errors;
+    inv.add_recorded(source.recorded);
+    assert!(!source.queries.is_empty(), "{file}: no queries read");
+    findings.extend(input::check(&source.queries, inv));
+    findings
+        .iter()
+        .filter(|f| f.severity == Severity::Error)
+        .map(|f| format!("{f:?}"))
+        .collect()
+}
+
+#[tokio::test]
+async fn llmscope_check_finds_no_error_against_every_simulator_dialect() {
+    for v in DIALECTS {
+        let mut inv = sim_inventory(v).await;
+        let d = output::json(&dashboard_of(v)).unwrap();
+        let r = output::yaml(&rule_file(v)).unwrap();
+        let crd = output::yaml(&crd(v)).unwrap();
+        let mut errors = errors_of("dashboard.json", &d, &mut inv);
+        errors.extend(errors_of("rules.yaml", &r, &mut inv));
+        errors.extend(errors_of("prometheusrule.yaml", &crd, &mut inv));
+        assert!(errors.is_empty(), "dialect {v}:\n{}", errors.join("\n"));
+    }
+}
+
+#[tokio::test]
+async fn llmscope_check_catches_a_dashboard_for_the_wrong_version() {
+    // The oracle can fail: the 0.8 dashboard against a 0.26 simulator names removed metrics.
+    let mut inv = sim_inventory("0.26").await;
+    let d = output::json(&dashboard_of("0.8")).unwrap();
+    let errors = errors_of("dashboard.json", &d, &mut inv);
+    assert!(
+        errors.iter().any(|e| e.contains("gpu_cache_usage_perc")),
+        "{errors:?}"
+    );
 }
