@@ -4,7 +4,8 @@
 //! Flow: [`input`] reads sources (an `--expr`, `.promql` files, dashboard JSON, rule YAML and
 //! `PrometheusRule` manifests) into located [`input::Query`]s → [`promql::check_expr`] runs the
 //! rules of [`finding::Rule`] against [`inventory::Inventories`] → [`Finding`]s → [`report`]
-//! writes them as text, JSON or SARIF.
+//! writes them as text, JSON or SARIF. [`targets`] checks that collection really works (targets
+//! up, and real values in every layer).
 //! Everything here is pure: the caller fetches pages and API answers and hands them in.
 
 pub mod finding;
@@ -12,6 +13,7 @@ pub mod input;
 pub mod inventory;
 pub mod promql;
 pub mod report;
+pub mod targets;
 
 pub use finding::{FailOn, Finding, Location, Rule, Severity};
 pub use inventory::{Inventories, Inventory};

@@ -305,20 +305,22 @@ async fn last_seen_ago(client: &PromClient, selector: &str, lookback: Duration, 
     }
 }
 
-/// The shortest scrape interval: 600 s over the most `up` samples any target has in 10 min.
+/// The shortest scrape interval: the median gap between raw `up` samples of a target over the
+/// last 5 minutes (an instant query of a range selector returns the raw samples).
 async fn scrape_interval(client: &PromClient) -> Option<f64> {
-    match client
-        .query("max(count_over_time(up[10m]))", None)
-        .await
-        .ok()?
-        .data
-    {
-        llmscope_collect::prom::api::QueryData::Vector(v) => {
-            let n = v.first()?.1.v;
-            (n >= 2.0).then(|| 600.0 / n)
-        }
-        _ => None,
-    }
+    let data = client.query("up[5m]", None).await.ok()?.data;
+    let llmscope_collect::prom::api::QueryData::Matrix(series) = data else {
+        return None;
+    };
+    series
+        .iter()
+        .filter_map(|s| {
+            let mut gaps: Vec<f64> = s.points.windows(2).map(|w| w[1].t - w[0].t).collect();
+            gaps.sort_by(f64::total_cmp);
+            gaps.get(gaps.len() / 2).copied()
+        })
+        .filter(|g| *g > 0.0)
+        .reduce(f64::min)
 }
 
 fn humantime(d: Duration) -> String {

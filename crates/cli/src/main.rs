@@ -15,6 +15,7 @@ mod report_cmd;
 mod run_cmd;
 mod runs_cmd;
 mod sim_cmd;
+mod targets_cmd;
 
 /// Tells why an LLM serving deployment is slow or wasteful.
 #[derive(Debug, Parser)]
@@ -38,6 +39,8 @@ enum Command {
     Check(check_cmd::CheckArgs),
     /// List what a target exposes: families, detected engine and version, renamed names.
     Inventory(inventory_cmd::InventoryCmdArgs),
+    /// Verify collection: targets up, and every layer's values real (what to fix if not).
+    Targets(targets_cmd::TargetsArgs),
     /// Run the simulated serving stack (vLLM-compatible server + dcgm-exporter).
     Sim(sim_cmd::SimArgs),
     /// Load an OpenAI-compatible server and report client-side latency and throughput.
@@ -57,6 +60,7 @@ fn main() -> ExitCode {
         Command::Compare(args) => report_cmd::compare(args),
         Command::Check(args) => check_cmd::run(args),
         Command::Inventory(args) => inventory_cmd::run(args),
+        Command::Targets(args) => targets_cmd::run(args),
         Command::Sim(args) => sim_cmd::run(args),
         Command::Load(args) => load_cmd::run(args),
         Command::Observe(args) => observe_cmd::run(args),

@@ -270,3 +270,206 @@ async fn inventory_of_a_live_page_and_check_against_metrics_url() {
         .collect();
     assert_eq!(rules, vec!["exporter-attribution"], "{c}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn targets_on_direct_pages() {
+    let sim = start(SimConfig::new(
+        llmscope_sim::preset::preset("l4-qwen2.5-3b").unwrap(),
+    ))
+    .await
+    .expect("simulator");
+    let vllm = format!("{}/metrics", sim.vllm_url());
+    let dcgm = sim.dcgm_url();
+    let (both, vllm_only) = tokio::task::spawn_blocking(move || {
+        (
+            llmscope(&["targets", "--format", "json", &vllm, &dcgm]),
+            llmscope(&["targets", &vllm]),
+        )
+    })
+    .await
+    .unwrap();
+    sim.shutdown().await;
+    assert_eq!(
+        both.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&both.stdout)
+    );
+    let v = json(&both);
+    let checks = v["checks"].as_array().unwrap();
+    assert!(
+        checks
+            .iter()
+            .any(|c| c["what"] == "GPU power > 0 W" && c["severity"].is_null())
+    );
+    assert_eq!(vllm_only.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&vllm_only.stdout);
+    assert!(
+        text.contains("FAIL gpu        dcgm-exporter series"),
+        "{text}"
+    );
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Kills the child when the test ends, however it ends.
+struct Reaper(std::process::Child);
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        self.0.kill().ok();
+        self.0.wait().ok();
+    }
+}
+
+/// A real Prometheus (Debian package) scraping the simulator every second.
+fn prometheus(vllm: &str, dcgm: &str) -> Option<(Reaper, String)> {
+    let bin = std::env::var("PROMETHEUS_BIN").unwrap_or_else(|_| "/usr/bin/prometheus".to_owned());
+    if !std::path::Path::new(&bin).is_file() {
+        let how = "the real-Prometheus test needs `prometheus`: apt-get install -y prometheus (or set PROMETHEUS_BIN)";
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "{how}");
+        #[allow(clippy::print_stderr)]
+        {
+            eprintln!("skipped: {how}");
+        }
+        return None;
+    }
+    let dir = std::env::temp_dir().join(format!("llmscope-check-prom-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = format!(
+        "global: {{scrape_interval: 1s}}\nscrape_configs:\n  - job_name: vllm\n    static_configs: [{{targets: ['{vllm}']}}]\n  - job_name: dcgm-exporter\n    static_configs: [{{targets: ['{dcgm}']}}]\n"
+    );
+    std::fs::write(dir.join("prometheus.yml"), config).unwrap();
+    let port = free_port();
+    let child = Command::new(bin)
+        .arg(format!(
+            "--config.file={}",
+            dir.join("prometheus.yml").display()
+        ))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.join("tsdb").display()
+        ))
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    Some((Reaper(child), format!("http://127.0.0.1:{port}")))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_and_targets_against_a_real_prometheus() {
+    let sim = start(SimConfig::new(
+        llmscope_sim::preset::preset("l4-qwen2.5-3b").unwrap(),
+    ))
+    .await
+    .expect("simulator");
+    let vllm = sim.vllm_url().trim_start_matches("http://").to_owned();
+    let dcgm = sim
+        .dcgm_url()
+        .trim_start_matches("http://")
+        .trim_end_matches("/metrics")
+        .to_owned();
+    let Some((_prom, url)) = prometheus(&vllm, &dcgm) else {
+        sim.shutdown().await;
+        return;
+    };
+    let (targets, check) = tokio::task::spawn_blocking(move || {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(40);
+        let targets = loop {
+            let out = llmscope(&[
+                "targets",
+                "--prometheus",
+                &url,
+                "--format",
+                "json",
+                "--fail-on",
+                "never",
+            ]);
+            let up = out.status.success()
+                && json(&out)["checks"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|c| c["what"] == "GPU power > 0 W" && c["severity"].is_null());
+            if up && std::time::Instant::now() > deadline - std::time::Duration::from_secs(34) {
+                break out;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "prometheus never scraped the simulator: {}",
+                String::from_utf8_lossy(&out.stdout)
+            );
+            std::thread::sleep(std::time::Duration::from_millis(500));
+        };
+        let check = llmscope(&[
+            "check",
+            "--prometheus",
+            &url,
+            "--format",
+            "json",
+            "--expr",
+            "max by (pod) (vllm:gpu_cache_usage_perc)",
+            "--expr",
+            "avg by (hostname) (DCGM_FI_DEV_POWER_USAGE)",
+            "--expr",
+            "sum(rate(vllm:generation_tokens_total[2s]))",
+            "--expr",
+            "rate(vllm:kv_cache_usage_perc[1m])",
+        ]);
+        (targets, check)
+    })
+    .await
+    .unwrap();
+    sim.shutdown().await;
+    let t = json(&targets);
+    let failed: Vec<&str> = t["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["severity"] == "error")
+        .map(|c| c["what"].as_str().unwrap())
+        .collect();
+    assert!(failed.is_empty(), "{t}");
+    let c = json(&check);
+    assert_eq!(check.status.code(), Some(1), "{c}");
+    let got: Vec<(&str, &str)> = c["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["rule"].as_str().unwrap(),
+                f["metric"].as_str().unwrap_or("-"),
+            )
+        })
+        .collect();
+    for want in [
+        ("renamed-metric", "vllm:gpu_cache_usage_perc"),
+        ("missing-label", "DCGM_FI_DEV_POWER_USAGE"),
+        ("short-rate-window", "-"),
+        ("rate-on-gauge", "vllm:kv_cache_usage_perc"),
+    ] {
+        assert!(got.contains(&want), "{want:?} not in {got:?}");
+    }
+    let hostname = c["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["rule"] == "missing-label")
+        .unwrap();
+    assert!(
+        hostname["suggestion"]
+            .as_str()
+            .unwrap()
+            .contains("Hostname"),
+        "{hostname}"
+    );
+}
