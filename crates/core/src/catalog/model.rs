@@ -253,7 +253,7 @@ pub struct Family {
     pub kind: Kind,
     pub unit: Unit,
     /// Label names of its series (besides `le`/`quantile`); `label_*` stands for any label with
-    /// that prefix. Scrape-added target labels (`job`, `instance`, `pod`, …) are not listed.
+    /// that prefix (`*` alone: any label). Scrape-added target labels (`job`, `instance`, `pod`, …) are not listed.
     pub labels: &'static [&'static str],
     pub concept: Option<Concept>,
     pub variant: Variant,

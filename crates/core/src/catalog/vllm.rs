@@ -248,9 +248,9 @@ pub const FAMILIES: &[Family] = &[
         .life(DEPRECATED_V0_08.0, DEPRECATED_V0_08.1, DEPRECATED_V0_08.2)
         .note("V1: vllm:request_prefill_time_seconds / vllm:request_decode_time_seconds / vllm:request_inference_time_seconds"),
     // Info.
-    f("vllm:cache_config_info", Gauge, Info, &["engine", "block_size", "cache_dtype", "enable_prefix_caching", "gpu_memory_utilization", "num_cpu_blocks", "num_gpu_blocks"])
+    f("vllm:cache_config_info", Gauge, Info, &["engine", "*"])
         .since(v(5, 5))
-        .note("constant 1; labels are the CacheConfig fields and change with vLLM versions; no model_name"),
+        .note("constant 1; one label per CacheConfig field (block_size, cache_dtype, enable_prefix_caching, gpu_memory_utilization, num_gpu_blocks, …), changing with vLLM versions; no model_name"),
     f("vllm:lora_requests_info", Gauge, Timestamp, &["max_lora", "running_lora_adapters", "waiting_lora_adapters"])
         .since(v(6, 3))
         .when("LoRA is enabled")
