@@ -234,6 +234,7 @@ def llmscope(name):
             "tokens": j["tokens"]["output"], "sent": j["requests"]["sent"],
             "failed": j["requests"]["failed"], "verdict": j["client"]["verdict"],
             "cpu_pct": j["client"]["cpu_percent_mean"],
+            "rx_p50": j["client"]["receive_lag_ms"]["p50"], "rx_p99": j["client"]["receive_lag_ms"]["p99"],
             "err_p50": pct(errs, .5), "err_p99": pct(errs, .99), "err_max": errs[-1] if errs else None,
             "err_n": len(errs)}
 
@@ -283,6 +284,9 @@ if l and l["err_n"]:
     print(f"\nllmscope TTFT error against the sim's emit timestamps ({l['err_n']} first tokens): "
           f"p50 {l['err_p50']:.3f} ms, p99 {l['err_p99']:.3f} ms, max {l['err_max']:.3f} ms "
           f"(includes the sim's own write and the loopback). Verdict: {l['verdict']}")
+    print(f"\nllmscope stamps arrivals with the kernel's receive time; it read first tokens "
+          f"{f(l['rx_p50'], 3)} ms (p50) / {f(l['rx_p99'], 3)} ms (p99) after they reached the "
+          f"socket: what a tool stamping at read time would have added to TTFT.")
 
 print("\n### Throughput: full-speed sim, both CPUs shared\n")
 print("| run | output tok/s | req/s | client CPU s / 1k tokens | sent / failed |")

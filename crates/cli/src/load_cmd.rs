@@ -21,7 +21,8 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 const AFTER_HELP: &str = "\
-Definitions (timestamps on a monotonic clock when bytes arrive, before parsing):
+Definitions (arrival = the kernel's receive time of the bytes, else the monotonic clock when
+they reach the reader; always before parsing):
   TTFT  send -> first chunk with generated text (answer or reasoning; role-only/empty chunks excluded)
   TTFO  send -> first chunk with answer text (reasoning excluded)
   ITL   every gap between consecutive text chunks

@@ -10,7 +10,10 @@
 //! limited the result.
 //!
 //! # Definitions
-//! - Timestamps are taken on a monotonic clock when a body frame arrives, before any parsing.
+//! - A chunk's arrival time is the kernel's receive timestamp of its bytes (`SO_TIMESTAMPNS`,
+//!   [`net`]), so a busy client still stamps exactly; without one, the monotonic clock when the
+//!   frame reaches the reader, before any parsing. How late the client read its first tokens is
+//!   reported as `client.receive_lag_ms`.
 //! - **TTFT**: send → first chunk carrying generated text (answer *or* reasoning); role-only and
 //!   empty chunks do not count. **TTFO**: send → first chunk carrying answer text (not reasoning).
 //! - **ITL**: every gap between consecutive text chunks. **TPOT**: per request,
