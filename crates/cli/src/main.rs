@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 mod analysis;
 mod check_cmd;
+mod cost_cmd;
 mod inventory_cmd;
 mod load_cmd;
 mod observe_cmd;
@@ -41,6 +42,8 @@ enum Command {
     Inventory(inventory_cmd::InventoryCmdArgs),
     /// Verify collection: targets up, and every layer's values real (what to fix if not).
     Targets(targets_cmd::TargetsArgs),
+    /// GPU-hours and cost per team, cost per million tokens (from Prometheus).
+    Cost(cost_cmd::CostArgs),
     /// Run the simulated serving stack (vLLM-compatible server + dcgm-exporter).
     Sim(sim_cmd::SimArgs),
     /// Load an OpenAI-compatible server and report client-side latency and throughput.
@@ -61,6 +64,7 @@ fn main() -> ExitCode {
         Command::Check(args) => check_cmd::run(args),
         Command::Inventory(args) => inventory_cmd::run(args),
         Command::Targets(args) => targets_cmd::run(args),
+        Command::Cost(args) => cost_cmd::run(args),
         Command::Sim(args) => sim_cmd::run(args),
         Command::Load(args) => load_cmd::run(args),
         Command::Observe(args) => observe_cmd::run(args),

@@ -1,5 +1,6 @@
 //! `llmscope run` end to end on the built-in simulated stack (shortened windows), then
 //! `report`, `compare` and the HTML report — as a user runs them, through the binary.
+#![allow(clippy::print_stderr)] // a skipped test says why, outside CI
 
 use serde_json::Value;
 use std::process::{Command, Output};
@@ -245,6 +246,169 @@ fn diagnose_reads_a_past_window_from_a_real_prometheus() {
         String::from_utf8_lossy(&empty.stderr).contains("no engine or GPU series"),
         "{}",
         String::from_utf8_lossy(&empty.stderr)
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// `llmscope cost` over a window a real Prometheus recorded from the simulator's Kueue,
+/// kube-state-metrics, dcgm and vLLM pages: the GPU-hours the teams file implies, exactly to
+/// within a scrape interval.
+#[test]
+fn cost_matches_the_teams_file_through_a_real_prometheus() {
+    if !on_path("prometheus") {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "prometheus is required in CI (apt-get install -y prometheus)"
+        );
+        eprintln!("skipped: no prometheus on PATH (apt-get install -y prometheus)");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("llmscope-cost-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (vllm, dcgm, cluster, prom) = (free_port(), free_port(), free_port(), free_port());
+    let sim = Command::new(env!("CARGO_BIN_EXE_llmscope"))
+        .args(["sim", "--teams", "example", "--dcgm-interval", "1s"])
+        .args([
+            "--port",
+            &vllm.to_string(),
+            "--dcgm-port",
+            &dcgm.to_string(),
+            "--cluster-port",
+            &cluster.to_string(),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let _sim = Reaper(sim);
+    let job = |name: &str, port: u16, path: &str, extra: &str| {
+        format!(
+            "  - job_name: {name}\n    metrics_path: {path}\n    honor_labels: true\n    static_configs: [{{targets: ['127.0.0.1:{port}']{extra}}}]\n"
+        )
+    };
+    let config = format!(
+        "global: {{scrape_interval: 1s}}\nscrape_configs:\n{}{}{}{}",
+        job(
+            "vllm",
+            vllm,
+            "/metrics",
+            ", labels: {namespace: llm-search}"
+        ),
+        job("dcgm", dcgm, "/metrics", ""),
+        job("kueue", cluster, "/kueue/metrics", ""),
+        job("ksm", cluster, "/ksm/metrics", "")
+    );
+    std::fs::write(dir.join("prometheus.yml"), config).unwrap();
+    let prometheus = Command::new("prometheus")
+        .arg(format!(
+            "--config.file={}",
+            dir.join("prometheus.yml").display()
+        ))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.join("tsdb").display()
+        ))
+        .arg(format!("--web.listen-address=127.0.0.1:{prom}"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let _prometheus = Reaper(prometheus);
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    let load = llmscope(&[
+        "load",
+        "--target",
+        &format!("http://127.0.0.1:{vllm}"),
+        "--concurrency",
+        "8",
+        "--duration",
+        "10s",
+        "--format",
+        "json",
+    ]);
+    assert!(
+        load.status.success(),
+        "{}",
+        String::from_utf8_lossy(&load.stderr)
+    );
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let url = format!("http://127.0.0.1:{prom}");
+    let out = llmscope(&[
+        "cost",
+        "--prometheus",
+        &url,
+        "--from",
+        "-12s",
+        "--to",
+        "now",
+        "--step",
+        "1s",
+        "--price",
+        "nvidia-l4=0.80/h",
+        "--format",
+        "json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json(&out);
+    let team = |name: &str| {
+        v["teams"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["team"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no team {name}: {v:#}"))
+    };
+    // The example teams hold 8, 4 and 2 GPUs; 12 s is 1/300 of an hour; one 1 s scrape of slack.
+    for (name, gpus) in [("search", 8.0), ("ads", 4.0), ("research", 2.0)] {
+        let t = team(name);
+        let hours = t["gpu_hours"].as_f64().unwrap();
+        let want = gpus * 12.0 / 3600.0;
+        assert!(
+            (hours - want).abs() <= gpus * 1.0 / 3600.0 + 1e-9,
+            "{name}: {hours} GPU-h, want {want}"
+        );
+        assert!((t["cost"].as_f64().unwrap() - hours * 0.8).abs() < 1e-9);
+        assert!(t["busy_gpu_hours"].as_f64().is_some() && t["idle_gpu_hours"].as_f64().is_some());
+    }
+    assert!(team("search")["output_tokens"].as_f64().unwrap() > 0.0);
+    assert!(team("search")["cost_per_million_tokens"].as_f64().unwrap() > 0.0);
+    assert!(v["totals"]["gpu_hours"].as_f64().unwrap() > 0.0);
+    assert!(
+        v["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("fleet-average"))
+    );
+    // Without team labels and prices: said, with the fix, never a silent 0.
+    let bare = llmscope(&[
+        "cost",
+        "--prometheus",
+        &url,
+        "--from",
+        "-12s",
+        "--team-label",
+        "owner",
+        "--format",
+        "json",
+    ]);
+    let b = json(&bare);
+    let warnings = b["warnings"].to_string();
+    assert!(
+        warnings.contains("--metric-labels-allowlist=namespaces=[owner]"),
+        "{warnings}"
+    );
+    assert!(
+        b["teams"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["cost"].is_null())
     );
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -1,4 +1,5 @@
 //! Every renderer on one synthetic batch-limited run, with hostile label text.
+#![allow(clippy::print_stderr)] // a skipped test says why, outside CI
 
 use llmscope_core::diagnose::{Concept, EngineFacts, Input, LoadFacts, Signal, diagnose};
 use llmscope_render::{Report, html, json, markdown, terminal};
