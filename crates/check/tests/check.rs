@@ -48,7 +48,8 @@ fn detects_the_version_of_every_dialect() {
         ("0.26", Version::new(0, 26, 0), None),
         ("0.11", Version::new(0, 11, 0), Some(Version::new(0, 11, 1))),
         ("0.10", Version::new(0, 9, 2), Some(Version::new(0, 11, 0))),
-        ("0.8", Version::new(0, 8, 0), Some(Version::new(0, 9, 2))),
+        // The simulator's 0.8 page has V1's `engine` label, which V1 added in 0.8.3.
+        ("0.8", Version::new(0, 8, 3), Some(Version::new(0, 9, 2))),
     ];
     for (dialect, min, below) in expect {
         let (snap, _) = Snapshot::parse("p", page(dialect).as_bytes());
@@ -257,5 +258,53 @@ fn promql_files_against_the_simulator_and_dcgm() {
             (Rule::BadHistogramQuantile, Some(11))
         ],
         "{f:#?}"
+    );
+}
+
+/// The simulator's Kueue and kube-state-metrics pages: detected, and the cost join checked.
+#[test]
+fn kueue_and_kube_state_metrics_pages() {
+    let teams = llmscope_sim::cluster::Teams::example();
+    let mut inv = Inventories::new();
+    for (name, text) in [
+        ("kueue", llmscope_sim::cluster::kueue_page(&teams)),
+        ("ksm", llmscope_sim::cluster::ksm_page(&teams)),
+    ] {
+        let (snap, errors) = Snapshot::parse(name, text.as_bytes());
+        assert!(errors.is_empty(), "{errors:?}");
+        let d = &snap.detections()[0];
+        match name {
+            "kueue" => {
+                assert_eq!(d.exporter, Exporter::Kueue);
+                assert!(
+                    d.min >= Version::new(0, 16, 0),
+                    "replica_role era: {}",
+                    d.range()
+                );
+            }
+            _ => assert_eq!(d.exporter, Exporter::KubeStateMetrics),
+        }
+        inv.push(Box::new(snap));
+    }
+    let join = |label: &str| {
+        format!(
+            r#"sum by ({label}) (kueue_local_queue_resource_reservation{{resource="nvidia.com/gpu"}} * on (namespace) group_left ({label}) kube_namespace_labels)"#
+        )
+    };
+    let q = |text: &str| vec![input::text::expr(text)];
+    assert!(input::check(&q(&join("label_team")), &inv).is_empty());
+    let f = input::check(&q(&join("team")), &inv);
+    assert_eq!(f.len(), 1, "{f:#?}");
+    assert_eq!(
+        (f[0].rule, f[0].metric.as_deref()),
+        (Rule::MissingLabel, Some("kube_namespace_labels"))
+    );
+    let f = input::check(&q("sum(kueue_quota_reserved_resources)"), &inv);
+    assert_eq!(f[0].rule, Rule::UnknownMetric);
+    assert!(
+        f[0].suggestion
+            .as_deref()
+            .unwrap()
+            .contains("kueue_local_queue_resource_reservation")
     );
 }

@@ -43,6 +43,15 @@ impl Snapshot {
             snap.add_family(fam);
         }
         snap.detections = detect::detect(snap.metrics.keys().map(String::as_str));
+        for d in &mut snap.detections {
+            let exporter = d.exporter;
+            let labels = snap
+                .metrics
+                .iter()
+                .filter(|(name, _)| exporter.owns(name))
+                .flat_map(|(_, m)| m.labels.iter().map(String::as_str));
+            detect::refine_with_labels(d, labels);
+        }
         (snap, errors)
     }
 

@@ -109,7 +109,7 @@ fn detect_one(exporter: Exporter, names: &[&str]) -> Option<Detection> {
         matched: seen.len(),
         unknown,
         missing: required(last)
-            .filter(|f| !seen.contains(f.name))
+            .filter(|f| pre_created(exporter) && !seen.contains(f.name))
             .map(|f| f.name)
             .collect(),
         misses: best.0,
@@ -131,6 +131,29 @@ fn required(spec: &EngineSpec) -> impl Iterator<Item = &'static Family> + '_ {
     })
 }
 
+/// Label names that date a page: present only from that version on.
+const LABEL_SINCE: &[(Exporter, &str, Version)] = &[
+    (Exporter::Vllm, "engine", Version::new(0, 8, 3)),
+    (Exporter::Kueue, "replica_role", Version::new(0, 16, 0)),
+];
+
+/// Raises `d.min` with what the label names of its series show (`replica_role` → Kueue ≥ 0.16).
+pub fn refine_with_labels<'a>(d: &mut Detection, labels: impl IntoIterator<Item = &'a str>) {
+    let labels: BTreeSet<&str> = labels.into_iter().collect();
+    for (exporter, label, since) in LABEL_SINCE {
+        if *exporter == d.exporter && labels.contains(label) && *since > d.min && *since <= d.max {
+            d.min = *since;
+        }
+    }
+}
+
+/// Whether an exporter creates every family at start-up (vLLM), so a missing family says
+/// something about the version; Kueue, kube-state-metrics and dcgm-exporter create series per
+/// object or per configured field, so absence proves nothing.
+fn pre_created(exporter: Exporter) -> bool {
+    matches!(exporter, Exporter::Vllm)
+}
+
 fn score(spec: &EngineSpec, seen: &BTreeSet<&'static str>) -> (usize, usize) {
     let mut hard = 0;
     let mut soft = 0;
@@ -144,7 +167,9 @@ fn score(spec: &EngineSpec, seen: &BTreeSet<&'static str>) -> (usize, usize) {
             Status::Present | Status::Deprecated => {}
         }
     }
-    soft += required(spec).filter(|f| !seen.contains(f.name)).count();
+    if pre_created(spec.exporter) {
+        soft += required(spec).filter(|f| !seen.contains(f.name)).count();
+    }
     (hard, soft)
 }
 
@@ -199,8 +224,9 @@ pub struct Difference {
     pub note: &'static str,
 }
 
-/// The names of `detection` that the newest version no longer exposes as they are, then the
-/// always-on names of the newest version that the page lacks.
+/// The names of `detection` that the newest version no longer exposes as they are, then (for
+/// exporters that pre-create their families) the always-on names of the newest version that the
+/// page lacks.
 pub fn against_newest<'a>(
     detection: &Detection,
     names: impl IntoIterator<Item = &'a str>,
@@ -228,7 +254,7 @@ pub fn against_newest<'a>(
         .collect();
     out.extend(
         required(&newest)
-            .filter(|f| !seen.contains(f.name))
+            .filter(|f| pre_created(f.exporter) && !seen.contains(f.name))
             .map(|f| diff(f, Status::Present)),
     );
     out
@@ -326,7 +352,16 @@ mod tests {
             .iter()
             .find(|d| d.exporter == Exporter::Kueue)
             .unwrap();
-        assert!(kueue.min >= Version::new(0, 10, 0), "{}", kueue.range());
+        assert_eq!(kueue.min, Version::new(0, 10, 0), "{}", kueue.range());
+        assert_eq!(
+            kueue.below,
+            None,
+            "absent Kueue families say nothing: {}",
+            kueue.range()
+        );
+        let mut kueue = kueue.clone();
+        refine_with_labels(&mut kueue, ["cluster_queue", "replica_role"]);
+        assert_eq!(kueue.min, Version::new(0, 16, 0));
         assert!(detect(["up", "process_cpu_seconds_total"]).is_empty());
     }
 
