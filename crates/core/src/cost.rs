@@ -477,6 +477,11 @@ mod tests {
                 .all(|t| t.cost.is_none() && t.busy_gpu_hours.is_none())
         );
         assert!(
+            r.warnings
+                .iter()
+                .any(|w| w.contains("no GPU utilisation (dcgm-exporter)"))
+        );
+        assert!(
             r.teams.iter().any(|t| t.team == "llm-search"),
             "falls back to namespaces"
         );
