@@ -43,16 +43,18 @@ fn main() {
             url: "http://x".into(),
         };
         store.add_source(run, &spec).unwrap();
-        let start = Instant::now();
+        let (start, cpu0) = (Instant::now(), cpu_seconds());
         let samples = if coalesce {
             queued(store, run, &keys, scrapes)
         } else {
             one_by_one(store, run, &keys, scrapes)
         };
-        let secs = start.elapsed().as_secs_f64();
+        let (secs, cpu) = (start.elapsed().as_secs_f64(), cpu_seconds() - cpu0);
         println!(
-            "{name}: {samples} samples ({series} series x {scrapes} scrapes) in {secs:.2}s = {:.0} samples/s",
-            samples as f64 / secs
+            "{name}: {samples} samples ({series} series x {scrapes} scrapes) in {secs:.2}s = {:.0} samples/s; \
+             CPU {cpu:.2}s = {:.0} samples per CPU-second",
+            samples as f64 / secs,
+            samples as f64 / cpu.max(0.01)
         );
     }
 }
@@ -98,4 +100,18 @@ fn new_run() -> NewRun {
         tool_version: env!("CARGO_PKG_VERSION").into(),
         config: serde_json::json!({}),
     }
+}
+
+/// utime + stime of this process, from /proc/self/stat (clock ticks of 1/100 s).
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (ticks(11) + ticks(12)) / 100.0
 }

@@ -54,9 +54,9 @@ CREATE TABLE series (
 CREATE TABLE samples (
     series_id INTEGER NOT NULL REFERENCES series(id),
     t         REAL NOT NULL,
-    v         REAL
-);
-CREATE INDEX samples_by_series ON samples (series_id, t);
+    v         REAL,
+    PRIMARY KEY (series_id, t)
+) WITHOUT ROWID;
 CREATE TABLE scrapes (
     source_id  INTEGER NOT NULL REFERENCES sources(id),
     t          REAL NOT NULL,
