@@ -40,7 +40,15 @@ impl PromInventory {
         metrics: BTreeMap<String, PromMetric>,
         scrape_interval_s: Option<f64>,
     ) -> PromInventory {
-        let detections = detect::detect(metrics.keys().map(String::as_str));
+        let mut detections = detect::detect(metrics.keys().map(String::as_str));
+        for d in &mut detections {
+            let exporter = d.exporter;
+            let labels = metrics
+                .iter()
+                .filter(|(name, _)| exporter.owns(name))
+                .flat_map(|(_, m)| m.labels.keys().map(String::as_str));
+            detect::refine_with_labels(d, labels);
+        }
         PromInventory {
             source: format!("prometheus {url} (last {lookback})"),
             metrics,
