@@ -382,9 +382,30 @@ async fn check_and_targets_against_a_real_prometheus() {
         return;
     };
     let (targets, check) = tokio::task::spawn_blocking(move || {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(40);
-        let targets = loop {
-            let out = llmscope(&[
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let ready = |done: &dyn Fn(&Output) -> bool, args: &[&str]| loop {
+            let out = llmscope(args);
+            if done(&out) {
+                break out;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "prometheus never had what the test needs: {}",
+                String::from_utf8_lossy(&out.stdout)
+            );
+            std::thread::sleep(std::time::Duration::from_millis(500));
+        };
+        let power_ok = |out: &Output| {
+            out.status.success()
+                && json(out)["checks"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|c| c["what"] == "GPU power > 0 W" && c["severity"].is_null())
+        };
+        let targets = ready(
+            &power_ok,
+            &[
                 "targets",
                 "--prometheus",
                 &url,
@@ -392,38 +413,34 @@ async fn check_and_targets_against_a_real_prometheus() {
                 "json",
                 "--fail-on",
                 "never",
-            ]);
-            let up = out.status.success()
-                && json(&out)["checks"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .any(|c| c["what"] == "GPU power > 0 W" && c["severity"].is_null());
-            if up && std::time::Instant::now() > deadline - std::time::Duration::from_secs(34) {
-                break out;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "prometheus never scraped the simulator: {}",
-                String::from_utf8_lossy(&out.stdout)
-            );
-            std::thread::sleep(std::time::Duration::from_millis(500));
+            ],
+        );
+        // The scrape interval is read from raw `up` samples: wait until a few exist.
+        let windowed = |out: &Output| {
+            json(out)["findings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|f| f["rule"] == "short-rate-window")
         };
-        let check = llmscope(&[
-            "check",
-            "--prometheus",
-            &url,
-            "--format",
-            "json",
-            "--expr",
-            "max by (pod) (vllm:gpu_cache_usage_perc)",
-            "--expr",
-            "avg by (hostname) (DCGM_FI_DEV_POWER_USAGE)",
-            "--expr",
-            "sum(rate(vllm:generation_tokens_total[2s]))",
-            "--expr",
-            "rate(vllm:kv_cache_usage_perc[1m])",
-        ]);
+        let check = ready(
+            &windowed,
+            &[
+                "check",
+                "--prometheus",
+                &url,
+                "--format",
+                "json",
+                "--expr",
+                "max by (pod) (vllm:gpu_cache_usage_perc)",
+                "--expr",
+                "avg by (hostname) (DCGM_FI_DEV_POWER_USAGE)",
+                "--expr",
+                "sum(rate(vllm:generation_tokens_total[2s]))",
+                "--expr",
+                "rate(vllm:kv_cache_usage_perc[1m])",
+            ],
+        );
         (targets, check)
     })
     .await
