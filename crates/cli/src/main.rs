@@ -8,11 +8,13 @@ use std::process::ExitCode;
 mod analysis;
 mod check_cmd;
 mod cost_cmd;
+mod dashboard_cmd;
 mod inventory_cmd;
 mod load_cmd;
 mod observe_cmd;
 mod prom_flags;
 mod report_cmd;
+mod rules_cmd;
 mod run_cmd;
 mod runs_cmd;
 mod sim_cmd;
@@ -40,6 +42,10 @@ enum Command {
     Check(check_cmd::CheckArgs),
     /// List what a target exposes: families, detected engine and version, renamed names.
     Inventory(inventory_cmd::InventoryCmdArgs),
+    /// Generate a Grafana dashboard for the engine version in front of you.
+    Dashboard(dashboard_cmd::DashboardArgs),
+    /// Generate Prometheus recording and alerting rules (or a PrometheusRule) for it.
+    Rules(rules_cmd::RulesArgs),
     /// Verify collection: targets up, and every layer's values real (what to fix if not).
     Targets(targets_cmd::TargetsArgs),
     /// GPU-hours and cost per team, cost per million tokens (from Prometheus).
@@ -63,6 +69,8 @@ fn main() -> ExitCode {
         Command::Compare(args) => report_cmd::compare(args),
         Command::Check(args) => check_cmd::run(args),
         Command::Inventory(args) => inventory_cmd::run(args),
+        Command::Dashboard(args) => dashboard_cmd::run(args),
+        Command::Rules(args) => rules_cmd::run(args),
         Command::Targets(args) => targets_cmd::run(args),
         Command::Cost(args) => cost_cmd::run(args),
         Command::Sim(args) => sim_cmd::run(args),

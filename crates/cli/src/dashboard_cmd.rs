@@ -1,0 +1,185 @@
+//! `llmscope dashboard`: a Grafana dashboard right for the engine version in front of it, and
+//! the source flags `rules` shares.
+//!
+//! [`StackArgs`] (`--engine`, `--gpu`, `--scheduler`, or a live `--metrics-url`/`--prometheus`
+//! whose names are detected) → [`resolve_stack`] → `llmscope-generate` builds the model from the
+//! catalog → JSON (or a Grafana-sidecar `ConfigMap`) on stdout or `--output`.
+
+use crate::inventory_cmd::{InventoryArgs, InventoryPlan, InventorySource, load};
+use anyhow::{Context, Result, bail};
+use llmscope_core::catalog::{EngineSpec, Exporter};
+use llmscope_generate::dashboard::{self, ConfigMap, DashboardOptions};
+use llmscope_generate::{Signals, Stack, output};
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+const AFTER_HELP: &str = "Examples:
+  llmscope dashboard --engine vllm@0.26 > vllm.json
+  llmscope dashboard --engine vllm@0.10 --gpu dcgm-exporter@4.5 --scheduler none
+  llmscope dashboard --metrics-url http://vllm:8000/metrics --metrics-url http://dcgm:9400/metrics
+  llmscope dashboard --prometheus http://prometheus:9090 --format configmap --namespace monitoring
+
+Names and labels come from the metric catalog for the engine version: given by --engine, or
+detected from what --metrics-url / --prometheus really expose (then only exposed names are used).
+With --engine, --gpu defaults to dcgm-exporter@4.5 and --scheduler to kueue@0.19; `none` drops
+the GPU or Scheduling row.";
+
+/// What the artefacts are generated for.
+#[derive(Debug, Clone, clap::Args)]
+pub struct StackArgs {
+    #[command(flatten)]
+    pub inventory: InventoryArgs,
+    /// The GPU exporter and version (dcgm-exporter@4.5), or `none`.
+    #[arg(long, value_name = "NAME@VERSION")]
+    pub gpu: Option<String>,
+    /// The scheduler and version (kueue@0.19), or `none`.
+    #[arg(long, value_name = "NAME@VERSION")]
+    pub scheduler: Option<String>,
+}
+
+/// Generate a Grafana dashboard for the engine version in front of you.
+#[derive(Debug, clap::Args)]
+#[command(after_help = AFTER_HELP)]
+pub struct DashboardArgs {
+    #[command(flatten)]
+    stack: StackArgs,
+    /// grafana-json (an importable classic dashboard) or configmap (for the Grafana sidecar).
+    #[arg(long, default_value = "grafana-json", value_parser = ["grafana-json", "json", "configmap"])]
+    format: String,
+    /// Dashboard title (default: "LLM serving: <engine> (llmscope)").
+    #[arg(long)]
+    title: Option<String>,
+    /// Dashboard uid (default: llmscope-<engine>-<version>).
+    #[arg(long)]
+    uid: Option<String>,
+    /// ConfigMap name (--format configmap).
+    #[arg(long, default_value = "llmscope-vllm")]
+    name: String,
+    /// ConfigMap namespace (--format configmap).
+    #[arg(long)]
+    namespace: Option<String>,
+    /// Write here instead of stdout.
+    #[arg(long, short)]
+    output: Option<PathBuf>,
+}
+
+pub fn run(args: DashboardArgs) -> Result<ExitCode> {
+    let stack = resolve_stack(&args.stack, Some("kueue@0.19"))?;
+    let signals = Signals::resolve(&stack)?;
+    let opts = DashboardOptions {
+        title: args.title,
+        uid: args.uid,
+    };
+    let json = output::json(&dashboard::build(&stack, &signals, &opts))?;
+    let text = match args.format.as_str() {
+        "configmap" => output::yaml(&ConfigMap::wrap(&args.name, args.namespace, json))?,
+        _ => json,
+    };
+    emit(args.output.as_ref(), &text)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes `text` to `path`, or to stdout.
+pub fn emit(path: Option<&PathBuf>, text: &str) -> Result<()> {
+    match path {
+        Some(p) => std::fs::write(p, text).with_context(|| format!("writing {}", p.display())),
+        None => Ok(std::io::stdout().lock().write_all(text.as_bytes())?),
+    }
+}
+
+/// The stack from the flags: detected from live sources, else from `--engine` specs; then
+/// `--gpu`/`--scheduler` (defaults only apply to `--engine` stacks).
+pub fn resolve_stack(args: &StackArgs, default_scheduler: Option<&str>) -> Result<Stack> {
+    let plan = args.inventory.plan()?;
+    let (specs, live): (Vec<_>, Vec<_>) = plan
+        .sources
+        .iter()
+        .cloned()
+        .partition(|s| matches!(s, InventorySource::Engine(_)));
+    let specs: Vec<EngineSpec> = specs
+        .into_iter()
+        .filter_map(|s| match s {
+            InventorySource::Engine(e) => Some(e),
+            _ => None,
+        })
+        .collect();
+    let mut stack = if live.is_empty() {
+        from_specs(&specs)?
+    } else {
+        detected(live, plan.lookback)?
+    };
+    let defaults = live_is_empty_defaults(&plan.sources);
+    let gpu = args
+        .gpu
+        .as_deref()
+        .or(defaults.then_some("dcgm-exporter@4.5"));
+    let scheduler = args
+        .scheduler
+        .as_deref()
+        .or(default_scheduler.filter(|_| defaults));
+    match gpu {
+        Some("none") => stack.gpu = None,
+        Some(g) => stack = stack.with_gpu(spec(g, "--gpu")?)?,
+        None => {}
+    }
+    match scheduler {
+        Some("none") => {
+            stack.scheduler = None;
+            stack.kube_state_metrics = None;
+        }
+        Some(k) => stack = stack.with_scheduler(spec(k, "--scheduler")?)?,
+        None => {}
+    }
+    Ok(stack)
+}
+
+fn live_is_empty_defaults(sources: &[InventorySource]) -> bool {
+    sources
+        .iter()
+        .all(|s| matches!(s, InventorySource::Engine(_)))
+}
+
+fn spec(text: &str, flag: &str) -> Result<EngineSpec> {
+    text.parse()
+        .with_context(|| format!("{flag} {text} (or `none`)"))
+}
+
+/// `--engine vllm@0.26 [--engine dcgm-exporter@4.5 …]`.
+fn from_specs(specs: &[EngineSpec]) -> Result<Stack> {
+    let exporters = [
+        Exporter::DcgmExporter,
+        Exporter::Kueue,
+        Exporter::KubeStateMetrics,
+    ];
+    let serving = specs.iter().filter(|s| !exporters.contains(&s.exporter));
+    let mut serving: Vec<&EngineSpec> = serving.collect();
+    serving.sort_by_key(|s| s.exporter != Exporter::Vllm);
+    let Some(engine) = serving.first() else {
+        bail!(
+            "no engine to generate for: give --engine vllm@VERSION (e.g. vllm@0.26), --metrics-url URL or --prometheus URL"
+        );
+    };
+    let mut stack = Stack::new(**engine)?;
+    for s in specs {
+        match s.exporter {
+            Exporter::DcgmExporter => stack = stack.with_gpu(*s)?,
+            Exporter::Kueue => stack = stack.with_scheduler(*s)?,
+            _ => {}
+        }
+    }
+    Ok(stack)
+}
+
+/// Detects the stack from what live sources expose.
+fn detected(live: Vec<InventorySource>, lookback: std::time::Duration) -> Result<Stack> {
+    let plan = InventoryPlan {
+        sources: live,
+        lookback,
+    };
+    let names = load(&plan, &BTreeSet::new())?.names();
+    let stack = Stack::detect(&names)?;
+    eprintln!("llmscope: generating for {} (detected)", stack.describe());
+    Ok(stack)
+}

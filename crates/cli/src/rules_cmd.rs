@@ -1,0 +1,78 @@
+//! `llmscope rules`: a Prometheus rule file (or a `PrometheusRule` manifest with `--crd`) right
+//! for the engine version in front of it: recording rules, the alerts of the method, and
+//! `absent()` guards for every series the dashboard and rules read.
+//!
+//! [`RulesArgs`] → the shared [`StackArgs`] → `llmscope-generate` → YAML on stdout or `--output`.
+
+use crate::dashboard_cmd::{StackArgs, emit, resolve_stack};
+use anyhow::Result;
+use llmscope_core::duration::parse_duration;
+use llmscope_generate::promrules::{CrdOptions, PrometheusRule};
+use llmscope_generate::rules::{self, RulesOptions};
+use llmscope_generate::{Signals, output};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+const AFTER_HELP: &str = "Examples:
+  llmscope rules --engine vllm@0.26 > rules.yaml && promtool check rules rules.yaml
+  llmscope rules --engine vllm@0.26 --crd --release kube-prometheus-stack --namespace monitoring
+  llmscope rules --metrics-url http://vllm:8000/metrics --metrics-url http://dcgm:9400/metrics --slo-ttft 1s
+
+Alerts: VllmKvCacheHigh (KV >= 0.85 for 5m), VllmKvCacheCritical (>= 0.95), VllmRequestsWaiting
+(waiting > 0 for 5m), VllmBatchLimit (waiting while KV < 0.5 and GPU util < 50%),
+VllmTtftSloBreach (TTFT p95 > --slo-ttft), VllmPreemptions, DcgmValuesNotReal, and
+LlmscopeSeriesAbsent for every series read (a rename is noticed the day it happens).
+kube-prometheus-stack only loads PrometheusRules carrying its `release` label: pass --release.
+With --engine, --gpu defaults to dcgm-exporter@4.5; --scheduler adds absence guards for Kueue.";
+
+fn duration(s: &str) -> Result<Duration, String> {
+    parse_duration(s).map_err(|e| e.to_string())
+}
+
+/// Generate Prometheus recording and alerting rules for the engine version in front of you.
+#[derive(Debug, clap::Args)]
+#[command(after_help = AFTER_HELP)]
+pub struct RulesArgs {
+    #[command(flatten)]
+    stack: StackArgs,
+    /// TTFT p95 objective for VllmTtftSloBreach.
+    #[arg(long, value_parser = duration, default_value = "2s")]
+    slo_ttft: Duration,
+    /// Print a PrometheusRule manifest (Prometheus Operator) instead of a rule file.
+    #[arg(long)]
+    crd: bool,
+    /// The `release` label kube-prometheus-stack selects rules by (--crd).
+    #[arg(long)]
+    release: Option<String>,
+    /// Manifest name (--crd).
+    #[arg(long, default_value = "llmscope-vllm")]
+    name: String,
+    /// Manifest namespace (--crd).
+    #[arg(long)]
+    namespace: Option<String>,
+    /// Write here instead of stdout.
+    #[arg(long, short)]
+    output: Option<PathBuf>,
+}
+
+pub fn run(args: RulesArgs) -> Result<ExitCode> {
+    let stack = resolve_stack(&args.stack, None)?;
+    let signals = Signals::resolve(&stack)?;
+    let opts = RulesOptions {
+        slo_ttft_s: args.slo_ttft.as_secs_f64(),
+    };
+    let file = rules::build(&stack, &signals, &opts);
+    let text = if args.crd {
+        let crd = CrdOptions {
+            name: args.name,
+            namespace: args.namespace,
+            release: args.release,
+        };
+        output::yaml(&PrometheusRule::wrap(file, &crd))?
+    } else {
+        output::yaml(&file)?
+    };
+    emit(args.output.as_ref(), &text)?;
+    Ok(ExitCode::SUCCESS)
+}
