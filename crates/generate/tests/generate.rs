@@ -188,6 +188,22 @@ fn promtool_checks_every_generated_rule_file() {
         assert!(ok, "promtool check rules {v}:\n{text}");
         assert!(text.contains("SUCCESS"), "{text}");
     }
+    // With the scheduler: absence guards for Kueue and kube-state-metrics too.
+    let st = full_stack("0.26");
+    let full = rules::build(
+        &st,
+        &Signals::resolve(&st).unwrap(),
+        &RulesOptions::default(),
+    );
+    assert!(
+        output::yaml(&full)
+            .unwrap()
+            .contains("absent(kueue_local_queue_resource_reservation)")
+    );
+    let path = tmp.join("rules-full.yaml");
+    std::fs::write(&path, output::yaml(&full).unwrap()).unwrap();
+    let (ok, text) = run(Command::new(&promtool).args(["check", "rules"]).arg(&path));
+    assert!(ok, "promtool check rules (with kueue):\n{text}");
     // The manifest's spec is a rule file too.
     let spec = output::yaml(&crd("0.26").spec).unwrap();
     let path = tmp.join("crd-spec.yaml");
