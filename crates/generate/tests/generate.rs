@@ -673,3 +673,36 @@ async fn every_dashboard_query_returns_data_from_a_real_prometheus() {
         empty.join("\n")
     );
 }
+
+// ------------------------------------------------------------------ purity
+
+/// The generator stays pure: no async runtime, HTTP stack or database in its dependency tree.
+#[test]
+fn generate_depends_on_no_io_crates() {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let out = Command::new(cargo)
+        .args([
+            "tree",
+            "-p",
+            "llmscope-generate",
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+            "--offline",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tree = String::from_utf8_lossy(&out.stdout);
+    assert!(tree.contains("llmscope-generate"), "{tree}");
+    for banned in ["tokio", "hyper", "reqwest", "rusqlite", "axum"] {
+        let found = tree.lines().any(|l| l.starts_with(&format!("{banned} ")));
+        assert!(!found, "llmscope-generate depends on {banned}:\n{tree}");
+    }
+}
