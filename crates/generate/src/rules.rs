@@ -151,14 +151,23 @@ fn verdict(b: Bottleneck, what: &str) -> String {
 }
 
 fn engine_alerts(s: &Signals, opts: &RulesOptions) -> Vec<Rule> {
-    let e = &s.engine;
-    let kv = agg("max", SPLIT, &Sel::of(e.kv_usage).to_string());
-    let waiting = agg("sum", SPLIT, &Sel::of(e.waiting).to_string());
+    let kv = agg("max", SPLIT, &Sel::of(s.engine.kv_usage).to_string());
+    let waiting = agg("sum", SPLIT, &Sel::of(s.engine.waiting).to_string());
+    let mut out = kv_alerts(&kv);
+    out.push(waiting_alert(&waiting));
+    out.extend(batch_limit(s, &waiting, &kv));
+    out.extend(ttft_slo(s, opts));
+    out.extend(preemptions(s));
+    out
+}
+
+/// KV ≥ 0.85 for 5m (the alert level of DESIGN §2 step 8) and ≥ 0.95 (preemption risk).
+fn kv_alerts(kv: &str) -> Vec<Rule> {
     let kv_verdict = verdict(
         Bottleneck::KvCacheCapacity,
         "raise --gpu-memory-utilization or --max-model-len headroom, shorten prompts, or add replicas on separate GPUs.",
     );
-    let mut out = vec![
+    vec![
         alert(
             "VllmKvCacheHigh",
             format!("{kv} >= 0.85"),
@@ -181,25 +190,25 @@ fn engine_alerts(s: &Signals, opts: &RulesOptions) -> Vec<Rule> {
             ],
             &kv_verdict,
         ),
-        alert(
-            "VllmRequestsWaiting",
-            format!("{waiting} > 0"),
-            "5m",
-            "warning",
-            [
-                "Requests have been waiting on {{ $labels.pod }} for 5 minutes",
-                "vLLM {{ $labels.model_name }} on {{ $labels.pod }} has had requests waiting for 5 minutes: its throughput is below the arrival rate.",
-            ],
-            &verdict(
-                Bottleneck::GpuCompute,
-                "or kv_cache_capacity / batch_limit, by GPU utilisation and KV usage while it waits.",
-            ),
+    ]
+}
+
+/// Waiting > 0 sustained: throughput below the arrival rate.
+fn waiting_alert(waiting: &str) -> Rule {
+    alert(
+        "VllmRequestsWaiting",
+        format!("{waiting} > 0"),
+        "5m",
+        "warning",
+        [
+            "Requests have been waiting on {{ $labels.pod }} for 5 minutes",
+            "vLLM {{ $labels.model_name }} on {{ $labels.pod }} has had requests waiting for 5 minutes: its throughput is below the arrival rate.",
+        ],
+        &verdict(
+            Bottleneck::GpuCompute,
+            "or kv_cache_capacity / batch_limit, by GPU utilisation and KV usage while it waits.",
         ),
-    ];
-    out.extend(batch_limit(s, &waiting, &kv));
-    out.extend(ttft_slo(s, opts));
-    out.extend(preemptions(s));
-    out
+    )
 }
 
 /// Waiting while KV and the GPU are both low: the batch is capped, not the hardware. GPU
