@@ -236,6 +236,9 @@ impl Walk<'_> {
             return;
         }
         let shown: Vec<&str> = seen.iter().take(8).map(String::as_str).collect();
+        let Some(example) = shown.first() else {
+            return;
+        };
         let f = Finding::new(
             Rule::MissingLabel,
             Severity::Warning,
@@ -248,8 +251,8 @@ impl Walk<'_> {
         )
         .metric(name)
         .suggest(format!(
-            "match a value that exists, e.g. {}=\"{}\"",
-            m.name, shown[0]
+            "match a value that exists, e.g. {}=\"{example}\"",
+            m.name
         ));
         self.push(f, Some(&m.value));
     }

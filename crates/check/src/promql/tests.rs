@@ -351,3 +351,74 @@ fn recording_rules_count_as_existing() {
     inv.add_recorded(["job:tokens:rate5m".to_owned()]);
     assert!(run_with(&inv, "job:tokens:rate5m > 0", false, None).is_empty());
 }
+
+mod no_panics {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// PromQL-ish text: names, operators, brackets, quotes, Grafana variables.
+    fn promqlish() -> impl Strategy<Value = String> {
+        let atoms = prop::sample::select(vec![
+            "vllm:kv_cache_usage_perc",
+            "vllm:generation_tokens_total",
+            "DCGM_FI_DEV_GPU_UTIL",
+            "x_bucket",
+            "sum",
+            "by",
+            "(",
+            ")",
+            "{",
+            "}",
+            "[",
+            "]",
+            "5m",
+            "$__rate_interval",
+            "${v}",
+            "[[v]]",
+            "\"",
+            "'",
+            "le",
+            "=",
+            "=~",
+            "!=",
+            ",",
+            " ",
+            "rate",
+            "histogram_quantile",
+            "0.9",
+            "85",
+            ">",
+            "*",
+            "on",
+            "group_left",
+            "\\",
+            "é",
+            "ignoring",
+            "offset",
+            "@",
+            ":",
+            "1e9",
+            "-",
+            "or",
+        ]);
+        prop::collection::vec(atoms, 0..24).prop_map(|v| v.concat())
+    }
+
+    proptest! {
+        #[test]
+        fn checking_any_text_never_panics(text in promqlish()) {
+            let inv = inventories();
+            let substituted = crate::input::grafana::substitute(&text);
+            let _ = check_expr(&substituted, &inv, Context { graph: true, panel_unit: Some("percent") });
+            let queries = vec![crate::input::Query::new(text.clone(), crate::Location::default())];
+            let _ = crate::input::check(&queries, &inv);
+        }
+
+        #[test]
+        fn reading_any_file_never_panics(text in "\\PC{0,200}") {
+            for file in ["a.json", "a.yaml", "a.promql"] {
+                let _ = crate::input::read(file, &text);
+            }
+        }
+    }
+}
