@@ -391,9 +391,10 @@ fn reserved_gpus(k: &SchedulerSignals) -> Option<PanelSpec> {
         ),
     };
     let desc = format!(
-        "{} (needs {}). kube_namespace_labels carries label_team only with --metric-labels-allowlist=namespaces=[team].",
+        "{} (needs {}). {}. kube_namespace_labels carries label_team only with --metric-labels-allowlist=namespaces=[team].",
         f.name,
-        f.condition.unwrap_or("no flag")
+        f.condition.unwrap_or("no flag"),
+        f.note.trim_end_matches('.')
     );
     Some(PanelSpec::new("Reserved GPUs per team", "short", desc).query(expr, legend))
 }
