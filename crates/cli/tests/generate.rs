@@ -117,3 +117,89 @@ fn a_live_simulator_is_detected_and_its_names_used() {
         "no Kueue on the page, no Scheduling row"
     );
 }
+
+/// A Prometheus child process, killed (and its directory removed) when dropped.
+struct Prometheus {
+    child: std::process::Child,
+    dir: std::path::PathBuf,
+}
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Starts Prometheus scraping `targets` every second; its URL once it answers.
+fn start_prometheus(bin: &std::path::Path, targets: [String; 2]) -> (Prometheus, String) {
+    let dir = std::env::temp_dir().join(format!("llmscope-cli-gen-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = format!(
+        "global:\n  scrape_interval: 1s\n  scrape_timeout: 800ms\nscrape_configs:\n\
+         - job_name: vllm\n  static_configs:\n  - targets: ['{}']\n\
+         - job_name: dcgm\n  static_configs:\n  - targets: ['{}']\n",
+        targets[0], targets[1]
+    );
+    std::fs::write(dir.join("prometheus.yml"), config).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new(bin)
+        .arg(format!(
+            "--config.file={}",
+            dir.join("prometheus.yml").display()
+        ))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.join("data").display()
+        ))
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    (
+        Prometheus { child, dir },
+        format!("http://127.0.0.1:{port}"),
+    )
+}
+
+#[test]
+fn a_prometheus_is_read_for_the_names_it_holds() {
+    let bin = std::path::Path::new("/usr/bin/prometheus");
+    if !bin.is_file() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI needs prometheus"
+        );
+        eprintln!("skipped: no /usr/bin/prometheus");
+        return;
+    }
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let mut cfg = SimConfig::new(preset("l4-qwen2.5-3b").unwrap());
+    cfg.dcgm_interval = Duration::from_millis(500);
+    let sim = rt.block_on(serve::start(cfg)).unwrap();
+    let targets = [sim.vllm_addr.to_string(), sim.dcgm_addr.to_string()];
+    let (_prom, url) = start_prometheus(bin, targets);
+    // Until both targets were scraped, detection sees too little: retry for up to 30 s.
+    let mut last = String::new();
+    for _ in 0..60 {
+        std::thread::sleep(Duration::from_millis(500));
+        let out = llmscope(&["rules", "--prometheus", &url, "--lookback", "5m"]);
+        last = String::from_utf8_lossy(&out.stdout).into_owned();
+        if out.status.success() && last.contains("DCGM_FI_DEV_GPU_UTIL") {
+            break;
+        }
+    }
+    rt.block_on(sim.shutdown());
+    assert!(last.contains("absent(vllm:kv_cache_usage_perc)"), "{last}");
+    assert!(last.contains("absent(DCGM_FI_DEV_GPU_UTIL)"), "{last}");
+    assert!(
+        !last.contains("e2e_request_latency"),
+        "0.26 has no e2e histogram"
+    );
+}
