@@ -18,8 +18,19 @@ pub struct PromqlError {
 pub fn parse(expr: &str) -> Result<Expr, PromqlError> {
     parser::parse(expr).map_err(|message| {
         let offset = locate(expr, &message);
-        let message = match (message.as_str(), unbalanced(expr)) {
-            ("invalid promql query", Some((_, what))) => format!("invalid promql query: {what}"),
+        let message = match (message.as_str(), unbalanced(expr), offset) {
+            ("invalid promql query", Some((_, what)), _) => format!("invalid promql query: {what}"),
+            ("invalid promql query", None, Some(at)) => {
+                let token: String = expr[at..]
+                    .chars()
+                    .take_while(|c| !c.is_whitespace())
+                    .take(20)
+                    .collect();
+                match token.is_empty() {
+                    true => "invalid promql query: unexpected end".to_owned(),
+                    false => format!("invalid promql query: unexpected `{token}`"),
+                }
+            }
             _ => message,
         };
         PromqlError { message, offset }
@@ -33,7 +44,26 @@ fn locate(expr: &str, message: &str) -> Option<usize> {
     if let Some((at, _)) = unbalanced(expr) {
         return Some(at);
     }
-    quoted_name(message).and_then(|name| expr.find(&format!("{name}(")).or_else(|| expr.find(name)))
+    if let Some(at) = quoted_name(message)
+        .and_then(|name| expr.find(&format!("{name}(")).or_else(|| expr.find(name)))
+    {
+        return Some(at);
+    }
+    after_longest_valid_prefix(expr)
+}
+
+/// The first token after the longest prefix that parses on its own: `a + ` → the `+`,
+/// `sum(x) by (a) foo` → `foo`. Cuts are tried at spaces and bracket boundaries.
+fn after_longest_valid_prefix(expr: &str) -> Option<usize> {
+    let cuts = expr
+        .char_indices()
+        .filter(|(_, c)| c.is_whitespace() || matches!(c, '(' | ')' | '[' | ']' | '{' | '}' | ','))
+        .flat_map(|(i, c)| [i, i + c.len_utf8()]);
+    let end = cuts
+        .rev()
+        .find(|&cut| cut < expr.len() && parser::parse(&expr[..cut]).is_ok())?;
+    let rest = &expr[end..];
+    Some(end + (rest.len() - rest.trim_start().len()))
 }
 
 /// The shortest prefix that fails the same way ends at the offending character.
@@ -125,6 +155,14 @@ mod tests {
     fn semantic_errors_point_at_the_function() {
         let e = parse("sum(rate(vllm:x))").unwrap_err();
         assert_eq!(e.offset, Some(4), "{e:?}");
+    }
+
+    #[test]
+    fn other_syntax_errors_point_after_the_longest_valid_prefix() {
+        let e = parse("sum(x) by (a) foo").unwrap_err();
+        assert_eq!(e.offset, Some(14), "{e:?}");
+        let e = parse("vllm:num_requests_running +").unwrap_err();
+        assert_eq!(e.offset, Some(26), "{e:?}");
     }
 
     #[test]
