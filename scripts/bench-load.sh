@@ -235,6 +235,7 @@ def llmscope(name):
             "failed": j["requests"]["failed"], "verdict": j["client"]["verdict"],
             "cpu_pct": j["client"]["cpu_percent_mean"],
             "rx_p50": j["client"]["receive_lag_ms"]["p50"], "rx_p99": j["client"]["receive_lag_ms"]["p99"],
+            "behind": j["client"].get("first_tokens_read_behind", 0),
             "err_p50": pct(errs, .5), "err_p99": pct(errs, .99), "err_max": errs[-1] if errs else None,
             "err_n": len(errs)}
 
@@ -286,7 +287,9 @@ if l and l["err_n"]:
           f"(includes the sim's own write and the loopback). Verdict: {l['verdict']}")
     print(f"\nllmscope stamps arrivals with the kernel's receive time; it read first tokens "
           f"{f(l['rx_p50'], 3)} ms (p50) / {f(l['rx_p99'], 3)} ms (p99) after they reached the "
-          f"socket: what a tool stamping at read time would have added to TTFT.")
+          f"socket: what a tool stamping at read time would have added to TTFT. "
+          f"{l['behind']} first tokens were read with data queued behind them (their kernel "
+          f"stamps may be late: Linux merges queued segments under the newest timestamp).")
 
 print("\n### Throughput: full-speed sim, both CPUs shared\n")
 print("| run | output tok/s | req/s | client CPU s / 1k tokens | sent / failed |")

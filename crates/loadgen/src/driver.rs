@@ -166,9 +166,7 @@ pub async fn run(plan: &LoadPlan, observer: &mut dyn Observer, control: &RunCont
         )
         .await;
         let mut report = out.stats.report(&out.meta, &plan.slo);
-        let receive_lag = std::mem::take(&mut report.client.receive_lag_ms);
-        report.client = client_report(&monitor, &report, out.started, out.ended);
-        report.client.receive_lag_ms = receive_lag;
+        attach_client(&mut report, &monitor, out.started, out.ended);
         observer.stage_finished(&report);
         done.push((out.stats, out.meta, report));
     }
@@ -187,6 +185,16 @@ pub async fn run(plan: &LoadPlan, observer: &mut dyn Observer, control: &RunCont
         total,
         stages: done.into_iter().map(|(_, _, r)| r).collect(),
     }
+}
+
+/// Adds the monitor's assessment to the client figures measured from the records.
+fn attach_client(report: &mut StageReport, monitor: &Monitor, from: Instant, to: Instant) {
+    let measured = std::mem::take(&mut report.client);
+    report.client = ClientReport {
+        receive_lag_ms: measured.receive_lag_ms,
+        first_tokens_read_behind: measured.first_tokens_read_behind,
+        ..client_report(monitor, report, from, to)
+    };
 }
 
 fn client_report(monitor: &Monitor, r: &StageReport, from: Instant, to: Instant) -> ClientReport {
@@ -246,9 +254,7 @@ fn total_report(
             .into(),
     };
     let mut report = stats.report(&meta, &plan.slo);
-    let receive_lag = std::mem::take(&mut report.client.receive_lag_ms);
-    report.client = client_report(monitor, &report, t0, Instant::now());
-    report.client.receive_lag_ms = receive_lag;
+    attach_client(&mut report, monitor, t0, Instant::now());
     report
 }
 
@@ -706,6 +712,7 @@ fn fill(
     r.output_tokens = out.usage.completion_tokens;
     r.chunk_tokens = out.chunk_tokens;
     r.server_first_token_unix_ns = out.server_first_token_ns;
+    r.first_token_behind = out.first_token_behind;
     r.first_token_rx_lag_us = out
         .first_token_rx_lag
         .map(|d| d.as_micros().min(u128::from(u32::MAX)) as u32);

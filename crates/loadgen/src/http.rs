@@ -398,6 +398,7 @@ impl Frames {
 async fn read_stream(mut body: Frames, out: &mut Outcome) -> Result<(), ErrorKind> {
     let mut reader = StreamReader::default();
     let mut lag = None;
+    let mut behind = false;
     body.stamp.set_precise(true);
     let result = loop {
         match body.next().await {
@@ -407,6 +408,7 @@ async fn read_stream(mut body: Frames, out: &mut Outcome) -> Result<(), ErrorKin
                 }
                 if lag.is_none() && reader.outcome().first_token.is_some() {
                     lag = Some(f.seen.saturating_duration_since(f.arrived));
+                    behind = body.stamp.behind();
                     body.stamp.set_precise(false);
                 }
             }
@@ -419,6 +421,7 @@ async fn read_stream(mut body: Frames, out: &mut Outcome) -> Result<(), ErrorKin
     *out = reader.into_outcome();
     out.status = status;
     out.first_token_rx_lag = lag;
+    out.first_token_behind = behind;
     result
 }
 

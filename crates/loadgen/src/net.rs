@@ -10,6 +10,9 @@
 //! and finds two events queued would stamp the first with the second's time. Until a response's
 //! first token is in, the reader asks for [`RxStamp::set_precise`] reads: the stream peeks and reads
 //! only up to the end of the first queued SSE event (`\n\n`), so that event gets its own stamp.
+//! One case stays uncertain: Linux merges segments queued on a socket that is not being read,
+//! keeping the newest timestamp. When more bytes than the first event are already queued, the
+//! read is flagged ([`RxStamp::behind`]): its stamp may be late by up to the gap between events.
 //! It implements hyper's `Read`/`Write`; writes go through tokio unchanged.
 
 use hyper::rt::{Read, ReadBufCursor, Write};
@@ -29,7 +32,7 @@ use tokio::net::TcpStream;
 /// Unix nanoseconds at which the latest read's bytes reached the socket (0 = unknown), and
 /// whether reads should stop at the end of the first queued event.
 #[derive(Debug, Clone, Default)]
-pub struct RxStamp(Arc<(AtomicU64, AtomicBool)>);
+pub struct RxStamp(Arc<(AtomicU64, AtomicBool, AtomicBool)>);
 
 impl RxStamp {
     /// The latest kernel receive time, if the kernel gave one.
@@ -48,6 +51,15 @@ impl RxStamp {
 
     fn precise(&self) -> bool {
         self.0.1.load(Ordering::Relaxed)
+    }
+
+    /// The latest precise read found more than one event queued (its stamp may be late).
+    pub fn behind(&self) -> bool {
+        self.0.2.load(Ordering::Relaxed)
+    }
+
+    fn set_behind(&self, on: bool) {
+        self.0.2.store(on, Ordering::Relaxed);
     }
 }
 
@@ -92,10 +104,13 @@ fn recv_stamped(fd: RawFd, buf: &mut [u8], cmsg: &mut [u8]) -> io::Result<(usize
 }
 
 /// How many bytes to read so the read ends with the first complete SSE event queued (all that
-/// is queued when no event is complete yet).
-fn through_first_event(fd: RawFd, peek: &mut [u8]) -> io::Result<usize> {
+/// is queued when no event is complete yet), and whether more was queued behind it.
+fn through_first_event(fd: RawFd, peek: &mut [u8]) -> io::Result<(usize, bool)> {
     let n = recv(fd, peek, MsgFlags::MSG_PEEK).map_err(io::Error::from)?;
-    Ok(memchr::memmem::find(&peek[..n], b"\n\n").map_or(n, |i| i + 2))
+    Ok(match memchr::memmem::find(&peek[..n], b"\n\n") {
+        Some(i) => (i + 2, i + 2 < n),
+        None => (n, false),
+    })
 }
 
 impl Read for StampedIo {
@@ -117,7 +132,11 @@ impl Read for StampedIo {
             let fd = stream.as_raw_fd();
             let read = || {
                 let want = match stamp.precise() {
-                    true => through_first_event(fd, &mut scratch[..want])?.max(1),
+                    true => {
+                        let (upto, behind) = through_first_event(fd, &mut scratch[..want])?;
+                        stamp.set_behind(behind);
+                        upto.max(1)
+                    }
                     false => want,
                 };
                 recv_stamped(fd, &mut scratch[..want], cmsg)
@@ -194,5 +213,36 @@ mod tests {
             ts + 5_000_000 >= before && ts <= after + 5_000_000,
             "{before} {ts} {after}"
         );
+    }
+
+    #[tokio::test]
+    async fn precise_reads_stop_at_the_first_event_and_say_what_is_queued_behind() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let (mut server, _) = listener.accept().await.unwrap();
+        let (io, stamp) = StampedIo::new(client);
+        stamp.set_precise(true);
+        server
+            .write_all(b"data: one\n\ndata: two\n\n")
+            .await
+            .unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        let mut io = TokioIo::new(io);
+        let mut buf = [0u8; 64];
+        let n = tokio::io::AsyncReadExt::read(&mut io, &mut buf)
+            .await
+            .unwrap();
+        assert_eq!(&buf[..n], b"data: one\n\n");
+        assert!(
+            stamp.behind(),
+            "the second event was queued behind the first"
+        );
+        let n = tokio::io::AsyncReadExt::read(&mut io, &mut buf)
+            .await
+            .unwrap();
+        assert_eq!(&buf[..n], b"data: two\n\n");
+        assert!(!stamp.behind());
     }
 }

@@ -129,6 +129,10 @@ pub struct RequestRecord {
     pub server_first_token_unix_ns: Option<u64>,
     /// From the kernel receiving the first token to the client reading it, in microseconds.
     pub first_token_rx_lag_us: Option<u32>,
+    /// The first token was read with more data queued behind it: the kernel, which merges queued
+    /// segments, may have stamped it with a later segment's time.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub first_token_behind: bool,
     /// Gaps between consecutive text chunks, in microseconds (aggregated, not stored).
     #[serde(skip)]
     pub gaps_us: Vec<u32>,

@@ -132,6 +132,9 @@ pub struct ClientReport {
     /// From the kernel receiving a first token to the client reading it: how late the client
     /// got to its sockets. Latencies use the kernel's time, so this lag is not in them.
     pub receive_lag_ms: Summary,
+    /// First tokens read with more data already queued behind them: their stamps may be late by
+    /// up to the gap between events (Linux merges queued segments under the newest timestamp).
+    pub first_tokens_read_behind: u64,
     /// How late a task that yields is polled again (run-queue delay).
     pub event_loop_lag_ms: Summary,
     /// Achieved ≥ 95% of the target.

@@ -28,6 +28,8 @@ pub struct Outcome {
     pub gaps_us: Vec<u32>,
     /// From the kernel receiving the first token to the client reading it.
     pub first_token_rx_lag: Option<std::time::Duration>,
+    /// The first token was read from behind a backlog: its kernel stamp may be late.
+    pub first_token_behind: bool,
 }
 
 /// Streaming state of one response.

@@ -92,6 +92,7 @@ pub struct StageStats {
     lag: Hist,
     delivery: Hist,
     rx_lag: Hist,
+    behind: u64,
     tokens: Tokens,
     usage_both: (u64, u64),
     good: u64,
@@ -166,6 +167,7 @@ impl StageStats {
         if let Some(lag) = r.first_token_rx_lag_us {
             self.rx_lag.record_us(u64::from(lag));
         }
+        self.behind += u64::from(r.first_token_behind);
         if let (Some(server), Some(client)) = (r.server_first_token_unix_ns, r.first_token_unix_ns)
         {
             self.delivery.record_ns(client.saturating_sub(server));
@@ -217,6 +219,7 @@ impl StageStats {
         self.usage_both.0 += o.usage_both.0;
         self.usage_both.1 += o.usage_both.1;
         self.good += o.good;
+        self.behind += o.behind;
         self.closed_windows_ns += o.window_ns();
         self.busy_ns += o.busy_ns;
     }
@@ -288,6 +291,7 @@ impl StageStats {
             }),
             client: ClientReport {
                 receive_lag_ms: self.rx_lag.summary(),
+                first_tokens_read_behind: self.behind,
                 ..Default::default()
             },
         }

@@ -93,7 +93,11 @@ fn write_stage(s: &StageReport, w: &mut impl Write) -> io::Result<()> {
         }
         _ => String::new(),
     };
-    writeln!(w, "  client      {}{lag}", c.verdict)
+    let behind = match c.first_tokens_read_behind {
+        0 => String::new(),
+        n => format!("; {n} first tokens read behind queued data (stamps may be late)"),
+    };
+    writeln!(w, "  client      {}{lag}{behind}", c.verdict)
 }
 
 fn write_latencies(s: &StageReport, w: &mut impl Write) -> io::Result<()> {
