@@ -1,7 +1,8 @@
 //! Bench: direct scrape of many dcgm-size targets into the SQLite store, and the CPU it costs.
 //!
-//! `cargo bench -p llmscope-collect --bench scrape -- [TARGETS] [SECONDS] [INTERVAL_MS]`
-//! (defaults 1000, 20, 1000). The bench re-runs itself as a child process that serves the
+//! `cargo bench -p llmscope-collect --bench scrape -- [TARGETS] [SECONDS] [INTERVAL_MS] [discard]`
+//! (defaults 1000, 20, 1000; `discard` drops batches instead of storing them, to split the CPU
+//! between scraping and the store). The bench re-runs itself as a child process that serves the
 //! pages (one axum server, one path per target, each page a copy of the simulator's dcgm page
 //! with its own GPU UUID), so the parent's CPU time (from /proc/self/stat) is the scraper's
 //! alone: HTTP, parsing, series keys, the channel and SQLite. Loopback only.
@@ -44,17 +45,14 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    rt.block_on(scrape(
-        addr,
-        targets,
-        secs,
-        Duration::from_millis(interval_ms),
-    ));
+    let discard = args.get(3).is_some_and(|a| a == "discard");
+    let interval = Duration::from_millis(interval_ms);
+    rt.block_on(scrape(addr, targets, secs, interval, discard));
     let _ = child.kill();
     let _ = child.wait();
 }
 
-async fn scrape(addr: &str, targets: usize, secs: u64, interval: Duration) {
+async fn scrape(addr: &str, targets: usize, secs: u64, interval: Duration, discard: bool) {
     let dir = tempfile::tempdir().unwrap();
     let mut store = Store::open(dir.path().join("bench.db")).unwrap();
     let run = store.create_run(&new_run()).unwrap();
@@ -74,7 +72,12 @@ async fn scrape(addr: &str, targets: usize, secs: u64, interval: Duration) {
     }
     let w = writer::spawn(store, run).unwrap();
     let tx = w.sender();
-    let sink: Arc<dyn llmscope_collect::Sink> = Arc::new(move |b: Batch| tx.send(b));
+    let sink: Arc<dyn llmscope_collect::Sink> = if discard {
+        drop(tx); // else the writer waits for this sender forever
+        Arc::new(|_: Batch| true)
+    } else {
+        Arc::new(move |b: Batch| tx.send(b))
+    };
     let (cpu0, t0) = (cpu_seconds(), Instant::now());
     let mut tasks = tokio::task::JoinSet::new();
     for s in sources {
@@ -94,8 +97,13 @@ async fn scrape(addr: &str, targets: usize, secs: u64, interval: Duration) {
     let (_, totals) = w.finish().unwrap();
     let (cpu, wall) = (cpu_seconds() - cpu0, t0.elapsed().as_secs_f64());
     println!(
-        "{targets} targets, interval {interval:?}, {wall:.1}s: {scrapes} scrapes ({:.0}/s), {failures} failed, \
+        "{targets} targets{}, interval {interval:?}, {wall:.1}s: {scrapes} scrapes ({:.0}/s), {failures} failed, \
          {} samples stored ({:.0}/s), {} commits; scraper CPU {cpu:.2}s = {:.1}% of one core",
+        if discard {
+            " (batches discarded, not stored)"
+        } else {
+            ""
+        },
         scrapes as f64 / wall,
         totals.samples,
         totals.samples as f64 / wall,
