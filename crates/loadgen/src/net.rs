@@ -108,7 +108,15 @@ fn recv_stamped(fd: RawFd, buf: &mut [u8], cmsg: &mut [u8]) -> io::Result<(usize
 fn through_first_event(fd: RawFd, peek: &mut [u8]) -> io::Result<(usize, bool)> {
     let n = recv(fd, peek, MsgFlags::MSG_PEEK).map_err(io::Error::from)?;
     Ok(match memchr::memmem::find(&peek[..n], b"\n\n") {
-        Some(i) => (i + 2, i + 2 < n),
+        Some(i) => {
+            // The `\r\n` that closes an HTTP chunk belongs to the event, not to what follows.
+            let end = if peek[i + 2..n].starts_with(b"\r\n") {
+                i + 4
+            } else {
+                i + 2
+            };
+            (end, end < n)
+        }
         None => (n, false),
     })
 }
