@@ -812,7 +812,7 @@ mod tests {
         assert!(
             o.stats
                 .iter()
-                .all(|s| s.series > 10 && s.samples >= 4 * s.series && s.gaps == 0)
+                .all(|s| s.series > 10 && s.samples >= 2 * s.series && s.gaps == 0)
         );
         let store = Store::open(&p.db).unwrap();
         let runs = store.runs().unwrap();

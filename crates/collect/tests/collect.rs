@@ -147,7 +147,7 @@ async fn scrapes_the_simulated_vllm_and_dcgm() {
     let dcgm = scrape_source(&format!("dcgm={}", sim.dcgm_url()), 100);
     let ((vb, vr), (db, dr)) = tokio::join!(collect(&vllm, live(1000)), collect(&dcgm, live(1000)));
     for (batches, report) in [(&vb, &vr), (&db, &dr)] {
-        assert!((8..=11).contains(&report.attempts), "{report:?}");
+        assert!((4..=11).contains(&report.attempts), "{report:?}");
         assert_eq!(report.failures, 0, "{report:?}");
         assert!(report.problems.is_empty(), "{:?}", report.problems);
         assert!(
@@ -305,7 +305,7 @@ async fn a_vanished_series_stays_absent() {
     let addr = exposition_fake().await;
     let src = scrape_source(&format!("v=http://{addr}/vanish"), 50);
     let (batches, report) = collect(&src, live(500)).await;
-    assert!(report.attempts >= 6, "{report:?}");
+    assert!(report.attempts >= 4, "{report:?}");
     let series = series_of(&batches);
     let gone = series.iter().find(|s| s.key.name == "gone").unwrap();
     let stays = series.iter().find(|s| s.key.name == "stays").unwrap();
