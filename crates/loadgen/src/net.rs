@@ -206,16 +206,26 @@ mod tests {
         let client = TcpStream::connect(addr).await.unwrap();
         let (mut server, _) = listener.accept().await.unwrap();
         let (io, stamp) = StampedIo::new(client);
-        let before = crate::clock::anchor().unix_ns(std::time::Instant::now());
-        server.write_all(b"hello").await.unwrap();
         let mut io = TokioIo::new(io);
-        let mut buf = [0u8; 16];
-        let n = tokio::io::AsyncReadExt::read(&mut io, &mut buf)
-            .await
-            .unwrap();
-        let after = crate::clock::anchor().unix_ns(std::time::Instant::now());
-        assert_eq!(&buf[..n], b"hello");
-        let ts = stamp.get().expect("Linux gives TCP receive timestamps");
+        // Linux turns receive timestamping on through a deferred static key: on a fresh system the
+        // first packets after the first SO_TIMESTAMPNS may come unstamped. Later ones are stamped.
+        let mut stamped = None;
+        for _ in 0..50 {
+            let before = crate::clock::anchor().unix_ns(std::time::Instant::now());
+            server.write_all(b"hello").await.unwrap();
+            let mut buf = [0u8; 16];
+            let n = tokio::io::AsyncReadExt::read(&mut io, &mut buf)
+                .await
+                .unwrap();
+            let after = crate::clock::anchor().unix_ns(std::time::Instant::now());
+            assert_eq!(&buf[..n], b"hello");
+            if let Some(ts) = stamp.get() {
+                stamped = Some((before, ts, after));
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        let (before, ts, after) = stamped.expect("Linux gives TCP receive timestamps");
         // Realtime vs our anchored monotonic clock: equal within a few ms unless NTP steps.
         assert!(
             ts + 5_000_000 >= before && ts <= after + 5_000_000,
