@@ -167,7 +167,11 @@ pub fn assess(input: &AssessInput) -> ClientReport {
     let capacity = f64::from(input.cores.max(1)) * 100.0;
     let mut causes = Vec::new();
     if let Some(c) = cpu_mean.filter(|c| *c >= CPU_SATURATED * capacity) {
-        causes.push(format!("client CPU {c:.0}% of {} cores", input.cores));
+        let plural = if input.cores == 1 { "" } else { "s" };
+        causes.push(format!(
+            "client CPU {c:.0}% of {} core{plural}",
+            input.cores
+        ));
     }
     if let Some(p99) = lag.p99.filter(|l| *l >= LAG_LIMIT_MS) {
         causes.push(format!("event-loop lag p99 {p99:.1} ms"));
