@@ -109,6 +109,26 @@ fn on_path(bin: &str) -> bool {
         .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(bin).is_file()))
 }
 
+/// A real Prometheus on 127.0.0.1:`port` with `config`, storing under `dir`; killed on drop.
+fn start_prometheus(dir: &std::path::Path, config: &str, port: u16) -> Reaper {
+    std::fs::write(dir.join("prometheus.yml"), config).unwrap();
+    let child = Command::new("prometheus")
+        .arg(format!(
+            "--config.file={}",
+            dir.join("prometheus.yml").display()
+        ))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.join("tsdb").display()
+        ))
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    Reaper(child)
+}
+
 /// Kills the child when the test ends, however it ends.
 struct Reaper(std::process::Child);
 
@@ -150,22 +170,7 @@ fn diagnose_reads_a_past_window_from_a_real_prometheus() {
     let config = format!(
         "global: {{scrape_interval: 1s}}\nscrape_configs:\n  - job_name: vllm\n    static_configs: [{{targets: ['127.0.0.1:{vllm}']}}]\n  - job_name: dcgm\n    static_configs: [{{targets: ['127.0.0.1:{dcgm}']}}]\n"
     );
-    std::fs::write(dir.join("prometheus.yml"), config).unwrap();
-    let prometheus = Command::new("prometheus")
-        .arg(format!(
-            "--config.file={}",
-            dir.join("prometheus.yml").display()
-        ))
-        .arg(format!(
-            "--storage.tsdb.path={}",
-            dir.join("tsdb").display()
-        ))
-        .arg(format!("--web.listen-address=127.0.0.1:{prom}"))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let _prometheus = Reaper(prometheus);
+    let _prometheus = start_prometheus(&dir, &config, prom);
     std::thread::sleep(std::time::Duration::from_secs(4));
     let target = format!("http://127.0.0.1:{vllm}");
     let load = llmscope(&[
@@ -298,22 +303,7 @@ fn cost_matches_the_teams_file_through_a_real_prometheus() {
         job("kueue", cluster, "/kueue/metrics", ""),
         job("ksm", cluster, "/ksm/metrics", "")
     );
-    std::fs::write(dir.join("prometheus.yml"), config).unwrap();
-    let prometheus = Command::new("prometheus")
-        .arg(format!(
-            "--config.file={}",
-            dir.join("prometheus.yml").display()
-        ))
-        .arg(format!(
-            "--storage.tsdb.path={}",
-            dir.join("tsdb").display()
-        ))
-        .arg(format!("--web.listen-address=127.0.0.1:{prom}"))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let _prometheus = Reaper(prometheus);
+    let _prometheus = start_prometheus(&dir, &config, prom);
     std::thread::sleep(std::time::Duration::from_secs(4));
     let load = llmscope(&[
         "load",
