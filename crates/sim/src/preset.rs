@@ -319,9 +319,13 @@ pub fn presets() -> Vec<Preset> {
                 ..small_gpu_defaults(4096)
             },
             // Calibrated to the reference run: GPU util ≈ 32 % at batch 16 needs ~55 ms of host
-            // time per step (simulator-model.md §6).
+            // time per step (simulator-model.md §6). KV ≈ 2.2 % mean / 2.9 % max needs answers of
+            // ~100 tokens on average: every client sends the same prompt, so prefix caching shares
+            // its full blocks and each running request holds only its answer's blocks
+            // (`cargo run -p llmscope-sim --example calibrate`).
             constants: ModelConstants {
                 host_step_s: 0.055,
+                output_mean_tokens: 100.0,
                 ..ModelConstants::default()
             },
         },
