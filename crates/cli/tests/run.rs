@@ -109,6 +109,31 @@ fn on_path(bin: &str) -> bool {
         .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(bin).is_file()))
 }
 
+/// Whether a real Prometheus can be started; in CI (`CI=true`) its absence fails the test.
+fn prometheus_available() -> bool {
+    if on_path("prometheus") {
+        return true;
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "prometheus is required in CI (apt-get install -y prometheus)"
+    );
+    eprintln!("skipped: no prometheus on PATH (apt-get install -y prometheus)");
+    false
+}
+
+/// `llmscope sim ARGS…` in the background; killed on drop.
+fn start_sim(args: &[&str]) -> Reaper {
+    let child = Command::new(env!("CARGO_BIN_EXE_llmscope"))
+        .arg("sim")
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    Reaper(child)
+}
+
 /// A real Prometheus on 127.0.0.1:`port` with `config`, storing under `dir`; killed on drop.
 fn start_prometheus(dir: &std::path::Path, config: &str, port: u16) -> Reaper {
     std::fs::write(dir.join("prometheus.yml"), config).unwrap();
@@ -142,31 +167,20 @@ impl Drop for Reaper {
 /// `diagnose --prometheus` on a window a real Prometheus recorded while the simulator was loaded.
 #[test]
 fn diagnose_reads_a_past_window_from_a_real_prometheus() {
-    if !on_path("prometheus") {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "prometheus is required in CI (apt-get install -y prometheus)"
-        );
-        eprintln!("skipped: no prometheus on PATH (apt-get install -y prometheus)");
+    if !prometheus_available() {
         return;
     }
     let dir = std::env::temp_dir().join(format!("llmscope-diag-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let (vllm, dcgm, prom) = (free_port(), free_port(), free_port());
-    let bin = env!("CARGO_BIN_EXE_llmscope");
-    let ports = [("--port", vllm), ("--dcgm-port", dcgm)];
-    let sim = Command::new(bin)
-        .args(["sim", "--dcgm-interval", "2s"])
-        .args(
-            ports
-                .iter()
-                .flat_map(|(f, p)| [f.to_string(), p.to_string()]),
-        )
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let _sim = Reaper(sim);
+    let _sim = start_sim(&[
+        "--dcgm-interval",
+        "2s",
+        "--port",
+        &vllm.to_string(),
+        "--dcgm-port",
+        &dcgm.to_string(),
+    ]);
     let config = format!(
         "global: {{scrape_interval: 1s}}\nscrape_configs:\n  - job_name: vllm\n    static_configs: [{{targets: ['127.0.0.1:{vllm}']}}]\n  - job_name: dcgm\n    static_configs: [{{targets: ['127.0.0.1:{dcgm}']}}]\n"
     );
@@ -260,32 +274,24 @@ fn diagnose_reads_a_past_window_from_a_real_prometheus() {
 /// within a scrape interval.
 #[test]
 fn cost_matches_the_teams_file_through_a_real_prometheus() {
-    if !on_path("prometheus") {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "prometheus is required in CI (apt-get install -y prometheus)"
-        );
-        eprintln!("skipped: no prometheus on PATH (apt-get install -y prometheus)");
+    if !prometheus_available() {
         return;
     }
     let dir = std::env::temp_dir().join(format!("llmscope-cost-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let (vllm, dcgm, cluster, prom) = (free_port(), free_port(), free_port(), free_port());
-    let sim = Command::new(env!("CARGO_BIN_EXE_llmscope"))
-        .args(["sim", "--teams", "example", "--dcgm-interval", "1s"])
-        .args([
-            "--port",
-            &vllm.to_string(),
-            "--dcgm-port",
-            &dcgm.to_string(),
-            "--cluster-port",
-            &cluster.to_string(),
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let _sim = Reaper(sim);
+    let _sim = start_sim(&[
+        "--teams",
+        "example",
+        "--dcgm-interval",
+        "1s",
+        "--port",
+        &vllm.to_string(),
+        "--dcgm-port",
+        &dcgm.to_string(),
+        "--cluster-port",
+        &cluster.to_string(),
+    ]);
     let job = |name: &str, port: u16, path: &str, extra: &str| {
         format!(
             "  - job_name: {name}\n    metrics_path: {path}\n    honor_labels: true\n    static_configs: [{{targets: ['127.0.0.1:{port}']{extra}}}]\n"

@@ -106,44 +106,38 @@ impl Teams {
 
 const GPU: &str = "nvidia.com/gpu";
 
+/// A gauge family (name, help) and its value for a team.
+type GaugeOfTeam = (&'static str, &'static str, fn(&Team) -> f64);
+
 /// Kueue v0.19's page for these teams.
 pub fn kueue_page(teams: &Teams) -> String {
     let mut out = String::with_capacity(4096);
     let mut w = Writer::new(&mut out, FloatStyle::GoShortest);
     let role = ("replica_role", "standalone");
-    w.family(
-        "kueue_cluster_queue_resource_reservation",
-        "Reports the cluster_queue's total resource reservation within all the flavors",
-        MetricType::Gauge,
-    );
-    for t in &teams.teams {
-        let labels = [
-            ("cluster_queue", t.cluster_queue.as_str()),
-            ("cohort", &teams.cohort),
-            ("flavor", &t.flavor),
-            role,
-            ("resource", GPU),
-        ];
-        w.sample("kueue_cluster_queue_resource_reservation", &labels, t.gpus);
-    }
-    w.family(
-        "kueue_cluster_queue_nominal_quota",
-        "Reports the cluster_queue's resource nominal quota within all the flavors",
-        MetricType::Gauge,
-    );
-    for t in &teams.teams {
-        let labels = [
-            ("cluster_queue", t.cluster_queue.as_str()),
-            ("cohort", &teams.cohort),
-            ("flavor", &t.flavor),
-            role,
-            ("resource", GPU),
-        ];
-        w.sample(
+    let per_cluster_queue: [GaugeOfTeam; 2] = [
+        (
+            "kueue_cluster_queue_resource_reservation",
+            "Reports the cluster_queue's total resource reservation within all the flavors",
+            |t| t.gpus,
+        ),
+        (
             "kueue_cluster_queue_nominal_quota",
-            &labels,
-            t.quota.unwrap_or(t.gpus),
-        );
+            "Reports the cluster_queue's resource nominal quota within all the flavors",
+            |t| t.quota.unwrap_or(t.gpus),
+        ),
+    ];
+    for (name, help, value) in per_cluster_queue {
+        w.family(name, help, MetricType::Gauge);
+        for t in &teams.teams {
+            let labels = [
+                ("cluster_queue", t.cluster_queue.as_str()),
+                ("cohort", &teams.cohort),
+                ("flavor", &t.flavor),
+                role,
+                ("resource", GPU),
+            ];
+            w.sample(name, &labels, value(t));
+        }
     }
     w.family(
         "kueue_pending_workloads",
