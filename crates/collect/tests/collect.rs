@@ -698,7 +698,8 @@ async fn wait_targets_up(prom: &Prometheus) {
         PromConfig::new(format!("http://{}", prom.addr).parse().unwrap()),
         http(),
     );
-    for _ in 0..150 {
+    // A loaded 2-core CI machine can take many seconds to start Prometheus: up to 60 s.
+    for _ in 0..600 {
         if let Ok(t) = client.targets().await
             && t.data.active.len() == 2
             && t.data.active.iter().all(|t| t.health == "up")
@@ -713,7 +714,7 @@ async fn wait_targets_up(prom: &Prometheus) {
 async fn wait_ready(prom: &Prometheus) {
     let http = http();
     let headers = HeaderMap::new();
-    for _ in 0..150 {
+    for _ in 0..600 {
         let get = llmscope_collect::http::Get {
             uri: format!("http://{}/-/ready", prom.addr).parse().unwrap(),
             headers: &headers,

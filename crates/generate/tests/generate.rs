@@ -555,7 +555,8 @@ fn prom_client(prom: &Prometheus) -> PromClient {
 /// Waits until Prometheus is up and has scraped both targets.
 async fn wait_targets_up(prom: &Prometheus) {
     let client = prom_client(prom);
-    for _ in 0..300 {
+    // A loaded 2-core CI machine can take many seconds to start Prometheus: up to 60 s.
+    for _ in 0..600 {
         if let Ok(t) = client.targets().await
             && t.data.active.len() == 4
             && t.data.active.iter().all(|t| t.health == "up")

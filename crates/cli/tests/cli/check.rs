@@ -1,27 +1,10 @@
 //! `llmscope check` and `llmscope inventory` as a user runs them (child processes): the JSON
 //! contract, every input kind, and exit codes 0 / 1 / 2 with `--fail-on`.
 
+use crate::common::{Prometheus, job, json, llmscope};
 use llmscope_sim::serve::{SimConfig, start};
-use serde_json::Value;
 use std::path::PathBuf;
-use std::process::{Command, Output};
-
-fn llmscope(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_llmscope"))
-        .args(args)
-        .output()
-        .expect("run llmscope")
-}
-
-fn json(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
-}
+use std::process::Output;
 
 fn fixture(name: &str) -> String {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -310,60 +293,6 @@ async fn targets_on_direct_pages() {
     );
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// Kills the child when the test ends, however it ends.
-struct Reaper(std::process::Child);
-
-impl Drop for Reaper {
-    fn drop(&mut self) {
-        self.0.kill().ok();
-        self.0.wait().ok();
-    }
-}
-
-/// A real Prometheus (Debian package) scraping the simulator every second.
-fn prometheus(vllm: &str, dcgm: &str) -> Option<(Reaper, String)> {
-    let bin = std::env::var("PROMETHEUS_BIN").unwrap_or_else(|_| "/usr/bin/prometheus".to_owned());
-    if !std::path::Path::new(&bin).is_file() {
-        let how = "the real-Prometheus test needs `prometheus`: apt-get install -y prometheus (or set PROMETHEUS_BIN)";
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "{how}");
-        #[allow(clippy::print_stderr)]
-        {
-            eprintln!("skipped: {how}");
-        }
-        return None;
-    }
-    let dir = std::env::temp_dir().join(format!("llmscope-check-prom-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let config = format!(
-        "global: {{scrape_interval: 1s}}\nscrape_configs:\n  - job_name: vllm\n    static_configs: [{{targets: ['{vllm}']}}]\n  - job_name: dcgm-exporter\n    static_configs: [{{targets: ['{dcgm}']}}]\n"
-    );
-    std::fs::write(dir.join("prometheus.yml"), config).unwrap();
-    let port = free_port();
-    let child = Command::new(bin)
-        .arg(format!(
-            "--config.file={}",
-            dir.join("prometheus.yml").display()
-        ))
-        .arg(format!(
-            "--storage.tsdb.path={}",
-            dir.join("tsdb").display()
-        ))
-        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    Some((Reaper(child), format!("http://127.0.0.1:{port}")))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn check_and_targets_against_a_real_prometheus() {
     let sim = start(SimConfig::new(
@@ -377,10 +306,18 @@ async fn check_and_targets_against_a_real_prometheus() {
         .trim_start_matches("http://")
         .trim_end_matches("/metrics")
         .to_owned();
-    let Some((_prom, url)) = prometheus(&vllm, &dcgm) else {
+    let jobs = [
+        job("vllm", &vllm, "/metrics", ""),
+        job("dcgm-exporter", &dcgm, "/metrics", ""),
+    ];
+    let Some(prom) = tokio::task::spawn_blocking(move || Prometheus::start("check", &jobs))
+        .await
+        .unwrap()
+    else {
         sim.shutdown().await;
         return;
     };
+    let url = prom.url.clone();
     let (targets, check) = tokio::task::spawn_blocking(move || {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
         let ready = |done: &dyn Fn(&Output) -> bool, args: &[&str]| loop {

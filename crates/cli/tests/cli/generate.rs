@@ -1,21 +1,14 @@
 //! `llmscope dashboard` and `llmscope rules` as a user runs them (issue 7's contract): valid
 //! dashboard JSON with panels and templating, rule files `promtool check rules` accepts, a
 //! `PrometheusRule` with `--crd`, older dialects' names, and detection from a live simulator.
-#![allow(clippy::print_stderr)]
 
+use crate::common::{Prometheus, job, llmscope};
 use llmscope_sim::metrics::Dialect;
 use llmscope_sim::preset::preset;
 use llmscope_sim::serve::{self, SimConfig};
 use serde_json::Value;
 use std::process::{Command, Output};
 use std::time::Duration;
-
-fn llmscope(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_llmscope"))
-        .args(args)
-        .output()
-        .expect("run llmscope")
-}
 
 fn stdout(out: &Output) -> String {
     assert!(
@@ -118,73 +111,21 @@ fn a_live_simulator_is_detected_and_its_names_used() {
     );
 }
 
-/// A Prometheus child process, killed (and its directory removed) when dropped.
-struct Prometheus {
-    child: std::process::Child,
-    dir: std::path::PathBuf,
-}
-
-impl Drop for Prometheus {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-/// Starts Prometheus scraping `targets` every second; its URL once it answers.
-fn start_prometheus(bin: &std::path::Path, targets: [String; 2]) -> (Prometheus, String) {
-    let dir = std::env::temp_dir().join(format!("llmscope-cli-gen-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let config = format!(
-        "global:\n  scrape_interval: 1s\n  scrape_timeout: 800ms\nscrape_configs:\n\
-         - job_name: vllm\n  static_configs:\n  - targets: ['{}']\n\
-         - job_name: dcgm\n  static_configs:\n  - targets: ['{}']\n",
-        targets[0], targets[1]
-    );
-    std::fs::write(dir.join("prometheus.yml"), config).unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let child = Command::new(bin)
-        .arg(format!(
-            "--config.file={}",
-            dir.join("prometheus.yml").display()
-        ))
-        .arg(format!(
-            "--storage.tsdb.path={}",
-            dir.join("data").display()
-        ))
-        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    (
-        Prometheus { child, dir },
-        format!("http://127.0.0.1:{port}"),
-    )
-}
-
 #[test]
 fn a_prometheus_is_read_for_the_names_it_holds() {
-    let bin = std::path::Path::new("/usr/bin/prometheus");
-    if !bin.is_file() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "CI needs prometheus"
-        );
-        eprintln!("skipped: no /usr/bin/prometheus");
-        return;
-    }
     let rt = tokio::runtime::Runtime::new().unwrap();
     let mut cfg = SimConfig::new(preset("l4-qwen2.5-3b").unwrap());
     cfg.dcgm_interval = Duration::from_millis(500);
     let sim = rt.block_on(serve::start(cfg)).unwrap();
-    let targets = [sim.vllm_addr.to_string(), sim.dcgm_addr.to_string()];
-    let (_prom, url) = start_prometheus(bin, targets);
+    let jobs = [
+        job("vllm", &sim.vllm_addr.to_string(), "/metrics", ""),
+        job("dcgm", &sim.dcgm_addr.to_string(), "/metrics", ""),
+    ];
+    let Some(prom) = Prometheus::start("generate", &jobs) else {
+        rt.block_on(sim.shutdown());
+        return;
+    };
+    let url = prom.url.clone();
     // Until both targets were scraped, detection sees too little: retry for up to 30 s.
     let mut last = String::new();
     for _ in 0..60 {

@@ -1,32 +1,11 @@
 //! `llmscope run` end to end on the built-in simulated stack (shortened windows), then
 //! `report`, `compare` and the HTML report — as a user runs them, through the binary.
-#![allow(clippy::print_stderr)] // a skipped test says why, outside CI
 
-use serde_json::Value;
-use std::process::{Command, Output};
-
-fn llmscope(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_llmscope"))
-        .args(args)
-        .env_remove("OPENAI_API_KEY")
-        .output()
-        .expect("run llmscope")
-}
-
-fn json(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
-}
+use crate::common::{Prometheus, free_port, job, json, llmscope, start_sim, temp_dir};
 
 #[test]
 fn default_run_finds_the_batch_limit_and_stores_it() {
-    let dir = std::env::temp_dir().join(format!("llmscope-run-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = temp_dir("run");
     let db = dir.join("runs.db");
     let html = dir.join("run.html");
     let (db_s, html_s) = (db.to_str().unwrap(), html.to_str().unwrap());
@@ -96,83 +75,11 @@ fn reports_of_missing_runs_and_stores_fail_clearly() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("no run store"));
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn on_path(bin: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(bin).is_file()))
-}
-
-/// Whether a real Prometheus can be started; in CI (`CI=true`) its absence fails the test.
-fn prometheus_available() -> bool {
-    if on_path("prometheus") {
-        return true;
-    }
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "prometheus is required in CI (apt-get install -y prometheus)"
-    );
-    eprintln!("skipped: no prometheus on PATH (apt-get install -y prometheus)");
-    false
-}
-
-/// `llmscope sim ARGS…` in the background; killed on drop.
-fn start_sim(args: &[&str]) -> Reaper {
-    let child = Command::new(env!("CARGO_BIN_EXE_llmscope"))
-        .arg("sim")
-        .args(args)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    Reaper(child)
-}
-
-/// A real Prometheus on 127.0.0.1:`port` with `config`, storing under `dir`; killed on drop.
-fn start_prometheus(dir: &std::path::Path, config: &str, port: u16) -> Reaper {
-    std::fs::write(dir.join("prometheus.yml"), config).unwrap();
-    let child = Command::new("prometheus")
-        .arg(format!(
-            "--config.file={}",
-            dir.join("prometheus.yml").display()
-        ))
-        .arg(format!(
-            "--storage.tsdb.path={}",
-            dir.join("tsdb").display()
-        ))
-        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    Reaper(child)
-}
-
-/// Kills the child when the test ends, however it ends.
-struct Reaper(std::process::Child);
-
-impl Drop for Reaper {
-    fn drop(&mut self) {
-        self.0.kill().ok();
-        self.0.wait().ok();
-    }
-}
-
 /// `diagnose --prometheus` on a window a real Prometheus recorded while the simulator was loaded.
 #[test]
 fn diagnose_reads_a_past_window_from_a_real_prometheus() {
-    if !prometheus_available() {
-        return;
-    }
-    let dir = std::env::temp_dir().join(format!("llmscope-diag-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let (vllm, dcgm, prom) = (free_port(), free_port(), free_port());
+    let dir = temp_dir("diag");
+    let (vllm, dcgm) = (free_port(), free_port());
     let _sim = start_sim(&[
         "--dcgm-interval",
         "2s",
@@ -181,11 +88,13 @@ fn diagnose_reads_a_past_window_from_a_real_prometheus() {
         "--dcgm-port",
         &dcgm.to_string(),
     ]);
-    let config = format!(
-        "global: {{scrape_interval: 1s}}\nscrape_configs:\n  - job_name: vllm\n    static_configs: [{{targets: ['127.0.0.1:{vllm}']}}]\n  - job_name: dcgm\n    static_configs: [{{targets: ['127.0.0.1:{dcgm}']}}]\n"
-    );
-    let _prometheus = start_prometheus(&dir, &config, prom);
-    std::thread::sleep(std::time::Duration::from_secs(4));
+    let jobs = [
+        job("vllm", &format!("127.0.0.1:{vllm}"), "/metrics", ""),
+        job("dcgm", &format!("127.0.0.1:{dcgm}"), "/metrics", ""),
+    ];
+    let Some(prometheus) = Prometheus::start("diag", &jobs) else {
+        return;
+    };
     let target = format!("http://127.0.0.1:{vllm}");
     let load = llmscope(&[
         "load",
@@ -205,7 +114,7 @@ fn diagnose_reads_a_past_window_from_a_real_prometheus() {
     );
     std::thread::sleep(std::time::Duration::from_secs(6));
     let db = dir.join("d.db");
-    let url = format!("http://127.0.0.1:{prom}");
+    let url = prometheus.url.clone();
     let out = llmscope(&[
         "diagnose",
         "--prometheus",
@@ -274,12 +183,7 @@ fn diagnose_reads_a_past_window_from_a_real_prometheus() {
 /// within a scrape interval.
 #[test]
 fn cost_matches_the_teams_file_through_a_real_prometheus() {
-    if !prometheus_available() {
-        return;
-    }
-    let dir = std::env::temp_dir().join(format!("llmscope-cost-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let (vllm, dcgm, cluster, prom) = (free_port(), free_port(), free_port(), free_port());
+    let (vllm, dcgm, cluster) = (free_port(), free_port(), free_port());
     let _sim = start_sim(&[
         "--teams",
         "example",
@@ -292,25 +196,21 @@ fn cost_matches_the_teams_file_through_a_real_prometheus() {
         "--cluster-port",
         &cluster.to_string(),
     ]);
-    let job = |name: &str, port: u16, path: &str, extra: &str| {
-        format!(
-            "  - job_name: {name}\n    metrics_path: {path}\n    honor_labels: true\n    static_configs: [{{targets: ['127.0.0.1:{port}']{extra}}}]\n"
-        )
-    };
-    let config = format!(
-        "global: {{scrape_interval: 1s}}\nscrape_configs:\n{}{}{}{}",
+    let at = |port: u16| format!("127.0.0.1:{port}");
+    let jobs = [
         job(
             "vllm",
-            vllm,
+            &at(vllm),
             "/metrics",
-            ", labels: {namespace: llm-search}"
+            ", labels: {namespace: llm-search}",
         ),
-        job("dcgm", dcgm, "/metrics", ""),
-        job("kueue", cluster, "/kueue/metrics", ""),
-        job("ksm", cluster, "/ksm/metrics", "")
-    );
-    let _prometheus = start_prometheus(&dir, &config, prom);
-    std::thread::sleep(std::time::Duration::from_secs(4));
+        job("dcgm", &at(dcgm), "/metrics", ""),
+        job("kueue", &at(cluster), "/kueue/metrics", ""),
+        job("ksm", &at(cluster), "/ksm/metrics", ""),
+    ];
+    let Some(prometheus) = Prometheus::start("cost", &jobs) else {
+        return;
+    };
     let load = llmscope(&[
         "load",
         "--target",
@@ -328,7 +228,7 @@ fn cost_matches_the_teams_file_through_a_real_prometheus() {
         String::from_utf8_lossy(&load.stderr)
     );
     std::thread::sleep(std::time::Duration::from_secs(2));
-    let url = format!("http://127.0.0.1:{prom}");
+    let url = prometheus.url.clone();
     let out = llmscope(&[
         "cost",
         "--prometheus",
@@ -406,5 +306,4 @@ fn cost_matches_the_teams_file_through_a_real_prometheus() {
             .iter()
             .all(|t| t["cost"].is_null())
     );
-    std::fs::remove_dir_all(&dir).ok();
 }

@@ -1,12 +1,14 @@
 //! `llmscope load` as a user runs it: a child process against the in-process fake vLLM server
 //! (127.0.0.1:0), checking the JSON contract, the records file, exit codes and Ctrl-C (SIGINT).
 
+use crate::common::json;
 use llmscope_loadgen::fake::{self, FakeConfig};
 use serde_json::Value;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-fn llmscope(args: &[&str]) -> Child {
+/// `llmscope ARGS…` started with piped output, to be waited on with [`wait`] or signalled.
+fn spawn(args: &[&str]) -> Child {
     Command::new(env!("CARGO_BIN_EXE_llmscope"))
         .args(args)
         .env_remove("OPENAI_API_KEY")
@@ -29,22 +31,12 @@ fn wait(mut child: Child, limit: Duration) -> Output {
     child.wait_with_output().expect("output")
 }
 
-fn json(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn json_contract_and_records_file() {
     let server = fake::start(FakeConfig::default()).await;
     let records =
         std::env::temp_dir().join(format!("llmscope-load-test-{}.jsonl", std::process::id()));
-    let child = llmscope(&[
+    let child = spawn(&[
         "load",
         "--target",
         &server.url,
@@ -98,7 +90,7 @@ async fn ctrl_c_stops_drains_and_still_reports() {
         ..Default::default()
     })
     .await;
-    let child = llmscope(&[
+    let child = spawn(&[
         "load",
         "--target",
         &server.url,
@@ -152,7 +144,7 @@ fn unreachable_target_is_one_line_and_exit_2() {
         .port();
     let url = format!("http://127.0.0.1:{port}");
     let out = wait(
-        llmscope(&["load", "--target", &url, "--requests", "1"]),
+        spawn(&["load", "--target", &url, "--requests", "1"]),
         Duration::from_secs(20),
     );
     assert_eq!(out.status.code(), Some(2));
@@ -164,7 +156,7 @@ fn unreachable_target_is_one_line_and_exit_2() {
 #[test]
 fn bad_flags_are_usage_errors() {
     let out = wait(
-        llmscope(&[
+        spawn(&[
             "load",
             "--rate",
             "5",

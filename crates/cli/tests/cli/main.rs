@@ -1,0 +1,10 @@
+//! The `llmscope` binary as a user runs it — child processes against the simulator, fake
+//! servers and a real Prometheus — in one test binary (one link, shared helpers).
+#![allow(clippy::print_stderr)] // a skipped test says why, outside CI
+
+mod common;
+
+mod check;
+mod generate;
+mod load;
+mod run;
