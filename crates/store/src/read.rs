@@ -3,8 +3,9 @@
 //! Everything a summary prints is computed here from the stored rows, so a summary is also a
 //! check that the data reached the database.
 
+use crate::block::SeriesPoints;
 use crate::{Finding, RunId, RunStatus, SourceSpec, Store, StoreError};
-use llmscope_core::series::{FailureKind, Labels, Point, ScrapeHealth, Series, SeriesKey};
+use llmscope_core::series::{FailureKind, Labels, ScrapeHealth, Series, SeriesKey};
 use rusqlite::{OptionalExtension, Row, params};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -46,8 +47,8 @@ const RUN_COLUMNS: &str = "id, kind, status, started_at, ended_at, window_from, 
     tool_version, server_versions,
     (SELECT group_concat(name, ',') FROM (SELECT name FROM sources WHERE run_id = runs.id ORDER BY id)),
     (SELECT count(*) FROM series se JOIN sources so ON so.id = se.source_id WHERE so.run_id = runs.id),
-    (SELECT count(*) FROM samples sa JOIN series se ON se.id = sa.series_id
-        JOIN sources so ON so.id = se.source_id WHERE so.run_id = runs.id),
+    (SELECT coalesce(sum(b.n), 0) FROM blocks b
+        JOIN sources so ON so.id = b.source_id WHERE so.run_id = runs.id),
     (SELECT count(*) FROM requests WHERE run_id = runs.id),
     (SELECT count(*) FROM findings WHERE run_id = runs.id)";
 
@@ -87,8 +88,7 @@ impl Store {
         let mut stmt = self.conn.prepare(
             "SELECT so.id, so.name, so.kind, so.url,
                (SELECT count(*) FROM series WHERE source_id = so.id),
-               (SELECT count(*) FROM samples sa JOIN series se ON se.id = sa.series_id
-                  WHERE se.source_id = so.id),
+               (SELECT coalesce(sum(n), 0) FROM blocks WHERE source_id = so.id),
                (SELECT count(*) FROM scrapes WHERE source_id = so.id),
                (SELECT count(*) FROM scrapes WHERE source_id = so.id AND up = 0)
              FROM sources so WHERE so.run_id = ?1 ORDER BY so.id",
@@ -110,21 +110,25 @@ impl Store {
         let mut out = Vec::new();
         for row in rows {
             let (id, mut stats) = row?;
-            stats.gaps = self.gaps(id, step)?;
+            stats.gaps = self.source_points(id)?.gaps(1.5 * step);
             out.push(stats);
         }
         Ok(out)
     }
 
-    fn gaps(&self, source: i64, step: f64) -> Result<u64, StoreError> {
-        Ok(self.conn.query_row(
-            "SELECT count(*) FROM (
-               SELECT t - lag(t) OVER (PARTITION BY series_id ORDER BY t) AS dt
-               FROM samples WHERE series_id IN (SELECT id FROM series WHERE source_id = ?1))
-             WHERE dt > ?2",
-            params![source, 1.5 * step],
-            |r| count(r, 0),
-        )?)
+    /// Every point of `source`, per series id, sorted and de-duplicated.
+    fn source_points(&self, source: i64) -> Result<SeriesPoints, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT id, data FROM blocks WHERE source_id = ?1 ORDER BY id")?;
+        let mut rows = stmt.query([source])?;
+        let mut all = SeriesPoints::default();
+        while let Some(r) = rows.next()? {
+            let data = r.get_ref(1)?.as_blob().map_err(rusqlite::Error::from)?;
+            all.add(r.get(0)?, data)?;
+        }
+        all.finish();
+        Ok(all)
     }
 
     /// The series of a run (of one source, or all), points in time order, sorted by key.
@@ -134,9 +138,9 @@ impl Store {
         source: Option<&str>,
     ) -> Result<Vec<(String, Series)>, StoreError> {
         let mut stmt = self.conn.prepare(
-            "SELECT so.name, se.id, se.name, se.labels FROM series se
+            "SELECT so.name, se.id, se.name, se.labels, so.id FROM series se
              JOIN sources so ON so.id = se.source_id
-             WHERE so.run_id = ?1 AND (?2 IS NULL OR so.name = ?2)",
+             WHERE so.run_id = ?1 AND (?2 IS NULL OR so.name = ?2) ORDER BY so.id",
         )?;
         let rows = stmt.query_map(params![run, source], |r| {
             Ok((
@@ -144,13 +148,21 @@ impl Store {
                 r.get::<_, i64>(1)?,
                 r.get::<_, String>(2)?,
                 r.get::<_, String>(3)?,
+                r.get::<_, i64>(4)?,
             ))
         })?;
         let mut out = Vec::new();
+        let mut points_of: Option<(i64, SeriesPoints)> = None;
         for row in rows {
-            let (source, id, name, labels) = row?;
+            let (source, id, name, labels, source_id) = row?;
             let labels: Labels = serde_json::from_str(&labels)?;
-            let points = self.points(id)?;
+            if points_of.as_ref().is_none_or(|(s, _)| *s != source_id) {
+                points_of = Some((source_id, self.source_points(source_id)?));
+            }
+            let points = points_of
+                .as_mut()
+                .map(|(_, p)| p.take(id))
+                .unwrap_or_default();
             out.push((
                 source,
                 Series {
@@ -161,20 +173,6 @@ impl Store {
         }
         out.sort_by(|a, b| (&a.0, &a.1.key).cmp(&(&b.0, &b.1.key)));
         Ok(out)
-    }
-
-    fn points(&self, series: i64) -> Result<Vec<Point>, StoreError> {
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT t, v FROM samples WHERE series_id = ?1 ORDER BY t")?;
-        let rows = stmt.query_map([series], |r| {
-            let v: Option<f64> = r.get(1)?;
-            Ok(Point {
-                t: r.get(0)?,
-                v: v.unwrap_or(f64::NAN),
-            })
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
     }
 
     /// The scrape health records of one source of a run, in time order.

@@ -4,26 +4,36 @@
 //! version `i` to `i + 1`, each inside one transaction, so a store is always at a whole version.
 //! A store written by a newer llmscope (a version we do not know) is refused, not guessed at.
 //!
-//! Tables (v1):
+//! Tables (v2):
 //! - `runs`: one row per run — kind, status, times, the window, tool version, the configuration
 //!   (JSON, secrets removed by the caller) and server versions (JSON object).
 //! - `sources`: the sources of a run (`vllm`, `dcgm`, `prometheus`): kind and URL (no credentials).
 //! - `series`: name + labels (JSON array of pairs, sorted) per source.
-//! - `samples`: `(series_id, t, v)`; `v` NULL means the source said `NaN` (SQLite has no NaN).
+//! - `blocks`: the points of one written batch of one source, packed (see `block.rs`): one row
+//!   per scrape instead of one per sample. v1 had a `samples` table of `(series_id, t, v)` rows;
+//!   the v2 migration packs them into blocks (one per source) and drops it.
 //! - `scrapes`: the health of every scrape or query of a source.
 //! - `requests`: per-request records of the load generator (key columns + the whole record).
 //! - `findings`: what went wrong or was found, with severity, code and evidence (JSON).
 
 use crate::StoreError;
-use rusqlite::Connection;
+use crate::block;
+use llmscope_core::series::Point;
+use rusqlite::{Connection, Transaction};
+
+/// One migration: SQL, or code for what SQL cannot do (packing binary blocks).
+pub enum Migration {
+    Sql(&'static str),
+    Code(fn(&Transaction<'_>) -> Result<(), StoreError>),
+}
 
 /// Migration `i` goes from schema version `i` to `i + 1`.
-pub const MIGRATIONS: &[&str] = &[V1];
+pub const MIGRATIONS: &[Migration] = &[Migration::Sql(V1), Migration::Code(v2)];
 
 /// The schema version this build writes.
 pub const CURRENT_VERSION: u32 = MIGRATIONS.len() as u32;
 
-const V1: &str = "
+pub(crate) const V1: &str = "
 CREATE TABLE runs (
     id              INTEGER PRIMARY KEY,
     kind            TEXT NOT NULL,
@@ -99,6 +109,54 @@ pub fn version(conn: &Connection) -> Result<u32, StoreError> {
     Ok(conn.query_row("PRAGMA user_version", [], |r| r.get(0))?)
 }
 
+/// v1 → v2: `samples` rows become `blocks`, one block per source (up to 65,536 points each).
+fn v2(tx: &Transaction<'_>) -> Result<(), StoreError> {
+    tx.execute_batch(
+        "CREATE TABLE blocks (
+             id        INTEGER PRIMARY KEY,
+             source_id INTEGER NOT NULL REFERENCES sources(id),
+             n         INTEGER NOT NULL,
+             data      BLOB NOT NULL
+         );
+         CREATE INDEX blocks_by_source ON blocks (source_id);",
+    )?;
+    const MAX: i64 = 65_536;
+    let mut read = tx.prepare(
+        "SELECT se.source_id, sa.series_id, sa.t, sa.v FROM samples sa
+         JOIN series se ON se.id = sa.series_id ORDER BY se.source_id, sa.series_id, sa.t",
+    )?;
+    let mut insert = tx.prepare("INSERT INTO blocks (source_id, n, data) VALUES (?1, ?2, ?3)")?;
+    let mut flush = |source: i64, n: &mut i64, buf: &mut Vec<u8>| -> Result<(), StoreError> {
+        if *n > 0 {
+            insert.execute(rusqlite::params![source, *n, &buf[..]])?;
+        }
+        block::start(buf);
+        *n = 0;
+        Ok(())
+    };
+    let (mut buf, mut n, mut current) = (Vec::new(), 0i64, None);
+    block::start(&mut buf);
+    let mut rows = read.query([])?;
+    while let Some(r) = rows.next()? {
+        let (source, series, t): (i64, i64, f64) = (r.get(0)?, r.get(1)?, r.get(2)?);
+        let v: Option<f64> = r.get(3)?;
+        if current.is_some_and(|c| c != source) || n == MAX {
+            flush(current.unwrap_or(source), &mut n, &mut buf)?;
+        }
+        current = Some(source);
+        let v = v.unwrap_or(f64::NAN); // v1 stored NaN as NULL
+        block::push(&mut buf, series, Point { t, v });
+        n += 1;
+    }
+    if let Some(source) = current {
+        flush(source, &mut n, &mut buf)?;
+    }
+    drop(rows);
+    drop(read);
+    tx.execute_batch("DROP TABLE samples;")?;
+    Ok(())
+}
+
 /// Brings the store up to [`CURRENT_VERSION`]; returns the version it found.
 pub fn migrate(conn: &mut Connection) -> Result<u32, StoreError> {
     let found = version(conn)?;
@@ -108,9 +166,12 @@ pub fn migrate(conn: &mut Connection) -> Result<u32, StoreError> {
             supported: CURRENT_VERSION,
         });
     }
-    for (i, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
+    for (i, step) in MIGRATIONS.iter().enumerate().skip(found as usize) {
         let tx = conn.transaction()?;
-        tx.execute_batch(sql)?;
+        match step {
+            Migration::Sql(sql) => tx.execute_batch(sql)?,
+            Migration::Code(run) => run(&tx)?,
+        }
         tx.pragma_update(None, "user_version", i as u32 + 1)?;
         tx.commit()?;
     }

@@ -1,11 +1,14 @@
 //! Inserts: runs, sources, batches of samples and health, requests, findings.
 //!
-//! [`Store::write`] is the hot path: one transaction per call, cached prepared statements, and a
-//! series-id cache so a scrape that repeats last interval's series does no lookups in SQLite.
+//! [`Store::write`] is the hot path: one transaction per call, cached prepared statements, a
+//! series-id cache so a scrape that repeats last interval's series does no lookups in SQLite, and
+//! one packed `blocks` row per batch (see `block.rs`) instead of a row per sample.
 
+use crate::block;
 use crate::{Finding, NewRun, RequestRow, RunId, RunStatus, SourceSpec, Store, StoreError};
 use llmscope_core::series::{Batch, ScrapeHealth, SeriesKey};
 use rusqlite::{OptionalExtension, Transaction, params};
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
@@ -21,6 +24,9 @@ pub(crate) struct SeriesIds {
     // Keys are ours or a scraped page's; foldhash is seeded per process.
     by_key: HashMap<(i64, Arc<SeriesKey>), i64, Fast>,
     by_ptr: HashMap<(i64, usize), (Arc<SeriesKey>, i64), Fast>,
+    /// Per series id, the time of the last point stored: a sample repeated with its own
+    /// timestamp, or the shared end of two split Prometheus ranges, is not stored twice.
+    last_t: HashMap<i64, f64, Fast>,
 }
 
 impl SeriesIds {
@@ -111,15 +117,27 @@ impl Store {
         for b in batches {
             ids.push(self.source_id(run, &b.source)?);
         }
-        let tx = self.conn.transaction()?;
         let mut stats = WriteStats::default();
         let mut fresh = SeriesIds::default();
-        for (b, &source) in batches.iter().zip(&ids) {
-            insert_samples(&tx, &mut self.series_ids, source, b, &mut fresh, &mut stats)?;
-            insert_health(&tx, source, &b.health)?;
-            stats.health += b.health.len() as u64;
+        let mut buf = std::mem::take(&mut self.block_buf);
+        let known = &mut self.series_ids;
+        let done = (|| -> Result<(), StoreError> {
+            let tx = self.conn.transaction()?;
+            for (b, &source) in batches.iter().zip(&ids) {
+                insert_samples(&tx, (known, &mut fresh), source, b, &mut buf, &mut stats)?;
+                insert_health(&tx, source, &b.health)?;
+                stats.health += b.health.len() as u64;
+            }
+            Ok(tx.commit()?)
+        })();
+        self.block_buf = buf;
+        if let Err(e) = done {
+            // Last times were updated as points were packed: after a rollback they may name
+            // points that were never stored, so forget them all (a repeat is then stored again,
+            // and reads keep one copy).
+            self.series_ids.last_t.clear();
+            return Err(e);
         }
-        tx.commit()?;
         // Only now are the new series ids real.
         self.series_ids.extend(fresh);
         Ok(stats)
@@ -218,16 +236,17 @@ impl Store {
     }
 }
 
+/// The batch's points as one block; a point repeating its series' last stored time is skipped.
 fn insert_samples(
     tx: &Transaction<'_>,
-    known: &mut SeriesIds,
+    (known, fresh): (&mut SeriesIds, &mut SeriesIds),
     source: i64,
     batch: &Batch,
-    fresh: &mut SeriesIds,
+    buf: &mut Vec<u8>,
     stats: &mut WriteStats,
 ) -> Result<(), StoreError> {
-    let mut sample =
-        tx.prepare_cached("INSERT OR IGNORE INTO samples (series_id, t, v) VALUES (?1, ?2, ?3)")?;
+    block::start(buf);
+    let mut n = 0i64;
     let mut last: Option<(&Arc<SeriesKey>, i64)> = None;
     for (key, point) in &batch.samples {
         let id = match last {
@@ -236,10 +255,22 @@ fn insert_samples(
             _ => series_id(tx, known, fresh, source, key, stats)?,
         };
         last = Some((key, id));
-        // SQLite stores NaN as NULL; the read side turns NULL back into NaN.
-        sample.execute(params![id, point.t, point.v])?;
-        stats.samples += 1;
+        match known.last_t.entry(id) {
+            Entry::Occupied(e) if *e.get() == point.t => continue,
+            Entry::Occupied(mut e) => *e.get_mut() = point.t,
+            Entry::Vacant(e) => {
+                e.insert(point.t);
+            }
+        }
+        block::push(buf, id, *point);
+        n += 1;
     }
+    if n > 0 {
+        let mut insert =
+            tx.prepare_cached("INSERT INTO blocks (source_id, n, data) VALUES (?1, ?2, ?3)")?;
+        insert.execute(params![source, n, &buf[..]])?;
+    }
+    stats.samples += n as u64;
     Ok(())
 }
 

@@ -222,6 +222,7 @@ fn a_repeated_sample_is_stored_once() {
     store.write(run, &[b]).unwrap();
     let series = store.series(run, None).unwrap();
     assert_eq!((series.len(), series[0].1.points.len()), (1, 1));
+    assert_eq!(store.run(run).unwrap().samples, 1, "counted once");
 }
 
 #[test]
