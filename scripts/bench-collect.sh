@@ -8,8 +8,10 @@
 #    dcgm page (each with its own GPU UUID) from one loopback axum server; the parent scrapes
 #    them all at INTERVAL_MS through the real scrape loop and store writer thread, and prints
 #    scrapes/s, samples stored/s and the scraper's own CPU (utime+stime from /proc/self/stat).
-#    Goal: <= 25% of one core for 1,000 dcgm pages per second. A second run discards the
-#    batches instead of storing them, which splits the CPU between scraping and the store.
+#    Goal: <= 25% of one core for 1,000 dcgm pages per second. It prints the whole run and the
+#    steady state (after the first three intervals, in which all 24,000 series are registered).
+#    A second run discards the batches instead of storing them, which splits the CPU between
+#    scraping and the store.
 # 2. crates/store/benches/insert.rs: 1,000 series x 300 scrapes, queued (coalesced commits) and
 #    one commit per scrape, samples/s and samples per CPU-second.
 # Other load on the machine inflates CPU figures: note `uptime` next to them.

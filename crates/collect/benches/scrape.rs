@@ -79,6 +79,13 @@ async fn scrape(addr: &str, targets: usize, secs: u64, interval: Duration, disca
         Arc::new(move |b: Batch| tx.send(b))
     };
     let (cpu0, t0) = (cpu_seconds(), Instant::now());
+    // Steady state: from the end of the third interval, when every target's series are
+    // registered in the store, to the end; the first scrapes also insert 24 new series each.
+    let warm = interval * 3;
+    let steady = tokio::spawn(async move {
+        tokio::time::sleep(warm).await;
+        (cpu_seconds(), Instant::now())
+    });
     let mut tasks = tokio::task::JoinSet::new();
     for s in sources {
         let sink = Arc::clone(&sink);
@@ -95,10 +102,14 @@ async fn scrape(addr: &str, targets: usize, secs: u64, interval: Duration, disca
         failures += r.failures;
     }
     let (_, totals) = w.finish().unwrap();
-    let (cpu, wall) = (cpu_seconds() - cpu0, t0.elapsed().as_secs_f64());
+    let (cpu1, t1) = (cpu_seconds(), Instant::now());
+    let (cpu, wall) = (cpu1 - cpu0, (t1 - t0).as_secs_f64());
+    let (cpu_warm, t_warm) = steady.await.unwrap();
+    let steady_pct = 100.0 * (cpu1 - cpu_warm) / (t1 - t_warm).as_secs_f64();
     println!(
         "{targets} targets{}, interval {interval:?}, {wall:.1}s: {scrapes} scrapes ({:.0}/s), {failures} failed, \
-         {} samples stored ({:.0}/s), {} commits; scraper CPU {cpu:.2}s = {:.1}% of one core",
+         {} samples stored ({:.0}/s), {} commits; scraper CPU {cpu:.2}s = {:.1}% of one core \
+         (steady state after {warm:?}: {steady_pct:.1}%)",
         if discard {
             " (batches discarded, not stored)"
         } else {

@@ -15,6 +15,10 @@ use crate::sample::Suffix;
 use crate::text::Escaped;
 use std::collections::HashSet;
 
+/// Names seen on this page. foldhash, seeded per process: SipHash over every family name was
+/// a visible part of scraping 1,000 targets a second.
+type Names<'a> = HashSet<&'a str, foldhash::fast::RandomState>;
+
 /// The family samples currently join.
 #[derive(Debug, Clone, Copy)]
 struct Current<'a> {
@@ -40,10 +44,10 @@ impl<'a> Current<'a> {
 pub(crate) struct Grouper<'a> {
     current: Option<Current<'a>>,
     default_ty: MetricType,
-    typed: HashSet<&'a str>,
-    helped: HashSet<&'a str>,
-    united: HashSet<&'a str>,
-    with_samples: HashSet<&'a str>,
+    typed: Names<'a>,
+    helped: Names<'a>,
+    united: Names<'a>,
+    with_samples: Names<'a>,
     scratch: String,
 }
 
@@ -53,10 +57,10 @@ impl<'a> Grouper<'a> {
         Grouper {
             current: None,
             default_ty,
-            typed: HashSet::new(),
-            helped: HashSet::new(),
-            united: HashSet::new(),
-            with_samples: HashSet::new(),
+            typed: Names::default(),
+            helped: Names::default(),
+            united: Names::default(),
+            with_samples: Names::default(),
             scratch: String::new(),
         }
     }
