@@ -7,7 +7,7 @@
 use crate::prom_flags::PromFlags;
 use anyhow::{Context, Result, bail};
 use llmscope_collect::prom::PromClient;
-use llmscope_core::cost::{self, CostInput, CostReport, Price};
+use llmscope_core::cost::{self, BusyBasis, CostInput, CostReport, Price, TeamCost};
 use llmscope_core::series::Series;
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -164,6 +164,11 @@ async fn read(client: &PromClient, input: &mut CostInput, step: f64) -> Result<V
 fn write(r: &CostReport, format: CostFormat) -> Result<()> {
     let mut out = std::io::stdout().lock();
     let f = |v: Option<f64>, d: usize| v.map_or("—".to_owned(), |v| format!("{v:.d$}"));
+    let basis = |t: &TeamCost| match t.busy_basis {
+        Some(BusyBasis::Workload) => "workload",
+        Some(BusyBasis::Fleet) => "fleet",
+        None => "",
+    };
     match format {
         CostFormat::Json => {
             serde_json::to_writer_pretty(&mut out, r)?;
@@ -172,7 +177,7 @@ fn write(r: &CostReport, format: CostFormat) -> Result<()> {
         CostFormat::Csv => {
             writeln!(
                 out,
-                "team,gpu_hours,busy_gpu_hours,idle_gpu_hours,cost,idle_cost,output_tokens,cost_per_million_tokens"
+                "team,gpu_hours,busy_gpu_hours,busy_basis,idle_gpu_hours,cost,idle_cost,output_tokens,cost_per_million_tokens"
             )?;
             for t in r.teams.iter().chain([&r.totals]) {
                 let c = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
@@ -183,9 +188,10 @@ fn write(r: &CostReport, format: CostFormat) -> Result<()> {
                 };
                 writeln!(
                     out,
-                    "{team},{},{},{},{},{},{},{}",
+                    "{team},{},{},{},{},{},{},{},{}",
                     t.gpu_hours,
                     c(t.busy_gpu_hours),
+                    basis(t),
                     c(t.idle_gpu_hours),
                     c(t.cost),
                     c(t.idle_cost),
@@ -219,7 +225,11 @@ fn write(r: &CostReport, format: CostFormat) -> Result<()> {
                     "{:<14} {:>10.2} {:>10} {:>10} {:>10} {:>10} {:>12} {:>10}",
                     t.team,
                     t.gpu_hours,
-                    f(t.busy_gpu_hours, 2),
+                    // Busy hours from the fleet average, not the team's own GPUs, are marked.
+                    match t.busy_basis {
+                        Some(BusyBasis::Fleet) => format!("{}*", f(t.busy_gpu_hours, 2)),
+                        _ => f(t.busy_gpu_hours, 2),
+                    },
                     f(t.idle_gpu_hours, 2),
                     f(t.cost, 2),
                     f(t.idle_cost, 2),
@@ -240,6 +250,12 @@ fn write(r: &CostReport, format: CostFormat) -> Result<()> {
                         format!(" (priced: {})", t.prices.join(", "))
                     }
                 )?;
+            }
+            if r.teams
+                .iter()
+                .any(|t| t.busy_basis == Some(BusyBasis::Fleet))
+            {
+                writeln!(out, "  * busy from the fleet-average utilisation")?;
             }
             for w in &r.warnings {
                 writeln!(out, "warning: {w}")?;

@@ -256,7 +256,9 @@ pub struct SimArgs {
     /// The `Hostname` label of dcgm series.
     #[arg(long, default_value = "llmscope-sim")]
     pub hostname: String,
-    /// Also serve Kueue and kube-state-metrics pages for these teams (YAML file, or `example`).
+    /// Also serve Kueue and kube-state-metrics pages for these teams (YAML file, or `example`);
+    /// the dcgm series then carry the first team's vLLM pod (container, namespace, pod), as
+    /// dcgm-exporter with `--kubernetes` does.
     #[arg(long, value_name = "FILE|example")]
     pub teams: Option<String>,
     /// Port of the Kueue (/kueue/metrics) and kube-state-metrics (/ksm/metrics) pages (0 = free port).

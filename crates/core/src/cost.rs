@@ -74,20 +74,62 @@ pub fn increase(s: &Series, from: f64, to: f64) -> f64 {
         .sum()
 }
 
-/// Mean value over the window, time-weighted.
-fn time_mean(s: &[Series], from: f64, to: f64) -> Option<f64> {
+/// Mean value over the window, time-weighted, over the series that have points in it.
+fn time_mean<'a>(s: impl IntoIterator<Item = &'a Series>, from: f64, to: f64) -> Option<f64> {
     let mut area = 0.0;
     let mut covered = 0.0;
     for series in s {
-        let first = series
+        let Some(first) = series
             .points
             .iter()
-            .find(|p| p.t >= from && p.v.is_finite())?
-            .t;
-        area += integrate_hours(series, first, to);
-        covered += (to - first) / 3600.0;
+            .find(|p| p.t >= from && p.t <= to && p.v.is_finite())
+        else {
+            continue;
+        };
+        area += integrate_hours(series, first.t, to);
+        covered += (to - first.t) / 3600.0;
     }
     (covered > 0.0).then(|| area / covered)
+}
+
+/// GPU series by the namespace of the workload dcgm-exporter mapped them to (`--kubernetes`).
+///
+/// Behind a ServiceMonitor without `honorLabels` the workload's namespace is
+/// `exported_namespace` and `namespace` is the exporter's own; `pod_namespace` is the
+/// `--use-old-namespace` spelling. A series is only attributed to a namespace that holds
+/// reservations, so the exporter's namespace never passes for a team's.
+fn busy_by_namespace<'a>(
+    input: &'a CostInput,
+    reserving: &[&str],
+) -> BTreeMap<&'a str, Vec<&'a Series>> {
+    let mut out: BTreeMap<&str, Vec<&Series>> = BTreeMap::new();
+    for s in &input.gpu_busy {
+        let ns = ["exported_namespace", "pod_namespace", "namespace"]
+            .iter()
+            .filter_map(|l| s.key.labels.get(l))
+            .find(|ns| reserving.contains(ns));
+        if let Some(ns) = ns {
+            out.entry(ns).or_default().push(s);
+        }
+    }
+    out
+}
+
+/// A team's GPU busy fraction and where it came from.
+#[derive(Debug, Clone, Copy)]
+struct Busy {
+    fraction: f64,
+    basis: BusyBasis,
+}
+
+/// Whose utilisation a team's busy GPU-hours use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BusyBasis {
+    /// The GPUs dcgm-exporter attributed to the team's namespaces.
+    Workload,
+    /// The mean over every GPU in the window (no pod mapping for this team).
+    Fleet,
 }
 
 /// Everything the computation reads.
@@ -119,6 +161,8 @@ pub struct TeamCost {
     pub namespaces: Vec<String>,
     pub gpu_hours: f64,
     pub busy_gpu_hours: Option<f64>,
+    /// Whose utilisation `busy_gpu_hours` uses (absent when it is unknown).
+    pub busy_basis: Option<BusyBasis>,
     pub idle_gpu_hours: Option<f64>,
     pub cost: Option<f64>,
     pub idle_cost: Option<f64>,
@@ -211,15 +255,33 @@ pub fn compute(input: &CostInput) -> CostReport {
     let mut warnings = Vec::new();
     let ns_team = teams_of_namespaces(input, &mut warnings);
     let by_team = reservations_by_team(input, &ns_team, &mut warnings);
-    let busy = time_mean(&input.gpu_busy, input.from, input.to);
-    if busy.is_none() {
-        warnings.push(
-            "no GPU utilisation (dcgm-exporter) in the window: busy and idle GPU-hours are unknown"
-                .to_owned(),
-        );
-    } else {
-        warnings.push("busy GPU-hours use the fleet-average GPU utilisation: dcgm series carry the exporter's pod/namespace, not the workload's, unless dcgm-exporter maps pods (--kubernetes, and --nvidia-resource-names for time-sliced GPUs)".to_owned());
-    }
+    let fleet = time_mean(&input.gpu_busy, input.from, input.to);
+    let reserving: Vec<&str> = by_team
+        .values()
+        .flatten()
+        .map(|(ns, _)| ns.as_str())
+        .collect();
+    let by_ns = busy_by_namespace(input, &reserving);
+    let busy_of = |series: &[(String, &Series)]| -> Option<Busy> {
+        let mut namespaces: Vec<&str> = series.iter().map(|(ns, _)| ns.as_str()).collect();
+        namespaces.sort_unstable();
+        namespaces.dedup();
+        let own = namespaces
+            .iter()
+            .filter_map(|ns| by_ns.get(ns))
+            .flatten()
+            .copied();
+        match time_mean(own, input.from, input.to) {
+            Some(fraction) => Some(Busy {
+                fraction,
+                basis: BusyBasis::Workload,
+            }),
+            None => fleet.map(|fraction| Busy {
+                fraction,
+                basis: BusyBasis::Fleet,
+            }),
+        }
+    };
     let tokens_by_ns = tokens_by_namespace(input);
     if input.generated_tokens.is_empty() {
         warnings.push("no generated-token counters (vllm:generation_tokens_total): cost per million tokens is unknown".to_owned());
@@ -227,8 +289,27 @@ pub fn compute(input: &CostInput) -> CostReport {
     let mut unpriced = Vec::new();
     let teams: Vec<TeamCost> = by_team
         .iter()
-        .map(|(team, series)| team_cost(team, series, busy, &tokens_by_ns, input, &mut unpriced))
+        .map(|(team, series)| {
+            let busy = busy_of(series);
+            team_cost(team, series, busy, &tokens_by_ns, input, &mut unpriced)
+        })
         .collect();
+    let on_fleet: Vec<&str> = teams
+        .iter()
+        .filter(|t| t.busy_basis == Some(BusyBasis::Fleet))
+        .map(|t| t.team.as_str())
+        .collect();
+    if fleet.is_none() {
+        warnings.push(
+            "no GPU utilisation (dcgm-exporter) in the window: busy and idle GPU-hours are unknown"
+                .to_owned(),
+        );
+    } else if !on_fleet.is_empty() {
+        warnings.push(format!(
+            "busy GPU-hours of {} use the fleet-average GPU utilisation: no dcgm series carries their namespaces. dcgm-exporter maps GPUs to pods with --kubernetes (and --kubernetes-virtual-gpus for shared GPUs); behind a ServiceMonitor the workload's namespace is `exported_namespace`",
+            on_fleet.join(", ")
+        ));
+    }
     unpriced.sort();
     unpriced.dedup();
     for f in unpriced {
@@ -258,7 +339,7 @@ fn tokens_by_namespace(input: &CostInput) -> BTreeMap<String, f64> {
 fn team_cost(
     team: &str,
     series: &[(String, &Series)],
-    busy: Option<f64>,
+    busy: Option<Busy>,
     tokens: &BTreeMap<String, f64>,
     input: &CostInput,
     unpriced: &mut Vec<String>,
@@ -289,7 +370,7 @@ fn team_cost(
             None => {}
         }
     }
-    let busy_h = busy.map(|b| gpu_hours * b);
+    let busy_h = busy.map(|b| gpu_hours * b.fraction);
     let idle_h = busy_h.map(|b| gpu_hours - b);
     let idle_cost = match (cost, idle_h) {
         (Some(c), Some(i)) if gpu_hours > 0.0 => Some(c * i / gpu_hours),
@@ -311,6 +392,7 @@ fn team_cost(
         namespaces,
         gpu_hours,
         busy_gpu_hours: busy_h,
+        busy_basis: busy.map(|b| b.basis),
         idle_gpu_hours: idle_h,
         cost,
         idle_cost,
@@ -319,7 +401,7 @@ fn team_cost(
         prices,
         advice: String::new(),
     };
-    tc.advice = advice(&tc, input.to - input.from, busy);
+    tc.advice = advice(&tc, input.to - input.from, busy.map(|b| b.fraction));
     tc
 }
 
@@ -361,6 +443,7 @@ fn sum(teams: &[TeamCost]) -> TeamCost {
         namespaces: teams.iter().flat_map(|t| t.namespaces.clone()).collect(),
         gpu_hours: teams.iter().map(|t| t.gpu_hours).sum(),
         busy_gpu_hours: opt_sum(&|t| t.busy_gpu_hours),
+        busy_basis: None,
         idle_gpu_hours: opt_sum(&|t| t.idle_gpu_hours),
         cost,
         idle_cost: opt_sum(&|t| t.idle_cost),
@@ -456,6 +539,53 @@ mod tests {
                 .output_tokens,
             None
         );
+    }
+
+    #[test]
+    fn busy_hours_use_the_workloads_own_gpus_when_dcgm_maps_pods() {
+        let mut i = input();
+        // Behind a ServiceMonitor: `namespace` is the exporter's, `exported_namespace` the pod's.
+        let gpu = |uuid: &str, ns: &str, busy: f64| {
+            s(
+                "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+                &[
+                    ("UUID", uuid),
+                    ("namespace", "gpu-operator"),
+                    ("exported_namespace", ns),
+                ],
+                &flat(busy),
+            )
+        };
+        i.gpu_busy = vec![
+            gpu("GPU-1", "llm-search", 0.5),
+            gpu("GPU-2", "llm-search", 0.3),
+            gpu("GPU-3", "llm-other", 0.9),
+        ];
+        let r = compute(&i);
+        let team = |n: &str| r.teams.iter().find(|t| t.team == n).unwrap();
+        let search = team("search");
+        assert_eq!(search.busy_basis, Some(BusyBasis::Workload));
+        assert!((search.busy_gpu_hours.unwrap() - 8.0 * 0.4).abs() < 1e-9);
+        let ads = team("ads");
+        assert_eq!(ads.busy_basis, Some(BusyBasis::Fleet));
+        assert!((ads.busy_gpu_hours.unwrap() - 2.0 * (0.5 + 0.3 + 0.9) / 3.0).abs() < 1e-9);
+        let fleet: Vec<&String> = r.warnings.iter().filter(|w| w.contains("fleet")).collect();
+        assert!(
+            fleet.len() == 1 && fleet[0].contains("of ads use") && !fleet[0].contains("search"),
+            "{fleet:?}"
+        );
+        // Every team mapped: no fleet warning at all.
+        i.gpu_busy.push(gpu("GPU-4", "llm-ads", 0.2));
+        let r = compute(&i);
+        assert!(
+            !r.warnings.iter().any(|w| w.contains("fleet")),
+            "{:?}",
+            r.warnings
+        );
+        // A series without points in the window does not hide the others.
+        i.gpu_busy
+            .push(s("DCGM_FI_PROF_GR_ENGINE_ACTIVE", &[], &[(-100.0, 1.0)]));
+        assert!(compute(&i).teams.iter().all(|t| t.busy_gpu_hours.is_some()));
     }
 
     #[test]

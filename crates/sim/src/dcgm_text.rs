@@ -17,6 +17,9 @@ pub struct GpuIdentity {
     pub hostname: String,
     pub driver_version: String,
     pub has_nvlink: bool,
+    /// The pod holding the GPU, as dcgm-exporter `--kubernetes` maps it through the kubelet's
+    /// PodResources API: `(container, namespace, pod)`, appended after the GPU labels.
+    pub pod: Option<[String; 3]>,
 }
 
 enum V {
@@ -26,7 +29,7 @@ enum V {
 
 /// Renders one collection.
 pub fn render(id: &GpuIdentity, r: &DcgmReading) -> String {
-    let labels: [(&str, &str); 7] = [
+    let mut labels: Vec<(&str, &str)> = vec![
         ("gpu", "0"),
         ("UUID", &id.uuid),
         ("pci_bus_id", "00000000:01:00.0"),
@@ -35,6 +38,13 @@ pub fn render(id: &GpuIdentity, r: &DcgmReading) -> String {
         ("Hostname", &id.hostname),
         ("DCGM_FI_DRIVER_VERSION", &id.driver_version),
     ];
+    if let Some([container, namespace, pod]) = &id.pod {
+        labels.extend([
+            ("container", container.as_str()),
+            ("namespace", namespace.as_str()),
+            ("pod", pod.as_str()),
+        ]);
+    }
     let mut fields: Vec<(&str, MetricType, &str, V)> = vec![
         (
             "DCGM_FI_DEV_SM_CLOCK",
@@ -175,6 +185,7 @@ mod tests {
             hostname: "node-a".into(),
             driver_version: "580.126.09".into(),
             has_nvlink: false,
+            pod: None,
         };
         let text = render(&id, &r);
         assert!(text.contains("# HELP DCGM_FI_DEV_FB_USED Framebuffer memory used (in MiB).\n# TYPE DCGM_FI_DEV_FB_USED gauge\n"));

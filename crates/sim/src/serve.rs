@@ -360,6 +360,12 @@ fn gpu_identity(cfg: &SimConfig) -> GpuIdentity {
         hostname: cfg.hostname.clone(),
         driver_version: "580.126.09".to_owned(),
         has_nvlink: cfg.preset.gpu.id != "l4",
+        // With a simulated cluster, the GPU serves the first team's vLLM pod, and the exporter
+        // says so as the Helm chart's dcgm-exporter (`--kubernetes`) does.
+        pod: cfg.cluster.as_ref().and_then(|c| c.teams.first()).map(|t| {
+            let pod = format!("vllm-{}-0", t.team);
+            ["vllm".to_owned(), t.namespace.clone(), pod]
+        }),
     }
 }
 

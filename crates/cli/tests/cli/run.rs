@@ -204,7 +204,15 @@ fn cost_matches_the_teams_file_through_a_real_prometheus() {
             "/metrics",
             ", labels: {namespace: llm-search}",
         ),
-        job("dcgm", &at(dcgm), "/metrics", ""),
+        // As behind a ServiceMonitor without honorLabels: the exporter's own namespace is a
+        // target label, so the GPU's pod namespace arrives as `exported_namespace`.
+        job(
+            "dcgm",
+            &at(dcgm),
+            "/metrics",
+            ", labels: {namespace: gpu-operator}",
+        )
+        .replace("honor_labels: true", "honor_labels: false"),
         job("kueue", &at(cluster), "/kueue/metrics", ""),
         job("ksm", &at(cluster), "/ksm/metrics", ""),
     ];
@@ -274,12 +282,18 @@ fn cost_matches_the_teams_file_through_a_real_prometheus() {
     assert!(team("search")["output_tokens"].as_f64().unwrap() > 0.0);
     assert!(team("search")["cost_per_million_tokens"].as_f64().unwrap() > 0.0);
     assert!(v["totals"]["gpu_hours"].as_f64().unwrap() > 0.0);
+    // The simulated GPU is mapped to search's pod: search's busy hours are its own GPU's, the
+    // others' the fleet average, and the warning names exactly those.
+    assert_eq!(team("search")["busy_basis"], "workload", "{v:#}");
+    for name in ["ads", "research"] {
+        assert_eq!(team(name)["busy_basis"], "fleet");
+    }
     assert!(
-        v["warnings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|w| w.as_str().unwrap().contains("fleet-average"))
+        v["warnings"].as_array().unwrap().iter().any(|w| {
+            let w = w.as_str().unwrap();
+            w.contains("busy GPU-hours of ads, research use the fleet-average")
+        }),
+        "{v:#}"
     );
     // Without team labels and prices: said, with the fix, never a silent 0.
     let bare = llmscope(&[
