@@ -141,6 +141,8 @@ struct StageCtx {
 struct Gauge {
     in_flight: AtomicU64,
     peak: AtomicU64,
+    /// Text chunks received so far (output tokens of non-streamed answers), for progress.
+    streamed: AtomicU64,
 }
 
 /// Runs every stage of `plan` and reports.
@@ -270,7 +272,6 @@ struct StageOutcome {
 struct Live {
     completed: u64,
     failed: u64,
-    tokens: u64,
     window: VecDeque<(Instant, u64)>,
 }
 
@@ -278,22 +279,22 @@ impl Live {
     fn add(&mut self, r: &RequestRecord) {
         if r.ok() {
             self.completed += 1;
-            self.tokens += u64::from(r.tokens_out());
         } else {
             self.failed += 1;
         }
     }
 
-    /// Output tokens per second over about the last second.
-    fn rate(&mut self, now: Instant) -> f64 {
-        self.window.push_back((now, self.tokens));
+    /// Tokens streamed per second over about the last second, from the running count
+    /// `streamed` (so long answers show while they stream, not only when they end).
+    fn rate(&mut self, now: Instant, streamed: u64) -> f64 {
+        self.window.push_back((now, streamed));
         while self.window.len() > 6 {
             self.window.pop_front();
         }
         let (t, n) = self.window[0];
         let dt = now.duration_since(t).as_secs_f64();
         if dt > 0.0 {
-            (self.tokens - n) as f64 / dt
+            streamed.saturating_sub(n) as f64 / dt
         } else {
             0.0
         }
@@ -437,18 +438,23 @@ impl Aggregator<'_> {
             in_flight: self.gauge.in_flight.load(Ordering::Relaxed),
             completed: self.live.completed,
             failed: self.live.failed,
-            output_tokens_per_s: self.live.rate(now),
+            output_tokens_per_s: self
+                .live
+                .rate(now, self.gauge.streamed.load(Ordering::Relaxed)),
             draining: self.sending_ended.is_some(),
         }
     }
 
-    fn finish(self) -> StageOutcome {
+    fn finish(mut self) -> StageOutcome {
         let ended = Instant::now();
         let warmup_end = self.started + self.sp.warmup;
-        let send_window = self
-            .sending_ended
-            .unwrap_or(ended)
-            .saturating_duration_since(warmup_end);
+        let sending_ended = self.sending_ended.unwrap_or(ended);
+        let send_window = sending_ended.saturating_duration_since(warmup_end);
+        if !send_window.is_zero() {
+            let ns = |t: Instant| anchor().unix_ns(t);
+            self.stats
+                .close_sending_window(ns(warmup_end), ns(sending_ended));
+        }
         let meta = StageMeta {
             stage: Some(self.index),
             label: self.sp.label(),
@@ -683,7 +689,7 @@ async fn request(
     let result = tokio::select! {
         biased;
         _ = abort.wait_for(|a| *a) => Err(ErrorKind::Cancelled),
-        r = tokio::time::timeout(ctx.timeout, ctx.client.execute(ctx.uri.clone(), body, ctx.stream, ctx.idle, &mut out)) => {
+        r = tokio::time::timeout(ctx.timeout, ctx.client.execute(ctx.uri.clone(), body, ctx.stream, ctx.idle, &mut out, &ctx.gauge.streamed)) => {
             r.unwrap_or(Err(ErrorKind::Timeout))
         }
     };

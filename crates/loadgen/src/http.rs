@@ -21,6 +21,7 @@ use std::net::SocketAddr;
 use std::pin::Pin;
 use std::str::FromStr;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use tokio::net::TcpStream;
 use tokio::time::{Instant, Sleep};
@@ -271,7 +272,8 @@ impl Client {
             .map_err(|_| FetchError::Timeout)?
     }
 
-    /// Sends one completion request and reads its response.
+    /// Sends one completion request and reads its response; `streamed` counts text chunks as
+    /// they arrive (output tokens when not streaming), for live progress.
     pub async fn execute(
         &self,
         uri: Uri,
@@ -279,6 +281,7 @@ impl Client {
         stream: bool,
         idle: Duration,
         out: &mut Outcome,
+        streamed: &AtomicU64,
     ) -> Result<(), ErrorKind> {
         let mut conn = self.checkout().await.map_err(|_| ErrorKind::Connect)?;
         let mut req = self.request(Method::POST, uri, body);
@@ -300,9 +303,12 @@ impl Client {
         } else if stream && !is_sse {
             Err(ErrorKind::BadResponse)
         } else if stream {
-            read_stream(body, out).await
+            read_stream(body, out, streamed).await
         } else {
-            read_body(body, out).await
+            let read = read_body(body, out).await;
+            let tokens = out.usage.completion_tokens.unwrap_or(0);
+            streamed.fetch_add(u64::from(tokens), Ordering::Relaxed);
+            read
         };
         // A connection is reused only when its response was read to the end.
         if matches!(result, Ok(()) | Err(ErrorKind::Http(_))) {
@@ -395,15 +401,26 @@ impl Frames {
     }
 }
 
-async fn read_stream(mut body: Frames, out: &mut Outcome) -> Result<(), ErrorKind> {
+async fn read_stream(
+    mut body: Frames,
+    out: &mut Outcome,
+    streamed: &AtomicU64,
+) -> Result<(), ErrorKind> {
     let mut reader = StreamReader::default();
+    let mut counted = 0;
     let mut lag = None;
     let mut behind = false;
     body.stamp.set_precise(true);
     let result = loop {
         match body.next().await {
             Ok(Some(f)) => {
-                if let Err(e) = reader.feed(&f.data, f.arrived.into_std()) {
+                let fed = reader.feed(&f.data, f.arrived.into_std());
+                let chunks = reader.outcome().chunk_tokens;
+                if chunks > counted {
+                    streamed.fetch_add(u64::from(chunks - counted), Ordering::Relaxed);
+                    counted = chunks;
+                }
+                if let Err(e) = fed {
                     break Err(e);
                 }
                 if lag.is_none() && reader.outcome().first_token.is_some() {

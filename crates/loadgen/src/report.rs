@@ -61,6 +61,12 @@ pub struct Throughput {
     pub output_tokens_per_s: f64,
     pub total_tokens_per_s: f64,
     pub window_s: f64,
+    /// Output tokens that arrived while requests were being sent (warmup and drain excluded),
+    /// per second of that window, from each chunk's arrival time: the rate the server sustained
+    /// under this load. `output_tokens_per_s` also spans the drain, where a few long answers
+    /// can stretch the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sending_output_tokens_per_s: Option<f64>,
 }
 
 /// Token counts: the server's `usage` and the client's own chunk count.

@@ -99,7 +99,16 @@ pub struct StageStats {
     span: Option<(u64, u64)>,
     closed_windows_ns: u64,
     busy_ns: u128,
+    /// Output tokens by arrival time (10 ms buckets of Unix time), until the stage closes its
+    /// sending window ([`StageStats::close_sending_window`]).
+    arrivals: BTreeMap<u64, f64>,
+    /// Output tokens that arrived while sending, and that window, summed over merged stages.
+    sending_tokens: f64,
+    sending_window_ns: u64,
 }
+
+/// The arrival buckets of [`StageStats`]: 10 ms.
+const ARRIVAL_BUCKET_NS: u64 = 10_000_000;
 
 /// What the driver knows about a stage that the records do not say.
 #[derive(Debug, Clone, Default)]
@@ -125,6 +134,7 @@ impl StageStats {
         }
         self.requests.sent += 1;
         self.extend_span(r.sent_unix_ns, r.end_unix_ns);
+        self.add_arrivals(r);
         self.busy_ns += u128::from(r.e2e_ns());
         if let Some(s) = r.scheduled_unix_ns {
             self.lag.record_ns(r.sent_unix_ns.saturating_sub(s));
@@ -136,6 +146,41 @@ impl StageStats {
             }
             None => self.add_completed(r, slo),
         }
+    }
+
+    /// Spreads the request's output tokens over the arrival times of its text chunks (first
+    /// chunk, then the gaps); a chunk carrying several tokens (`--stream-interval`) gets its
+    /// share of the server's count. A response without chunk times arrived at its end.
+    fn add_arrivals(&mut self, r: &RequestRecord) {
+        let tokens = f64::from(r.tokens_out());
+        if tokens == 0.0 {
+            return;
+        }
+        let mut add = |bucket: u64, n: f64| *self.arrivals.entry(bucket).or_default() += n;
+        let Some(first) = r.first_token_unix_ns.filter(|_| r.chunk_tokens > 0) else {
+            add(r.end_unix_ns / ARRIVAL_BUCKET_NS, tokens);
+            return;
+        };
+        let per_chunk = tokens / (r.gaps_us.len() + 1) as f64;
+        let (mut t, mut bucket, mut n) = (first, first / ARRIVAL_BUCKET_NS, 1.0);
+        for &g in &r.gaps_us {
+            t += u64::from(g) * 1_000;
+            if t / ARRIVAL_BUCKET_NS != bucket {
+                add(bucket, n * per_chunk);
+                (bucket, n) = (t / ARRIVAL_BUCKET_NS, 0.0);
+            }
+            n += 1.0;
+        }
+        add(bucket, n * per_chunk);
+    }
+
+    /// Ends the stage's sending window `[from, to)` (Unix ns: end of warmup to the last send):
+    /// counts the output tokens that arrived inside it, and forgets the arrival times.
+    pub fn close_sending_window(&mut self, from_ns: u64, to_ns: u64) {
+        let range = from_ns / ARRIVAL_BUCKET_NS..to_ns / ARRIVAL_BUCKET_NS;
+        self.sending_tokens += self.arrivals.range(range).map(|(_, n)| n).sum::<f64>();
+        self.sending_window_ns += to_ns.saturating_sub(from_ns);
+        self.arrivals.clear();
     }
 
     fn extend_span(&mut self, start: u64, end: u64) {
@@ -222,6 +267,8 @@ impl StageStats {
         self.behind += o.behind;
         self.closed_windows_ns += o.window_ns();
         self.busy_ns += o.busy_ns;
+        self.sending_tokens += o.sending_tokens;
+        self.sending_window_ns += o.sending_window_ns;
     }
 
     fn hists(&self) -> [&Hist; 10] {
@@ -276,6 +323,8 @@ impl StageStats {
                 output_tokens_per_s: per_s(self.tokens.output),
                 total_tokens_per_s: per_s(self.tokens.output + self.tokens.prompt),
                 window_s,
+                sending_output_tokens_per_s: (self.sending_window_ns > 0)
+                    .then(|| self.sending_tokens / (self.sending_window_ns as f64 / 1e9)),
             },
             tokens: self.token_report(),
             load: self.load_info(meta, window_s),
@@ -378,6 +427,36 @@ mod tests {
     /// Within HDR's 0.1% resolution.
     fn near(v: Option<f64>, want: f64) -> bool {
         v.is_some_and(|v| (v - want).abs() <= want * 1e-3 + 1e-3)
+    }
+
+    #[test]
+    fn tokens_count_as_sending_throughput_by_their_arrival_times() {
+        let mut s = StageStats::default();
+        let slo = Slo::default();
+        // 100 tokens 1 ms apart from t = 10 ms, and one long answer: 1,000 tokens from 50 ms,
+        // 10 ms apart, most of them after sending ended at 1,000 ms.
+        s.add(&rec(0, 10, 110, 100), &slo);
+        let mut long = rec(0, 50, 10_050, 1_000);
+        long.gaps_us = vec![10_000; 999];
+        s.add(&long, &slo);
+        // Two tokens per chunk (a server's stream interval): 10 chunks carry 20 tokens.
+        let mut paired = rec(0, 500, 510, 10);
+        paired.output_tokens = Some(20);
+        s.add(&paired, &slo);
+        s.close_sending_window(0, 1_000_000_000);
+        let r = s.report(&StageMeta::default(), &Slo::default());
+        // In [0, 1 s): 100 + 20 + the long answer's tokens at 50, 60, … 990 ms (95).
+        let sending = r.throughput.sending_output_tokens_per_s.unwrap();
+        assert!((sending - 215.0).abs() < 1e-9, "{sending}");
+        // Over the whole window (to the last token at 10.04 s) the rate is far lower.
+        assert!(r.throughput.output_tokens_per_s < 120.0);
+        let merged = {
+            let mut m = StageStats::default();
+            m.merge(&s);
+            m.merge(&s);
+            m.report(&StageMeta::default(), &Slo::default())
+        };
+        assert_eq!(merged.throughput.sending_output_tokens_per_s, Some(sending));
     }
 
     #[test]

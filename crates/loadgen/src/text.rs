@@ -64,6 +64,13 @@ fn write_stage(s: &StageReport, w: &mut impl Write) -> io::Result<()> {
         thousands(t.total_tokens_per_s),
         t.window_s
     )?;
+    if let Some(sending) = t.sending_output_tokens_per_s {
+        writeln!(
+            w,
+            "              {} output tok/s while sending (drain excluded)",
+            thousands(sending)
+        )?;
+    }
     write_tokens(s, w)?;
     write_load(s, w)?;
     if let Some(g) = &s.goodput {

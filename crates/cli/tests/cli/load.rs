@@ -69,6 +69,13 @@ async fn json_contract_and_records_file() {
     }
     assert_eq!(j["load"]["mode"], "closed");
     assert!(j["throughput"]["output_tokens_per_s"].as_f64().unwrap() > 0.0);
+    assert!(
+        j["throughput"]["sending_output_tokens_per_s"]
+            .as_f64()
+            .is_some_and(|r| r > 0.0),
+        "{}",
+        j["throughput"]
+    );
     let lines = std::fs::read_to_string(&records).unwrap();
     std::fs::remove_file(&records).ok();
     assert_eq!(lines.lines().count() as u64, sent);
