@@ -31,7 +31,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// The whole method: baseline, load, observe, diagnose, report (simulated stack by default).
-    Run(run_cmd::RunArgs),
+    Run(Box<run_cmd::RunArgs>),
     /// Diagnose a stored run again (its series, through the current diagnosis).
     Diagnose(report_cmd::DiagnoseArgs),
     /// Render a stored run: terminal, JSON, Markdown, HTML.
@@ -63,7 +63,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Run(args) => run_cmd::run(args),
+        Command::Run(args) => run_cmd::run(*args),
         Command::Diagnose(args) => report_cmd::diagnose(args),
         Command::Report(args) => report_cmd::report(args),
         Command::Compare(args) => report_cmd::compare(args),

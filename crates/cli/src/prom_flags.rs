@@ -88,3 +88,50 @@ impl PromFlags {
         }
     }
 }
+
+/// Every series of the catalog's metrics (engines, dcgm-exporter, Kueue, kube-state-metrics) in
+/// `[from, to]` at `step`. `matchers` (`namespace="llm"` or `{namespace="llm"}`) narrow the read
+/// to the deployment under test; several are read as a union.
+pub async fn read_window(
+    client: &PromClient,
+    from: f64,
+    to: f64,
+    step: f64,
+    matchers: &[String],
+) -> Result<(Vec<llmscope_core::series::Series>, Vec<String>)> {
+    let mut names: Vec<&str> = llmscope_core::catalog::METRICS
+        .iter()
+        .map(|m| m.name)
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    let by_name = format!("__name__=~\"{}\"", names.join("|"));
+    let selectors: Vec<String> = if matchers.is_empty() {
+        vec![format!("{{{by_name}}}")]
+    } else {
+        matchers
+            .iter()
+            .map(|m| {
+                let m = m
+                    .trim()
+                    .trim_start_matches('{')
+                    .trim_end_matches('}')
+                    .trim();
+                format!("{{{by_name}, {m}}}")
+            })
+            .collect()
+    };
+    let (mut series, mut warnings) = (Vec::new(), Vec::new());
+    for selector in &selectors {
+        let r = client
+            .query_range(selector, from, to, step)
+            .await
+            .with_context(|| format!("reading the window from Prometheus ({selector})"))?;
+        series.extend(r.data);
+        warnings.extend(r.warnings);
+    }
+    // A series matched by two selectors is one series.
+    series.sort_by(|a, b| a.key.cmp(&b.key));
+    series.dedup_by(|a, b| a.key == b.key);
+    Ok((series, warnings))
+}

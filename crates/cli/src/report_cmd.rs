@@ -140,8 +140,13 @@ pub fn diagnose(args: DiagnoseArgs) -> Result<ExitCode> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let (series, warnings) =
-        rt.block_on(read_window(&client, from, to, args.step.as_secs_f64()))?;
+    let (series, warnings) = rt.block_on(crate::prom_flags::read_window(
+        &client,
+        from,
+        to,
+        args.step.as_secs_f64(),
+        &[],
+    ))?;
     for w in &warnings {
         eprintln!("warning: Prometheus: {w}");
     }
@@ -201,27 +206,6 @@ pub fn diagnose(args: DiagnoseArgs) -> Result<ExitCode> {
         args.html.as_deref(),
     )?;
     Ok(analysis::exit_code(&a.diagnosis, args.fail_on))
-}
-
-/// Every series of the catalog's diagnosis metrics in the window.
-async fn read_window(
-    client: &llmscope_collect::prom::PromClient,
-    from: f64,
-    to: f64,
-    step: f64,
-) -> Result<(Vec<llmscope_core::series::Series>, Vec<String>)> {
-    let mut names: Vec<&str> = llmscope_core::catalog::METRICS
-        .iter()
-        .map(|m| m.name)
-        .collect();
-    names.sort_unstable();
-    names.dedup();
-    let selector = format!("{{__name__=~\"{}\"}}", names.join("|"));
-    let r = client
-        .query_range(&selector, from, to, step)
-        .await
-        .context("reading the window from Prometheus")?;
-    Ok((r.data, r.warnings))
 }
 
 /// Compare two stored runs (before/after a change).

@@ -7,13 +7,15 @@
 //! store and diagnosed ([`crate::analysis`]) → reports.
 
 use crate::analysis::{self, FailOn, ReportFormat, RunFacts};
+use crate::prom_flags::PromFlags;
 use crate::sim_cmd::EngineFlags;
 use anyhow::{Context, Result, bail};
+use llmscope_collect::prom::PromClient;
 use llmscope_collect::scrape::{ScrapeConfig, ScrapeSource, ScrapeTarget};
 use llmscope_collect::{HttpClient, Source, Stop, Window};
 use llmscope_core::duration::{format_duration, parse_duration};
 use llmscope_loadgen::{
-    LoadReport, LoadSpec, Observer, Progress, RequestRecord, RunControl, TokenSpec,
+    LoadPlan, LoadReport, LoadSpec, Observer, Progress, RequestRecord, RunControl, TokenSpec,
 };
 use llmscope_sim::serve::{self, SimConfig, SimHandle};
 use llmscope_store::{NewRun, RequestRow, RunStatus, SourceSpec, Store};
@@ -36,10 +38,14 @@ fn duration_arg(s: &str) -> Result<Duration, String> {
   llmscope run --max-num-seqs 64 --html run.html
   llmscope run --format json
   llmscope run --target http://vllm:8000 --gpu-metrics http://node:9400/metrics --max-num-seqs 16
+  llmscope run --target http://vllm:8000 --prometheus http://prometheus:9090 \\
+      --match 'namespace=\"llm\"' --interval 15s --duration 5m --max-num-seqs 16
 
 With no --target, llmscope starts its simulated stack in-process (preset and engine flags apply
 to it). Against a real server, pass --max-num-seqs (what the server runs with) so the batch-limit
-check can compare the plateau with it. Exit: 0, or 1 when a finding reaches --fail-on; 2 on errors.")]
+check can compare the plateau with it. With --prometheus, nothing is scraped directly: after the
+load the window is read from Prometheus (step = --interval, so give its scrape interval).
+Exit: 0, or 1 when a finding reaches --fail-on; 2 on errors.")]
 pub struct RunArgs {
     /// Base URL of an OpenAI-compatible server; without it the simulated stack is started.
     #[arg(long)]
@@ -50,6 +56,12 @@ pub struct RunArgs {
     /// GPU metrics (dcgm-exporter) URL; repeatable.
     #[arg(long = "gpu-metrics")]
     pub gpu_metrics: Vec<String>,
+    /// With --prometheus: label matchers for the deployment under test, e.g.
+    /// 'namespace="llm",pod=~"vllm-.*"' (repeatable; read as a union).
+    #[arg(long = "match", value_name = "MATCHERS", help_heading = "Prometheus")]
+    pub matchers: Vec<String>,
+    #[command(flatten)]
+    pub prom: PromFlags,
     #[command(flatten)]
     pub engine: EngineFlags,
     /// Closed-loop workers (each sends its next request when the last one ends).
@@ -87,12 +99,14 @@ pub struct RunArgs {
         help_heading = "Load"
     )]
     pub api_key: Option<String>,
-    /// Scrape interval of the metrics targets.
+    /// Scrape interval of the metrics targets (with --prometheus: the query step).
     #[arg(long, default_value = "1s", value_parser = duration_arg, help_heading = "Observe")]
     pub interval: Duration,
-    /// The simulated dcgm-exporter's collect interval (scaled down from its 30 s default).
-    #[arg(long, default_value = "5s", value_parser = duration_arg, help_heading = "Observe")]
-    pub dcgm_interval: Duration,
+    /// dcgm-exporter's collect interval: the simulated one's [default: 5s, scaled down from the
+    /// real 30 s], or the real one's, so the run observes long enough after the load for GPU
+    /// values to fall [default: 30s].
+    #[arg(long, value_parser = duration_arg, help_heading = "Observe")]
+    pub dcgm_interval: Option<Duration>,
     /// Longest wait for the server to go idle after the load.
     #[arg(long, default_value = "60s", value_parser = duration_arg, help_heading = "Observe")]
     pub drain_timeout: Duration,
@@ -114,6 +128,8 @@ struct Plan {
     sim: Option<SimHandle>,
     target: String,
     scrape: Vec<ScrapeTarget>,
+    /// With --prometheus: where the window is read after the load (no direct scrape).
+    prom: Option<PromClient>,
     max_num_seqs: Option<u32>,
     max_num_batched_tokens: Option<u32>,
     context: Vec<String>,
@@ -137,7 +153,9 @@ async fn run_async(args: RunArgs) -> Result<ExitCode> {
         );
     }
     let mut plan = resolve(&args).await?;
-    preflight(&args, &plan)?;
+    let client = HttpClient::new(None).context("setting up the HTTP client")?;
+    preflight(&args, &plan, &client).await?;
+    let load_plan = prepare_load(&args, &plan.target).await?;
     let mut store = Store::open(&args.db)
         .with_context(|| format!("opening the run store {}", args.db.display()))?;
     let run = store.create_run(&NewRun {
@@ -147,7 +165,6 @@ async fn run_async(args: RunArgs) -> Result<ExitCode> {
         tool_version: env!("CARGO_PKG_VERSION").to_owned(),
         config: config_json(&args, &plan),
     })?;
-    let client = HttpClient::new(None).context("setting up the HTTP client")?;
     let sources: Vec<ScrapeSource> = plan
         .scrape
         .iter()
@@ -163,6 +180,17 @@ async fn run_async(args: RunArgs) -> Result<ExitCode> {
             },
         )?;
     }
+    if plan.prom.is_some() {
+        store.add_source(
+            run,
+            &SourceSpec {
+                name: "prometheus".to_owned(),
+                kind: "prometheus".to_owned(),
+                url: llmscope_collect::url::redact(args.prom.prometheus.as_deref().unwrap_or("")),
+            },
+        )?;
+    }
+    let observed_from = llmscope_collect::time::unix_now();
     let writer = llmscope_store::writer::spawn(store, run).context("starting the store writer")?;
     let (stop_handle, stop) = Stop::new();
     let sender = writer.sender();
@@ -191,7 +219,7 @@ async fn run_async(args: RunArgs) -> Result<ExitCode> {
         args.concurrency,
         format_duration(args.duration)
     ));
-    let (report, records) = load(&args, &plan.target).await?;
+    let (report, records) = load(&load_plan).await;
     let load_window = (
         report.started_unix_ns as f64 / 1e9,
         report.started_unix_ns as f64 / 1e9 + report.total.duration_s,
@@ -208,6 +236,27 @@ async fn run_async(args: RunArgs) -> Result<ExitCode> {
     // The writer finishes when every sender is gone: the sources' clones went with their tasks.
     drop(sink);
     let (mut store, _totals) = writer.finish().context("finishing the store writes")?;
+    if let Some(prom) = &plan.prom {
+        let step = args.interval.as_secs_f64();
+        let to = llmscope_collect::time::unix_now();
+        say("reading the window from Prometheus");
+        let (series, warnings) =
+            crate::prom_flags::read_window(prom, observed_from - step, to, step, &args.matchers)
+                .await?;
+        for w in &warnings {
+            eprintln!("warning: Prometheus: {w}");
+        }
+        if series.is_empty() {
+            bail!(
+                "Prometheus returned no engine or GPU series for the run's window: it held them before the load, so check that it still scrapes the targets (and the --match matchers)"
+            );
+        }
+        let mut batch = llmscope_core::series::Batch::new("prometheus");
+        for s in series {
+            batch.push_series(s);
+        }
+        store.write(run, &[batch])?;
+    }
     store.add_requests(run, &records.iter().map(request_row).collect::<Vec<_>>())?;
     let facts = RunFacts {
         max_num_seqs: plan.max_num_seqs,
@@ -257,7 +306,13 @@ async fn resolve(args: &RunArgs) -> Result<Plan> {
         let mut cfg = SimConfig::new(preset.clone());
         cfg.seed = args.engine.seed;
         cfg.dialect = dialect;
-        cfg.dcgm_interval = args.dcgm_interval;
+        if args.prom.prometheus.is_some() {
+            bail!(
+                "--prometheus reads a real deployment's window: give the server with --target (the simulated stack is scraped directly)"
+            );
+        }
+        let dcgm_interval = args.dcgm_interval.unwrap_or(Duration::from_secs(5));
+        cfg.dcgm_interval = dcgm_interval;
         let sim = serve::start(cfg)
             .await
             .context("starting the simulated stack")?;
@@ -267,7 +322,7 @@ async fn resolve(args: &RunArgs) -> Result<Plan> {
             preset.model.id,
             preset.gpu.model_name,
             preset.engine.max_num_seqs,
-            format_duration(args.dcgm_interval)
+            format_duration(dcgm_interval)
         ));
         let scrape = vec![
             target_arg(&format!("vllm={}/metrics", sim.vllm_url()))?,
@@ -292,9 +347,10 @@ async fn resolve(args: &RunArgs) -> Result<Plan> {
             max_num_batched_tokens: Some(preset.engine.max_num_batched_tokens),
             sim: Some(sim),
             scrape,
+            prom: None,
             context,
             // dcgm values lag by up to one collect interval: observe long enough to see them fall.
-            after: (args.dcgm_interval * 2).max(Duration::from_secs(5)),
+            after: (dcgm_interval * 2).max(Duration::from_secs(5)),
         });
     };
     let base = target
@@ -305,6 +361,38 @@ async fn resolve(args: &RunArgs) -> Result<Plan> {
         .metrics_url
         .clone()
         .unwrap_or_else(|| format!("{base}/metrics"));
+    // dcgm values lag by up to one collect interval: observe long enough to see them fall.
+    let after = args.dcgm_interval.unwrap_or(Duration::from_secs(30)) + Duration::from_secs(5);
+    if let Some(prom) = args.prom.client()? {
+        if args.metrics_url.is_some() || !args.gpu_metrics.is_empty() {
+            bail!(
+                "with --prometheus the window is read from Prometheus: drop --metrics-url and --gpu-metrics (or drop --prometheus to scrape them directly)"
+            );
+        }
+        let url = llmscope_collect::url::redact(args.prom.prometheus.as_deref().unwrap_or(""));
+        let mut context = vec![
+            format!("target {base}"),
+            format!(
+                "series read from Prometheus {url} after the load, step {}",
+                format_duration(args.interval)
+            ),
+        ];
+        context.extend(args.matchers.iter().map(|m| format!("matchers {m}")));
+        return Ok(Plan {
+            sim: None,
+            target: base,
+            scrape: Vec::new(),
+            prom: Some(prom),
+            max_num_seqs: args.engine.max_num_seqs,
+            max_num_batched_tokens: args.engine.max_num_batched_tokens,
+            context,
+            // Prometheus stores a scrape a moment after it happens: one more interval.
+            after: after + args.interval,
+        });
+    }
+    if !args.matchers.is_empty() {
+        bail!("--match narrows what is read from Prometheus: it needs --prometheus");
+    }
     let mut scrape = vec![target_arg(&format!("engine={metrics}"))?];
     for (i, g) in args.gpu_metrics.iter().enumerate() {
         scrape.push(target_arg(&format!("gpu{i}={g}"))?);
@@ -323,10 +411,11 @@ async fn resolve(args: &RunArgs) -> Result<Plan> {
         sim: None,
         target: base,
         scrape,
+        prom: None,
         max_num_seqs: args.engine.max_num_seqs,
         max_num_batched_tokens: args.engine.max_num_batched_tokens,
         context,
-        after: Duration::from_secs(35),
+        after,
     })
 }
 
@@ -334,8 +423,106 @@ fn target_arg(text: &str) -> Result<ScrapeTarget> {
     text.parse::<ScrapeTarget>().map_err(anyhow::Error::from)
 }
 
-/// Checks the load design before spending minutes on it.
-fn preflight(args: &RunArgs, plan: &Plan) -> Result<()> {
+/// Checks the load design and the sources before spending minutes on them: the engine's metrics
+/// must answer (a run without them is blind), and the engine and its version are named.
+async fn preflight(args: &RunArgs, plan: &Plan, http: &HttpClient) -> Result<()> {
+    design_checks(args, plan)?;
+    if plan.sim.is_some() {
+        return Ok(());
+    }
+    if let Some(prom) = &plan.prom {
+        return prometheus_preflight(prom, args).await;
+    }
+    for t in &plan.scrape {
+        let url = llmscope_collect::url::redact(&t.uri.to_string());
+        match crate::inventory_cmd::fetch_page(http, &t.uri).await {
+            Ok(page) => {
+                let (snap, _) =
+                    llmscope_check::inventory::snapshot::Snapshot::parse(url.clone(), &page);
+                say(&format!(
+                    "{} at {url}: {}",
+                    t.name,
+                    detected(snap.detections())
+                ));
+            }
+            Err(e) if t.name == "engine" => bail!(
+                "the engine's metrics at {url} do not answer ({e:#}): without them the run is blind. Check --metrics-url (default TARGET/metrics) and that the server exposes /metrics"
+            ),
+            Err(e) => eprintln!(
+                "warning: GPU metrics at {url} do not answer ({e:#}): GPU-bound verdicts need them"
+            ),
+        }
+    }
+    Ok(())
+}
+
+/// What a set of names says about its exporters: `vllm >=0.26.0, dcgm-exporter >=4.5.0`.
+fn detected(ds: &[llmscope_core::catalog::detect::Detection]) -> String {
+    if ds.is_empty() {
+        return "no catalogued exporter recognised (not vLLM, SGLang, TGI or dcgm-exporter?)"
+            .to_owned();
+    }
+    let named: Vec<String> = ds
+        .iter()
+        .map(|d| format!("{} {}", d.exporter, d.range()))
+        .collect();
+    format!("{} (detected)", named.join(", "))
+}
+
+/// Before loading: does Prometheus hold the engine's series (under these matchers)?
+async fn prometheus_preflight(prom: &PromClient, args: &RunArgs) -> Result<()> {
+    let now = llmscope_collect::time::unix_now();
+    let matchers: Vec<String> = args
+        .matchers
+        .iter()
+        .map(|m| {
+            format!(
+                "{{{}}}",
+                m.trim().trim_start_matches('{').trim_end_matches('}')
+            )
+        })
+        .collect();
+    let refs: Vec<&str> = matchers.iter().map(String::as_str).collect();
+    let names = prom
+        .label_values("__name__", &refs, Some((now - 600.0, now)))
+        .await
+        .context("asking Prometheus which metric names it holds")?
+        .data;
+    let found = llmscope_core::catalog::detect::detect(names.iter().map(String::as_str));
+    let url = llmscope_collect::url::redact(args.prom.prometheus.as_deref().unwrap_or(""));
+    say(&format!("Prometheus {url}: {}", detected(&found)));
+    let engine = found.iter().any(|d| {
+        use llmscope_core::catalog::Exporter::*;
+        matches!(d.exporter, Vllm | Sglang | Tgi)
+    });
+    if !engine {
+        bail!(
+            "Prometheus at {url} has no vLLM, SGLang or TGI series in the last 10 minutes{}: the engine is not scraped (kube-prometheus-stack selects only ServiceMonitors/PodMonitors labelled release: <helm release>) or the matchers exclude it",
+            if refs.is_empty() {
+                String::new()
+            } else {
+                format!(" matching {}", refs.join(" or "))
+            }
+        );
+    }
+    if !found
+        .iter()
+        .any(|d| d.exporter == llmscope_core::catalog::Exporter::DcgmExporter)
+    {
+        eprintln!(
+            "warning: no dcgm-exporter series in Prometheus{}: GPU utilisation is unknown, so GPU-bound verdicts cannot be made",
+            if refs.is_empty() {
+                String::new()
+            } else {
+                " under these matchers (GPU series carry the exporter's labels, or exported_namespace: add a matcher for them)".to_owned()
+            }
+        );
+    }
+    Ok(())
+}
+
+/// The load design: a queue must be able to form.
+fn design_checks(args: &RunArgs, plan: &Plan) -> Result<()> {
     if args.concurrency == 0 {
         bail!("--concurrency must be at least 1");
     }
@@ -358,6 +545,8 @@ fn config_json(args: &RunArgs, plan: &Plan) -> serde_json::Value {
         "target": plan.target,
         "scrape": plan.scrape.iter().map(|t| format!("{}={}", t.name, llmscope_collect::url::redact(&t.uri.to_string()))).collect::<Vec<_>>(),
         "simulated": plan.sim.is_some(),
+        "prometheus": args.prom.prometheus.as_deref().map(llmscope_collect::url::redact),
+        "match": args.matchers,
         "preset": args.engine.preset,
         "max_num_seqs": plan.max_num_seqs,
         "concurrency": args.concurrency,
@@ -394,7 +583,9 @@ impl Observer for RunObserver {
     }
 }
 
-async fn load(args: &RunArgs, target: &str) -> Result<(LoadReport, Vec<RequestRecord>)> {
+/// Resolves the load before the run starts: bad load flags, an unreachable target or a missing
+/// model fail here, not after the baseline.
+async fn prepare_load(args: &RunArgs, target: &str) -> Result<LoadPlan> {
     let spec = LoadSpec {
         target: target.to_owned(),
         model: args.model.clone(),
@@ -410,7 +601,8 @@ async fn load(args: &RunArgs, target: &str) -> Result<(LoadReport, Vec<RequestRe
         .filter(|_| args.input_tokens.is_none()),
         input_tokens: args.input_tokens,
         output_tokens: args.output_tokens,
-        max_tokens: Some(args.max_tokens),
+        // --output-tokens sets max_tokens itself (with ignore_eos).
+        max_tokens: args.output_tokens.is_none().then_some(args.max_tokens),
         seed: args.engine.seed,
         grace: Duration::from_secs(60),
         ..LoadSpec::default()
@@ -421,6 +613,10 @@ async fn load(args: &RunArgs, target: &str) -> Result<(LoadReport, Vec<RequestRe
     for note in &plan.notes {
         eprintln!("note: {note}");
     }
+    Ok(plan)
+}
+
+async fn load(plan: &LoadPlan) -> (LoadReport, Vec<RequestRecord>) {
     let control = RunControl::new();
     let ctrl_c = {
         let control = control.clone();
@@ -434,9 +630,9 @@ async fn load(args: &RunArgs, target: &str) -> Result<(LoadReport, Vec<RequestRe
         })
     };
     let mut observer = RunObserver::default();
-    let report = llmscope_loadgen::run(&plan, &mut observer, &control).await;
+    let report = llmscope_loadgen::run(plan, &mut observer, &control).await;
     ctrl_c.abort();
-    Ok((report, observer.records))
+    (report, observer.records)
 }
 
 /// Polls the engine's metrics until nothing runs or waits (or the timeout).

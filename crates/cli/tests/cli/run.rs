@@ -68,6 +68,32 @@ fn default_run_finds_the_batch_limit_and_stores_it() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// A real target whose metrics do not answer stops the run before any baseline or load.
+#[test]
+fn an_unreachable_engine_is_refused_before_the_run() {
+    let port = free_port().to_string();
+    let target = format!("http://127.0.0.1:{port}");
+    let db = temp_dir("run-unreachable").join("r.db");
+    let out = llmscope(&["run", "--target", &target, "--db", db.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("engine's metrics at")
+            && err.contains("do not answer")
+            && !err.contains("baseline:"),
+        "{err}"
+    );
+    let sim_only = llmscope(&[
+        "run",
+        "--prometheus",
+        "http://127.0.0.1:1",
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    assert_eq!(sim_only.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&sim_only.stderr).contains("give the server with --target"));
+}
+
 #[test]
 fn reports_of_missing_runs_and_stores_fail_clearly() {
     let out = llmscope(&["report", "42", "--db", "/nonexistent/llmscope.db"]);
@@ -320,4 +346,88 @@ fn cost_matches_the_teams_file_through_a_real_prometheus() {
             .iter()
             .all(|t| t["cost"].is_null())
     );
+}
+
+/// `run` against a real server whose metrics only Prometheus scrapes: the window is read from
+/// Prometheus after the load, under the given matchers, and the verdict is the direct run's.
+#[test]
+fn run_reads_its_window_from_a_real_prometheus() {
+    let (vllm, dcgm) = (free_port(), free_port());
+    let _sim = start_sim(&[
+        "--dcgm-interval",
+        "1s",
+        "--port",
+        &vllm.to_string(),
+        "--dcgm-port",
+        &dcgm.to_string(),
+    ]);
+    let at = |port: u16| format!("127.0.0.1:{port}");
+    let jobs = [
+        job("vllm", &at(vllm), "/metrics", ", labels: {namespace: llm}"),
+        job("dcgm", &at(dcgm), "/metrics", ", labels: {namespace: gpu}"),
+    ];
+    let Some(prometheus) = Prometheus::start("run", &jobs) else {
+        return;
+    };
+    let db = temp_dir("run-prom").join("r.db");
+    let target = format!("http://{}", at(vllm));
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            "--target",
+            &target,
+            "--prometheus",
+            &prometheus.url,
+            "--interval",
+            "1s",
+            "--dcgm-interval",
+            "1s",
+            "--baseline",
+            "3s",
+            "--duration",
+            "12s",
+            "--output-tokens",
+            "20",
+            "--max-num-seqs",
+            "16",
+            "--concurrency",
+            "32",
+            "--db",
+            db.to_str().unwrap(),
+            "--format",
+            "json",
+        ];
+        args.extend_from_slice(extra);
+        llmscope(&args)
+    };
+    let out = run(&[
+        "--match",
+        "namespace=\"llm\"",
+        "--match",
+        "{namespace=\"gpu\"}",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("vllm >=0.26.0"),
+        "pre-flight names the engine: {stderr}"
+    );
+    let v = json(&out);
+    assert_eq!(v["verdict"]["bottleneck"], "batch_limit", "{v:#}");
+    assert!(
+        v["window_stats"]["gpu_util"]["max"]
+            .as_f64()
+            .is_some_and(|u| u > 0.0),
+        "dcgm series read through the second matcher: {v:#}"
+    );
+    // Matchers that exclude the engine fail before any load, saying why.
+    let none = run(&["--match", "namespace=\"nowhere\""]);
+    assert_eq!(none.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&none.stderr);
+    assert!(err.contains("no vLLM, SGLang or TGI series"), "{err}");
+    assert!(!err.contains("load:"), "no load was sent: {err}");
 }
