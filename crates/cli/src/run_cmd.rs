@@ -13,6 +13,7 @@ use anyhow::{Context, Result, bail};
 use llmscope_collect::prom::PromClient;
 use llmscope_collect::scrape::{ScrapeConfig, ScrapeSource, ScrapeTarget};
 use llmscope_collect::{HttpClient, Source, Stop, Window};
+use llmscope_core::diagnose::Concept;
 use llmscope_core::duration::{format_duration, parse_duration};
 use llmscope_loadgen::{
     LoadPlan, LoadReport, LoadSpec, Observer, Progress, RequestRecord, RunControl, TokenSpec,
@@ -444,6 +445,13 @@ async fn preflight(args: &RunArgs, plan: &Plan, http: &HttpClient) -> Result<()>
                     t.name,
                     detected(snap.detections())
                 ));
+                let names: Vec<&str> = snap.families().iter().map(|f| f.name.as_str()).collect();
+                let needs: &[(Concept, &str)] = if t.name == "engine" {
+                    &ENGINE_NEEDS
+                } else {
+                    &GPU_NEEDS
+                };
+                name_what_is_read(&names, needs);
             }
             Err(e) if t.name == "engine" => bail!(
                 "the engine's metrics at {url} do not answer ({e:#}): without them the run is blind. Check --metrics-url (default TARGET/metrics) and that the server exposes /metrics"
@@ -454,6 +462,52 @@ async fn preflight(args: &RunArgs, plan: &Plan, http: &HttpClient) -> Result<()>
         }
     }
     Ok(())
+}
+
+/// What the verdict cannot do without, from the engine and from the GPU exporter.
+const ENGINE_NEEDS: [(Concept, &str); 3] = [
+    (Concept::Running, "running"),
+    (Concept::Waiting, "waiting"),
+    (Concept::KvUsage, "KV-cache usage"),
+];
+const GPU_NEEDS: [(Concept, &str); 1] = [(Concept::GpuUtil, "GPU utilisation")];
+
+/// Says which exposed name each needed signal will be read from (an older version's name is
+/// said as such), and warns for a signal none of whose names is there: its query would return
+/// nothing, silently.
+fn name_what_is_read(names: &[&str], needs: &[(Concept, &str)]) {
+    let mut read = Vec::new();
+    for (concept, what) in needs {
+        let candidates: Vec<_> = llmscope_core::catalog::candidates(*concept).collect();
+        match candidates.iter().find(|d| names.contains(&d.name)) {
+            Some(d) => {
+                // Candidates are newest first: the first of the same engine is its current name.
+                let newest = candidates
+                    .iter()
+                    .find(|c| c.engine == d.engine)
+                    .unwrap_or(d);
+                if std::ptr::eq(*newest, *d) {
+                    read.push(format!("{what} {}", d.name));
+                } else {
+                    read.push(format!(
+                        "{what} {} (an older name; newer versions expose {})",
+                        d.name, newest.name
+                    ));
+                }
+            }
+            None => eprintln!(
+                "warning: no {what} series (looked for {}): the verdicts that need it cannot be made",
+                candidates
+                    .iter()
+                    .map(|d| d.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
+    }
+    if !read.is_empty() {
+        say(&format!("reads {}", read.join("; ")));
+    }
 }
 
 /// What a set of names says about its exporters: `vllm >=0.26.0, dcgm-exporter >=4.5.0`.
@@ -491,6 +545,9 @@ async fn prometheus_preflight(prom: &PromClient, args: &RunArgs) -> Result<()> {
     let found = llmscope_core::catalog::detect::detect(names.iter().map(String::as_str));
     let url = llmscope_collect::url::redact(args.prom.prometheus.as_deref().unwrap_or(""));
     say(&format!("Prometheus {url}: {}", detected(&found)));
+    let all: Vec<&str> = names.iter().map(String::as_str).collect();
+    name_what_is_read(&all, &ENGINE_NEEDS);
+    name_what_is_read(&all, &GPU_NEEDS);
     let engine = found.iter().any(|d| {
         use llmscope_core::catalog::Exporter::*;
         matches!(d.exporter, Vllm | Sglang | Tgi)
