@@ -416,6 +416,11 @@ fn run_reads_its_window_from_a_real_prometheus() {
         stderr.contains("vllm >=0.26.0"),
         "pre-flight names the engine: {stderr}"
     );
+    assert!(
+        stderr.contains("reads running vllm:num_requests_running")
+            && stderr.contains("KV-cache usage vllm:kv_cache_usage_perc"),
+        "and the names it reads: {stderr}"
+    );
     let v = json(&out);
     assert_eq!(v["verdict"]["bottleneck"], "batch_limit", "{v:#}");
     assert!(
