@@ -69,6 +69,7 @@ pub fn report(args: ReportArgs) -> Result<ExitCode> {
 #[command(after_help = "Examples:
   llmscope diagnose 3
   llmscope diagnose --prometheus http://prometheus:9090 --from -30m --to now --max-num-seqs 16
+  llmscope diagnose --prometheus http://prometheus:9090 --match 'namespace=\"llm\"' --from -1h
   llmscope diagnose --prometheus https://mimir/prometheus --header 'X-Scope-OrgID: llm' --from 2026-11-29T10:00:00Z --to 2026-11-29T10:30:00Z
 
 From Prometheus, the engine's and dcgm-exporter's series named in the catalog are read with
@@ -79,6 +80,10 @@ pub struct DiagnoseArgs {
     pub run: Option<RunId>,
     #[command(flatten)]
     pub prom: PromFlags,
+    /// Label matchers for the deployment to diagnose, e.g. 'namespace="llm"' (repeatable; read
+    /// as a union). Without them every engine and GPU series in Prometheus is read.
+    #[arg(long = "match", value_name = "MATCHERS", help_heading = "Prometheus")]
+    pub matchers: Vec<String>,
     /// Start of the window (RFC3339, Unix seconds, or relative like -30m).
     #[arg(long, allow_hyphen_values = true, help_heading = "Prometheus")]
     pub from: Option<String>,
@@ -145,15 +150,25 @@ pub fn diagnose(args: DiagnoseArgs) -> Result<ExitCode> {
         from,
         to,
         args.step.as_secs_f64(),
-        &[],
+        &args.matchers,
     ))?;
     for w in &warnings {
         eprintln!("warning: Prometheus: {w}");
     }
     if series.is_empty() {
         anyhow::bail!(
-            "Prometheus at {} has no engine or GPU series in that window (looked for the catalog's vLLM, SGLang, TGI and dcgm-exporter names); check the window and that the targets are scraped",
-            llmscope_collect::url::redact(args.prom.prometheus.as_deref().unwrap_or(""))
+            "Prometheus at {} has no engine or GPU series in that window{} (looked for the catalog's vLLM, SGLang, TGI and dcgm-exporter names); check the window{} and that the targets are scraped",
+            llmscope_collect::url::redact(args.prom.prometheus.as_deref().unwrap_or("")),
+            if args.matchers.is_empty() {
+                String::new()
+            } else {
+                format!(" matching {}", args.matchers.join(" or "))
+            },
+            if args.matchers.is_empty() {
+                ""
+            } else {
+                ", the matchers"
+            }
         );
     }
     let mut store = Store::open(&args.db)
@@ -163,7 +178,7 @@ pub fn diagnose(args: DiagnoseArgs) -> Result<ExitCode> {
         started_at: now,
         window: Some((from, to)),
         tool_version: env!("CARGO_PKG_VERSION").to_owned(),
-        config: serde_json::json!({"prometheus": llmscope_collect::url::redact(args.prom.prometheus.as_deref().unwrap_or("")), "step_s": args.step.as_secs_f64()}),
+        config: serde_json::json!({"prometheus": llmscope_collect::url::redact(args.prom.prometheus.as_deref().unwrap_or("")), "step_s": args.step.as_secs_f64(), "match": args.matchers}),
     })?;
     let url = llmscope_collect::url::redact(args.prom.prometheus.as_deref().unwrap_or(""));
     store.add_source(

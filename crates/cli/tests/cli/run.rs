@@ -184,6 +184,46 @@ fn diagnose_reads_a_past_window_from_a_real_prometheus() {
         "json",
     ]);
     assert_eq!(json(&again)["verdict"]["bottleneck"], "batch_limit");
+    // Matchers narrow the read to one deployment: its series alone give the same verdict.
+    let narrowed = llmscope(&[
+        "diagnose",
+        "--prometheus",
+        &url,
+        "--match",
+        "job=\"vllm\"",
+        "--match",
+        "{job=\"dcgm\"}",
+        "--from",
+        "-40s",
+        "--step",
+        "1s",
+        "--max-num-seqs",
+        "16",
+        "--concurrency",
+        "32",
+        "--db",
+        db.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(json(&narrowed)["verdict"]["bottleneck"], "batch_limit");
+    let elsewhere = llmscope(&[
+        "diagnose",
+        "--prometheus",
+        &url,
+        "--match",
+        "job=\"elsewhere\"",
+        "--from",
+        "-40s",
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    assert_eq!(elsewhere.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&elsewhere.stderr).contains("matching job=\"elsewhere\""),
+        "{}",
+        String::from_utf8_lossy(&elsewhere.stderr)
+    );
     let empty = llmscope(&[
         "diagnose",
         "--prometheus",
