@@ -7,11 +7,10 @@
 //! findings, finish the run and print a summary computed back from the database. A failing
 //! source never stops the others; Ctrl-C stops them all and the run is `interrupted`.
 
+use crate::prom_flags::PromFlags;
 use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
-use hyper::Uri;
-use hyper::header::{HeaderName, HeaderValue};
-use llmscope_collect::prom::{Auth, PromClient, PromConfig, PromSource, Secret};
+use llmscope_collect::prom::{Auth, PromClient, PromConfig, PromSource};
 use llmscope_collect::scrape::{ScrapeConfig, ScrapeSource, ScrapeTarget};
 use llmscope_collect::time::{format_rfc3339, parse_time, unix_now};
 use llmscope_collect::{HttpClient, Sink, Source, SourceReport, Stop, Window};
@@ -49,9 +48,8 @@ pub struct ObserveArgs {
     /// Target to scrape: NAME=URL or URL (repeatable), e.g. vllm=http://127.0.0.1:8000/metrics.
     #[arg(long = "scrape", value_name = "[NAME=]URL")]
     scrape: Vec<String>,
-    /// Prometheus-compatible server URL, with any path prefix (Mimir: …/prometheus).
-    #[arg(long, value_name = "URL")]
-    prometheus: Option<String>,
+    #[command(flatten)]
+    prom: PromFlags,
     /// Series selector to read from --prometheus (repeatable).
     #[arg(long = "match", value_name = "SELECTOR")]
     matchers: Vec<String>,
@@ -79,37 +77,6 @@ pub struct ObserveArgs {
     /// Do not ask for gzip.
     #[arg(long, help_heading = "Scraping")]
     no_gzip: bool,
-    /// Bearer token for --prometheus; never stored or printed.
-    #[arg(
-        long,
-        env = "LLMSCOPE_PROMETHEUS_TOKEN",
-        hide_env_values = true,
-        help_heading = "Prometheus"
-    )]
-    bearer_token: Option<String>,
-    /// Basic-auth user for --prometheus (password from $LLMSCOPE_PROMETHEUS_PASSWORD).
-    #[arg(long, value_name = "USER", help_heading = "Prometheus")]
-    basic_user: Option<String>,
-    #[arg(
-        long,
-        env = "LLMSCOPE_PROMETHEUS_PASSWORD",
-        hide = true,
-        hide_env_values = true
-    )]
-    basic_password: Option<String>,
-    /// Extra request header for --prometheus, `Name: value` (repeatable), e.g. 'X-Scope-OrgID: t1'.
-    #[arg(
-        long = "header",
-        value_name = "NAME: VALUE",
-        help_heading = "Prometheus"
-    )]
-    headers: Vec<String>,
-    /// PEM file of extra CA certificates for https.
-    #[arg(long, value_name = "FILE", help_heading = "Prometheus")]
-    ca_file: Option<PathBuf>,
-    /// Limit for one API request.
-    #[arg(long, value_parser = duration, default_value = "30s", help_heading = "Prometheus")]
-    query_timeout: Duration,
     /// The run store.
     #[arg(long, default_value = llmscope_store::DEFAULT_PATH)]
     db: PathBuf,
@@ -151,8 +118,8 @@ pub struct ObservePlan {
 fn resolve(args: ObserveArgs, now: f64) -> Result<ObservePlan> {
     let window = window(&args, now)?;
     let mut sources = scrape_sources(&args)?;
-    if let Some(url) = &args.prometheus {
-        sources.push(prometheus_source(&args, url)?);
+    if args.prom.prometheus.is_some() {
+        sources.push(prometheus_source(&args)?);
     } else if !args.matchers.is_empty() {
         bail!("--match selects series on a --prometheus server; add --prometheus URL");
     }
@@ -167,7 +134,7 @@ fn resolve(args: ObserveArgs, now: f64) -> Result<ObservePlan> {
         sources,
         window,
         interval: args.interval,
-        ca_file: args.ca_file,
+        ca_file: args.prom.ca_file.clone(),
         db: args.db,
         format: args.format,
         config,
@@ -220,13 +187,11 @@ fn scrape_sources(args: &ObserveArgs) -> Result<Vec<SourcePlan>> {
         .collect()
 }
 
-fn prometheus_source(args: &ObserveArgs, url: &str) -> Result<SourcePlan> {
-    let base: Uri = llmscope_collect::url::parse_http_url(url).map_err(|why| {
-        anyhow::anyhow!(
-            "invalid --prometheus `{}`: {why}",
-            llmscope_collect::url::redact(url)
-        )
-    })?;
+fn prometheus_source(args: &ObserveArgs) -> Result<SourcePlan> {
+    // Flags shared with `run`, `diagnose`, `cost` …: URL, auth, headers, timeout.
+    let Some(cfg) = args.prom.config()? else {
+        bail!("--prometheus is missing");
+    };
     if args.matchers.is_empty() {
         bail!(
             "--prometheus needs at least one --match SELECTOR, e.g. --match '{{__name__=~\"vllm:.*\"}}'"
@@ -235,45 +200,10 @@ fn prometheus_source(args: &ObserveArgs, url: &str) -> Result<SourcePlan> {
     if args.matchers.iter().any(|m| m.trim().is_empty()) {
         bail!("--match must not be empty");
     }
-    let mut cfg = PromConfig::new(base);
-    cfg.timeout = args.query_timeout;
-    cfg.auth = auth(args)?;
-    cfg.headers = args
-        .headers
-        .iter()
-        .map(|h| parse_header(h))
-        .collect::<Result<_>>()?;
     Ok(SourcePlan::Prometheus {
         cfg,
         matchers: args.matchers.clone(),
     })
-}
-
-fn auth(args: &ObserveArgs) -> Result<Option<Auth>> {
-    match (&args.bearer_token, &args.basic_user) {
-        (Some(_), Some(_)) => bail!("give either --bearer-token or --basic-user, not both"),
-        (Some(t), None) => Ok(Some(Auth::Bearer(Secret::new(t.trim())))),
-        (None, Some(user)) => {
-            let password = args.basic_password.clone().unwrap_or_default();
-            Ok(Some(Auth::Basic {
-                user: user.clone(),
-                password: Secret::new(password),
-            }))
-        }
-        (None, None) => Ok(None),
-    }
-}
-
-fn parse_header(line: &str) -> Result<(HeaderName, HeaderValue)> {
-    let (name, value) = line
-        .split_once(':')
-        .with_context(|| format!("invalid --header `{line}`: write `Name: value`"))?;
-    let name = HeaderName::from_bytes(name.trim().as_bytes())
-        .with_context(|| format!("invalid --header name `{}`", name.trim()))?;
-    let mut value = HeaderValue::from_str(value.trim())
-        .with_context(|| format!("invalid --header value for `{name}`"))?;
-    value.set_sensitive(true);
-    Ok((name, value))
 }
 
 fn check_unique_names(sources: &[SourcePlan]) -> Result<()> {

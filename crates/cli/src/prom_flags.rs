@@ -52,6 +52,15 @@ pub struct PromFlags {
 impl PromFlags {
     /// The client, or `None` without `--prometheus`.
     pub fn client(&self) -> Result<Option<PromClient>> {
+        let Some(cfg) = self.config()? else {
+            return Ok(None);
+        };
+        let http = HttpClient::new(self.ca_file.as_deref()).context("setting up TLS")?;
+        Ok(Some(PromClient::new(cfg, http)))
+    }
+
+    /// The API configuration (URL, auth, headers, timeout), or `None` without `--prometheus`.
+    pub fn config(&self) -> Result<Option<PromConfig>> {
         let Some(url) = &self.prometheus else {
             return Ok(None);
         };
@@ -72,8 +81,7 @@ impl PromFlags {
             value.set_sensitive(true);
             cfg.headers.push((name, value));
         }
-        let http = HttpClient::new(self.ca_file.as_deref()).context("setting up TLS")?;
-        Ok(Some(PromClient::new(cfg, http)))
+        Ok(Some(cfg))
     }
 
     fn auth(&self) -> Result<Option<Auth>> {
