@@ -140,26 +140,27 @@ fn diagnose_reads_a_past_window_from_a_real_prometheus() {
     );
     std::thread::sleep(std::time::Duration::from_secs(6));
     let db = dir.join("d.db");
-    let url = prometheus.url.clone();
-    let out = llmscope(&[
-        "diagnose",
-        "--prometheus",
-        &url,
-        "--from",
-        "-40s",
-        "--to",
-        "now",
-        "--step",
-        "1s",
-        "--max-num-seqs",
-        "16",
-        "--concurrency",
-        "32",
-        "--db",
-        db.to_str().unwrap(),
-        "--format",
-        "json",
-    ]);
+    let db_s = db.to_str().unwrap();
+    let diagnose = |window_and_matchers: &[&str]| {
+        let mut args = vec![
+            "diagnose",
+            "--prometheus",
+            &prometheus.url,
+            "--step",
+            "1s",
+            "--max-num-seqs",
+            "16",
+            "--concurrency",
+            "32",
+            "--db",
+            db_s,
+            "--format",
+            "json",
+        ];
+        args.extend_from_slice(window_and_matchers);
+        llmscope(&args)
+    };
+    let out = diagnose(&["--from", "-40s", "--to", "now"]);
     assert!(
         out.status.success(),
         "{}",
@@ -175,72 +176,31 @@ fn diagnose_reads_a_past_window_from_a_real_prometheus() {
     );
     // Stored as a run: `report` renders it again.
     let run = v["run_id"].as_str().unwrap().to_owned();
-    let again = llmscope(&[
-        "report",
-        &run,
-        "--db",
-        db.to_str().unwrap(),
-        "--format",
-        "json",
-    ]);
+    let again = llmscope(&["report", &run, "--db", db_s, "--format", "json"]);
     assert_eq!(json(&again)["verdict"]["bottleneck"], "batch_limit");
     // Matchers narrow the read to one deployment: its series alone give the same verdict.
-    let narrowed = llmscope(&[
-        "diagnose",
-        "--prometheus",
-        &url,
+    let narrowed = diagnose(&[
+        "--from",
+        "-40s",
         "--match",
         "job=\"vllm\"",
         "--match",
         "{job=\"dcgm\"}",
-        "--from",
-        "-40s",
-        "--step",
-        "1s",
-        "--max-num-seqs",
-        "16",
-        "--concurrency",
-        "32",
-        "--db",
-        db.to_str().unwrap(),
-        "--format",
-        "json",
     ]);
     assert_eq!(json(&narrowed)["verdict"]["bottleneck"], "batch_limit");
-    let elsewhere = llmscope(&[
-        "diagnose",
-        "--prometheus",
-        &url,
-        "--match",
-        "job=\"elsewhere\"",
-        "--from",
-        "-40s",
-        "--db",
-        db.to_str().unwrap(),
-    ]);
+    let elsewhere = diagnose(&["--from", "-40s", "--match", "job=\"elsewhere\""]);
     assert_eq!(elsewhere.status.code(), Some(2));
-    assert!(
-        String::from_utf8_lossy(&elsewhere.stderr).contains("matching job=\"elsewhere\""),
-        "{}",
-        String::from_utf8_lossy(&elsewhere.stderr)
-    );
-    let empty = llmscope(&[
-        "diagnose",
-        "--prometheus",
-        &url,
+    let why = String::from_utf8_lossy(&elsewhere.stderr);
+    assert!(why.contains("matching job=\"elsewhere\""), "{why}");
+    let empty = diagnose(&[
         "--from",
         "2001-01-01T00:00:00Z",
         "--to",
         "2001-01-01T00:10:00Z",
-        "--db",
-        db.to_str().unwrap(),
     ]);
     assert_eq!(empty.status.code(), Some(2));
-    assert!(
-        String::from_utf8_lossy(&empty.stderr).contains("no engine or GPU series"),
-        "{}",
-        String::from_utf8_lossy(&empty.stderr)
-    );
+    let why = String::from_utf8_lossy(&empty.stderr);
+    assert!(why.contains("no engine or GPU series"), "{why}");
     std::fs::remove_dir_all(&dir).ok();
 }
 
