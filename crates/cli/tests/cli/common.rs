@@ -63,6 +63,27 @@ pub fn start_sim(args: &[&str]) -> Reaper {
     Reaper(child)
 }
 
+/// `llmscope sim` on free ports with dcgm collecting every `dcgm_interval` (and `extra` flags):
+/// the child (killed on drop) and its vLLM and dcgm `host:port`s.
+pub fn sim_on_free_ports(dcgm_interval: &str, extra: &[&str]) -> (Reaper, String, String) {
+    let (vllm, dcgm) = (free_port().to_string(), free_port().to_string());
+    let mut args = vec![
+        "--dcgm-interval",
+        dcgm_interval,
+        "--port",
+        &vllm,
+        "--dcgm-port",
+        &dcgm,
+    ];
+    args.extend_from_slice(extra);
+    let child = start_sim(&args);
+    (
+        child,
+        format!("127.0.0.1:{vllm}"),
+        format!("127.0.0.1:{dcgm}"),
+    )
+}
+
 /// One `scrape_configs` entry: `name` scraping `target` (host:port) at `path`; `extra` is more
 /// YAML inside the static config (e.g. `, labels: {namespace: x}`).
 pub fn job(name: &str, target: &str, path: &str, extra: &str) -> String {

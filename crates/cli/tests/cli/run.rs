@@ -1,7 +1,7 @@
 //! `llmscope run` end to end on the built-in simulated stack (shortened windows), then
 //! `report`, `compare` and the HTML report — as a user runs them, through the binary.
 
-use crate::common::{Prometheus, free_port, job, json, llmscope, start_sim, temp_dir};
+use crate::common::{Prometheus, free_port, job, json, llmscope, sim_on_free_ports, temp_dir};
 
 #[test]
 fn default_run_finds_the_batch_limit_and_stores_it() {
@@ -105,23 +105,15 @@ fn reports_of_missing_runs_and_stores_fail_clearly() {
 #[test]
 fn diagnose_reads_a_past_window_from_a_real_prometheus() {
     let dir = temp_dir("diag");
-    let (vllm, dcgm) = (free_port(), free_port());
-    let _sim = start_sim(&[
-        "--dcgm-interval",
-        "2s",
-        "--port",
-        &vllm.to_string(),
-        "--dcgm-port",
-        &dcgm.to_string(),
-    ]);
+    let (_sim, vllm, dcgm) = sim_on_free_ports("2s", &[]);
     let jobs = [
-        job("vllm", &format!("127.0.0.1:{vllm}"), "/metrics", ""),
-        job("dcgm", &format!("127.0.0.1:{dcgm}"), "/metrics", ""),
+        job("vllm", &vllm, "/metrics", ""),
+        job("dcgm", &dcgm, "/metrics", ""),
     ];
     let Some(prometheus) = Prometheus::start("diag", &jobs) else {
         return;
     };
-    let target = format!("http://127.0.0.1:{vllm}");
+    let target = format!("http://{vllm}");
     let load = llmscope(&[
         "load",
         "--target",
@@ -209,24 +201,16 @@ fn diagnose_reads_a_past_window_from_a_real_prometheus() {
 /// within a scrape interval.
 #[test]
 fn cost_matches_the_teams_file_through_a_real_prometheus() {
-    let (vllm, dcgm, cluster) = (free_port(), free_port(), free_port());
-    let _sim = start_sim(&[
-        "--teams",
-        "example",
-        "--dcgm-interval",
+    let cluster = free_port();
+    let (_sim, vllm, dcgm) = sim_on_free_ports(
         "1s",
-        "--port",
-        &vllm.to_string(),
-        "--dcgm-port",
-        &dcgm.to_string(),
-        "--cluster-port",
-        &cluster.to_string(),
-    ]);
+        &["--teams", "example", "--cluster-port", &cluster.to_string()],
+    );
     let at = |port: u16| format!("127.0.0.1:{port}");
     let jobs = [
         job(
             "vllm",
-            &at(vllm),
+            &vllm,
             "/metrics",
             ", labels: {namespace: llm-search}",
         ),
@@ -234,7 +218,7 @@ fn cost_matches_the_teams_file_through_a_real_prometheus() {
         // target label, so the GPU's pod namespace arrives as `exported_namespace`.
         job(
             "dcgm",
-            &at(dcgm),
+            &dcgm,
             "/metrics",
             ", labels: {namespace: gpu-operator}",
         )
@@ -248,7 +232,7 @@ fn cost_matches_the_teams_file_through_a_real_prometheus() {
     let load = llmscope(&[
         "load",
         "--target",
-        &format!("http://127.0.0.1:{vllm}"),
+        &format!("http://{vllm}"),
         "--concurrency",
         "8",
         "--duration",
@@ -352,25 +336,16 @@ fn cost_matches_the_teams_file_through_a_real_prometheus() {
 /// Prometheus after the load, under the given matchers, and the verdict is the direct run's.
 #[test]
 fn run_reads_its_window_from_a_real_prometheus() {
-    let (vllm, dcgm) = (free_port(), free_port());
-    let _sim = start_sim(&[
-        "--dcgm-interval",
-        "1s",
-        "--port",
-        &vllm.to_string(),
-        "--dcgm-port",
-        &dcgm.to_string(),
-    ]);
-    let at = |port: u16| format!("127.0.0.1:{port}");
+    let (_sim, vllm, dcgm) = sim_on_free_ports("1s", &[]);
     let jobs = [
-        job("vllm", &at(vllm), "/metrics", ", labels: {namespace: llm}"),
-        job("dcgm", &at(dcgm), "/metrics", ", labels: {namespace: gpu}"),
+        job("vllm", &vllm, "/metrics", ", labels: {namespace: llm}"),
+        job("dcgm", &dcgm, "/metrics", ", labels: {namespace: gpu}"),
     ];
     let Some(prometheus) = Prometheus::start("run", &jobs) else {
         return;
     };
     let db = temp_dir("run-prom").join("r.db");
-    let target = format!("http://{}", at(vllm));
+    let target = format!("http://{vllm}");
     let run = |extra: &[&str]| {
         let mut args = vec![
             "run",
