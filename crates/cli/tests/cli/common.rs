@@ -84,6 +84,28 @@ pub fn sim_on_free_ports(dcgm_interval: &str, extra: &[&str]) -> (Reaper, String
     )
 }
 
+/// `llmscope load` of `concurrency` closed-loop workers on the server at `host_port` for
+/// `duration`; fails the test if the load fails.
+pub fn put_load(host_port: &str, concurrency: &str, duration: &str) {
+    let target = format!("http://{host_port}");
+    let out = llmscope(&[
+        "load",
+        "--target",
+        &target,
+        "--concurrency",
+        concurrency,
+        "--duration",
+        duration,
+        "--format",
+        "json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// One `scrape_configs` entry: `name` scraping `target` (host:port) at `path`; `extra` is more
 /// YAML inside the static config (e.g. `, labels: {namespace: x}`).
 pub fn job(name: &str, target: &str, path: &str, extra: &str) -> String {

@@ -1,7 +1,9 @@
 //! `llmscope run` end to end on the built-in simulated stack (shortened windows), then
 //! `report`, `compare` and the HTML report — as a user runs them, through the binary.
 
-use crate::common::{Prometheus, free_port, job, json, llmscope, sim_on_free_ports, temp_dir};
+use crate::common::{
+    Prometheus, free_port, job, json, llmscope, put_load, sim_on_free_ports, temp_dir,
+};
 
 #[test]
 fn default_run_finds_the_batch_limit_and_stores_it() {
@@ -113,23 +115,7 @@ fn diagnose_reads_a_past_window_from_a_real_prometheus() {
     let Some(prometheus) = Prometheus::start("diag", &jobs) else {
         return;
     };
-    let target = format!("http://{vllm}");
-    let load = llmscope(&[
-        "load",
-        "--target",
-        &target,
-        "--concurrency",
-        "32",
-        "--duration",
-        "14s",
-        "--format",
-        "json",
-    ]);
-    assert!(
-        load.status.success(),
-        "{}",
-        String::from_utf8_lossy(&load.stderr)
-    );
+    put_load(&vllm, "32", "14s");
     std::thread::sleep(std::time::Duration::from_secs(6));
     let db = dir.join("d.db");
     let db_s = db.to_str().unwrap();
@@ -229,22 +215,7 @@ fn cost_matches_the_teams_file_through_a_real_prometheus() {
     let Some(prometheus) = Prometheus::start("cost", &jobs) else {
         return;
     };
-    let load = llmscope(&[
-        "load",
-        "--target",
-        &format!("http://{vllm}"),
-        "--concurrency",
-        "8",
-        "--duration",
-        "10s",
-        "--format",
-        "json",
-    ]);
-    assert!(
-        load.status.success(),
-        "{}",
-        String::from_utf8_lossy(&load.stderr)
-    );
+    put_load(&vllm, "8", "10s");
     std::thread::sleep(std::time::Duration::from_secs(2));
     let url = prometheus.url.clone();
     let out = llmscope(&[
