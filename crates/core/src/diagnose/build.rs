@@ -27,6 +27,9 @@ pub fn signals_from_series(series: &[Series]) -> (Input, Resolution) {
             if matching.is_empty() {
                 continue;
             }
+            if concept == Concept::Running {
+                input.engines = matching.len() as u32;
+            }
             let points = aggregate(&matching, def.aggregate);
             input.signals.insert(concept, Signal::new(def.name, points));
             res.used.push((concept, def.name));
@@ -87,6 +90,10 @@ mod tests {
             vec![(1.0, 8.0), (2.0, 4.0)]
         );
         assert_eq!(input.signals[&Concept::KvUsage].points, vec![(1.0, 0.6)]);
+        assert_eq!(
+            input.engines, 2,
+            "two replicas behind the summed running gauge"
+        );
         assert!(
             res.used
                 .contains(&(Concept::KvUsage, "vllm:kv_cache_usage_perc"))

@@ -160,6 +160,27 @@ impl Context<'_> {
     }
 
     /// The most common `running` value in the steady window and the share of samples at it.
+    /// Engine replicas behind the summed running signal (at least one).
+    pub fn engines(&self) -> f64 {
+        f64::from(self.input.engines.max(1))
+    }
+
+    /// The batch cap of everything behind the running signal: `--max-num-seqs` × replicas.
+    pub fn batch_cap(&self) -> Option<f64> {
+        self.input
+            .engine
+            .max_num_seqs
+            .map(|m| f64::from(m) * self.engines())
+    }
+
+    /// `--max-num-seqs 16`, or `--max-num-seqs 16 × 10 replicas`.
+    pub fn cap_text(&self, m: u32) -> String {
+        match self.input.engines {
+            0 | 1 => format!("--max-num-seqs {m}"),
+            n => format!("--max-num-seqs {m} × {n} replicas"),
+        }
+    }
+
     pub fn running_plateau(&self) -> Option<(f64, f64)> {
         let (a, b) = self.phases.steady?;
         let values: Vec<f64> = self
@@ -344,8 +365,8 @@ impl Detector for KvCapacity {
         }
         // KV limits admission when requests are preempted or fewer run than the batch cap allows;
         // then it is the bottleneck however busy the GPU looks (GPU_UTIL is a duty cycle).
-        let below_cap = match (cx.running_plateau(), cx.input.engine.max_num_seqs) {
-            (Some((plateau, _)), Some(cap)) => plateau < cap as f64,
+        let below_cap = match (cx.running_plateau(), cx.batch_cap()) {
+            (Some((plateau, _)), Some(cap)) => plateau < cap,
             _ => true,
         };
         let primary = cx.queue_sustained() && (preempting.is_some() || below_cap);
@@ -421,7 +442,7 @@ impl Detector for BatchLimit {
     fn detect(&self, cx: &Context) -> Option<Finding> {
         let (plateau, share) = cx.running_plateau()?;
         let (waiting, _) = cx.waiting()?;
-        let cap = cx.input.engine.max_num_seqs.map(f64::from);
+        let cap = cx.batch_cap();
         if !cx.queue_sustained()
             || share < PINNED_SHARE
             || plateau < 1.0
@@ -472,7 +493,11 @@ impl Detector for BatchLimit {
         }
         let msg = format!(
             "running is pinned at {plateau:.0}{} in {:.0}% of samples while {waiting:.1} requests wait on average, with GPU and KV headroom: the batch limit caps throughput",
-            cap.map_or(String::new(), |_| " (= --max-num-seqs)".to_owned()),
+            match (cap, cx.input.engines) {
+                (None, _) => String::new(),
+                (Some(_), 0 | 1) => " (= --max-num-seqs)".to_owned(),
+                (Some(_), n) => format!(" (= --max-num-seqs × {n} replicas)"),
+            },
             share * 100.0
         );
         Some(finding(
@@ -562,20 +587,15 @@ impl Detector for LoadNotReached {
                 "<",
                 Some(WAITING_SHARE),
             ),
-            cx.evidence(
-                Concept::Running,
-                "max",
-                running.max,
-                "",
-                cx.input.engine.max_num_seqs.map(f64::from),
-            ),
+            cx.evidence(Concept::Running, "max", running.max, "", cx.batch_cap()),
         ];
         let concurrency = cx.input.load.concurrency;
         let cap = cx.input.engine.max_num_seqs;
-        let why = match (concurrency, cap) {
-            (Some(c), Some(m)) if c <= m => {
-                format!("concurrency {c} never exceeds --max-num-seqs {m}, so no queue can form")
-            }
+        let why = match (concurrency, cap, cx.batch_cap()) {
+            (Some(c), Some(m), Some(total)) if f64::from(c) <= total => format!(
+                "concurrency {c} never exceeds {}, so no queue can form",
+                cx.cap_text(m)
+            ),
             _ => format!(
                 "running peaked at {:.0} and waiting averaged {waiting:.2}",
                 running.max
@@ -760,6 +780,47 @@ mod tests {
             let _ = DataQuality.all(&cx);
             let _ = diagnose(&input);
         }
+    }
+
+    /// Three replicas read together (Prometheus, one series per pod): running sums to 3 × 16, which
+    /// is the fleet's batch cap, and the advice stays per replica.
+    #[test]
+    fn a_fleet_is_batch_limited_at_replicas_times_max_num_seqs() {
+        use crate::series::{Labels, Point, Series, SeriesKey};
+        let pod = |name: &str, pod: &str, f: &dyn Fn(f64) -> f64| Series {
+            key: SeriesKey::new(name, Labels::new([("pod".to_owned(), pod.to_owned())])),
+            points: (0..120)
+                .map(|k| {
+                    let t = k as f64;
+                    let on = if (15.0..95.0).contains(&t) { 1.0 } else { 0.0 };
+                    Point { t, v: on * f(t) }
+                })
+                .collect(),
+        };
+        let mut series = Vec::new();
+        for p in ["a", "b", "c"] {
+            series.push(pod("vllm:num_requests_running", p, &|_| 16.0));
+            series.push(pod("vllm:num_requests_waiting", p, &|_| 8.0));
+            series.push(pod("vllm:kv_cache_usage_perc", p, &|_| 0.03));
+            series.push(pod("DCGM_FI_DEV_GPU_UTIL", p, &|_| 30.0));
+        }
+        let (mut input, _) = crate::diagnose::build::signals_from_series(&series);
+        input.engine.max_num_seqs = Some(16);
+        input.scrape_interval_s = Some(1.0);
+        assert_eq!(input.engines, 3);
+        let d = diagnose(&input);
+        assert_eq!(d.verdict.bottleneck, Bottleneck::BatchLimit, "{d:#?}");
+        let primary = d.findings.iter().find(|f| f.id == "batch_limit").unwrap();
+        assert!(
+            primary.message.contains("× 3 replicas"),
+            "{}",
+            primary.message
+        );
+        let first = &d.recommendations[0].action;
+        assert!(first.contains("from 16 to 32"), "{first}");
+        // Read as one engine, 48 running is not a plateau at --max-num-seqs 16.
+        input.engines = 1;
+        assert_ne!(diagnose(&input).verdict.bottleneck, Bottleneck::BatchLimit);
     }
 
     #[test]

@@ -231,6 +231,9 @@ pub struct Input {
     pub load: LoadFacts,
     /// Scrape interval of the engine metrics (s), when known: edges and gaps are judged against it.
     pub scrape_interval_s: Option<f64>,
+    /// Engine replicas whose running gauges were summed into [`Concept::Running`] (0: unknown,
+    /// read as one). A fleet of N replicas is batch-limited at N × `--max-num-seqs`.
+    pub engines: u32,
 }
 
 impl Input {

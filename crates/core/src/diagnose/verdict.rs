@@ -151,17 +151,19 @@ fn batch_limit(cx: &Context) -> Vec<Recommendation> {
     let Some((plateau, _)) = cx.running_plateau() else {
         return Vec::new();
     };
+    // Per replica: the flag is set per engine, and KV is each engine's own pool.
+    let engines = cx.engines();
     let current = cx
         .input
         .engine
         .max_num_seqs
-        .map_or(plateau, f64::from)
+        .map_or(plateau / engines, f64::from)
         .max(1.0);
     let kv_mean = cx.kv().map(|k| k.0);
     let running_mean = cx
         .stats
         .get(&Concept::Running)
-        .map(|s| s.mean_nonzero)
+        .map(|s| s.mean_nonzero / engines)
         .filter(|r| *r > 0.0);
     let mut out = Vec::new();
     let step1 = current * 2.0;
@@ -187,8 +189,12 @@ fn batch_limit(cx: &Context) -> Vec<Recommendation> {
         )),
     }
     if let Some(c) = cx.input.load.concurrency {
+        let replicas = match cx.input.engines {
+            0 | 1 => String::new(),
+            n => format!(" × {n} replicas"),
+        };
         out.push(rec(
-            format!("Keep the test concurrency ({c}) above the new --max-num-seqs"),
+            format!("Keep the test concurrency ({c}) above the new --max-num-seqs{replicas}"),
             "a queue must form for the next run to show where the next limit is",
         ));
     }
@@ -241,8 +247,9 @@ fn load_not_reached(cx: &Context) -> Vec<Recommendation> {
     let cap = cx.input.engine.max_num_seqs;
     let action = match (cx.input.load.concurrency, cap) {
         (Some(c), Some(m)) => format!(
-            "Re-run with concurrency above --max-num-seqs (e.g. {} instead of {c})",
-            (m * 2).max(c * 2)
+            "Re-run with concurrency above {} (e.g. {} instead of {c})",
+            cx.cap_text(m),
+            (m * cx.input.engines.max(1) * 2).max(c * 2)
         ),
         _ => "Re-run with more concurrency (above --max-num-seqs) for at least 8 scrape intervals"
             .to_owned(),
