@@ -6,8 +6,8 @@
 //! `cargo run --release -p llmscope-collect --example fake_prometheus -- [PODS]` prints its
 //! address, then serves until killed.
 //!
-//! Each pod follows a daily demand curve (peaking at 24 concurrent requests against
-//! `--max-num-seqs 16`): running is the demand capped at 16, waiting the rest, KV and GPU
+//! Each pod, a replica of one load-balanced deployment, follows a daily demand curve (peaking at
+//! 24 concurrent requests against `--max-num-seqs 16`): running is the demand capped at 16, waiting the rest, KV and GPU
 //! utilisation follow running — a batch-limited fleet. Counters integrate their rates.
 #![allow(clippy::print_stdout)]
 
@@ -21,13 +21,19 @@ const MAX_NUM_SEQS: f64 = 16.0;
 /// The series of one pod: metric name → value at time `t` (seconds).
 type Gen = fn(f64, usize) -> f64;
 
+/// Replicas of one load-balanced deployment: the same daily curve, a few minutes apart.
 fn demand(t: f64, pod: usize) -> f64 {
-    let phase = pod as f64 * 0.1;
+    let phase = phase(pod);
     (16.0 + 8.0 * (std::f64::consts::TAU * t / 86_400.0 + phase).sin()).max(0.0)
 }
 
 fn running(t: f64, pod: usize) -> f64 {
     demand(t, pod).min(MAX_NUM_SEQS).round()
+}
+
+/// Up to ~5 minutes of the day between replicas.
+fn phase(pod: usize) -> f64 {
+    (pod % 10) as f64 * 0.002
 }
 
 const ENGINE: &[(&str, Gen)] = &[
@@ -65,7 +71,7 @@ const GPU: &[(&str, Gen)] = &[
 /// A counter whose rate is `per_request` × running: the demand curve's integral, closed form
 /// enough for a benchmark (the mean rate times t, plus the sine's integral).
 fn counter(t: f64, pod: usize, per_request: f64) -> f64 {
-    let phase = pod as f64 * 0.1;
+    let phase = phase(pod);
     let w = std::f64::consts::TAU / 86_400.0;
     let mean = 14.0;
     per_request * (mean * t - 6.0 / w * ((w * t + phase).cos() - phase.cos())).max(0.0)
