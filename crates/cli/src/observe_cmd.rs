@@ -816,15 +816,9 @@ mod tests {
     }
 
     const KILL_CHILD_DB: &str = "LLMSCOPE_OBSERVE_KILL_CHILD_DB";
-
     /// The child half of the SIGKILL test: a simulator on its own runtime, and `observe` (the
     /// command's `run`, as `main` calls it) recording it for far longer than the parent waits.
-    #[test]
-    #[ignore = "run by observe_killed_with_sigkill_leaves_a_readable_store"]
-    fn kill_child_observe() {
-        let Ok(db) = std::env::var(KILL_CHILD_DB) else {
-            return;
-        };
+    fn kill_child_observe(db: &str) {
         let sim_rt = tokio::runtime::Runtime::new().unwrap();
         let mut cfg = llmscope_sim::serve::SimConfig::new(
             llmscope_sim::preset::preset("l4-qwen2.5-3b").unwrap(),
@@ -840,15 +834,19 @@ mod tests {
         run(Cli::try_parse_from(argv).unwrap().args).unwrap();
     }
 
+    /// Re-runs this test binary on this test with the child's variable set: that process is the
+    /// child (it records until killed), this one the parent.
     #[test]
     fn observe_killed_with_sigkill_leaves_a_readable_store() {
+        if let Ok(db) = std::env::var(KILL_CHILD_DB) {
+            return kill_child_observe(&db);
+        }
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("killed.db");
         let mut child = std::process::Command::new(std::env::current_exe().unwrap())
             .args([
-                "--ignored",
                 "--exact",
-                "observe_cmd::tests::kill_child_observe",
+                "observe_cmd::tests::observe_killed_with_sigkill_leaves_a_readable_store",
             ])
             .env(KILL_CHILD_DB, &db)
             .stdout(std::process::Stdio::null())
