@@ -11,7 +11,7 @@ use llmscope_render::{Report, html, json, markdown, terminal};
 use llmscope_store::{Finding, RunId, Store};
 use serde::{Deserialize, Serialize};
 use std::io::{IsTerminal, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Facts stored with a run, beside its series.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -168,6 +168,31 @@ pub fn render(
     }
     out.flush()?;
     Ok(())
+}
+
+/// Where a diagnosed run goes, shared by `run`, `diagnose` and `report`: the store, the format on
+/// stdout, an HTML file, and the exit code.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ReportOutput {
+    /// Run store.
+    #[arg(long, default_value = llmscope_store::DEFAULT_PATH, help_heading = "Output")]
+    pub db: PathBuf,
+    #[arg(long, value_enum, default_value_t = ReportFormat::Text, help_heading = "Output")]
+    pub format: ReportFormat,
+    /// Also write a self-contained HTML report here.
+    #[arg(long, help_heading = "Output")]
+    pub html: Option<PathBuf>,
+    /// Exit 1 when a finding reaches this severity.
+    #[arg(long, value_enum, default_value_t = FailOn::Never, help_heading = "Output")]
+    pub fail_on: FailOn,
+}
+
+impl ReportOutput {
+    /// Renders `a` under `title` and gives the exit code `--fail-on` asks for.
+    pub fn finish(&self, a: &Analysed, title: &str) -> Result<std::process::ExitCode> {
+        render(a, title, self.format, self.html.as_deref())?;
+        Ok(exit_code(&a.diagnosis, self.fail_on))
+    }
 }
 
 /// `--fail-on` levels.

@@ -97,6 +97,14 @@ impl PromFlags {
     }
 }
 
+/// The label matchers of a `--match` value, given as `namespace="llm"` or `{namespace="llm"}`.
+pub fn matcher_body(m: &str) -> &str {
+    m.trim()
+        .trim_start_matches('{')
+        .trim_end_matches('}')
+        .trim()
+}
+
 /// Every series of the catalog's metrics (engines, dcgm-exporter, Kueue, kube-state-metrics) in
 /// `[from, to]` at `step`. `matchers` (`namespace="llm"` or `{namespace="llm"}`) narrow the read
 /// to the deployment under test; several are read as a union.
@@ -119,14 +127,7 @@ pub async fn read_window(
     } else {
         matchers
             .iter()
-            .map(|m| {
-                let m = m
-                    .trim()
-                    .trim_start_matches('{')
-                    .trim_end_matches('}')
-                    .trim();
-                format!("{{{by_name}, {m}}}")
-            })
+            .map(|m| format!("{{{by_name}, {}}}", matcher_body(m)))
             .collect()
     };
     let (mut series, mut warnings) = (Vec::new(), Vec::new());

@@ -2,7 +2,7 @@
 //! re-diagnosed from their series (the diagnosis is pure, so this is exactly what `run` said,
 //! or what a newer llmscope says about the same data) and rendered.
 
-use crate::analysis::{self, Analysed, FailOn, ReportFormat, RunFacts};
+use crate::analysis::{self, Analysed, ReportFormat, ReportOutput, RunFacts};
 use crate::prom_flags::PromFlags;
 use anyhow::{Context, Result};
 use llmscope_store::{RunId, Store};
@@ -19,16 +19,8 @@ use std::process::ExitCode;
 pub struct ReportArgs {
     /// The run id (see `llmscope runs`).
     pub run: RunId,
-    #[arg(long, default_value = "llmscope.db")]
-    pub db: PathBuf,
-    #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
-    pub format: ReportFormat,
-    /// Also write a self-contained HTML report here.
-    #[arg(long)]
-    pub html: Option<PathBuf>,
-    /// Exit 1 when a finding reaches this severity.
-    #[arg(long, value_enum, default_value_t = FailOn::Never)]
-    pub fail_on: FailOn,
+    #[command(flatten)]
+    pub out: ReportOutput,
 }
 
 fn open(db: &PathBuf) -> Result<Store> {
@@ -53,15 +45,9 @@ fn load(store: &Store, run: RunId, db: &std::path::Path) -> Result<Analysed> {
 }
 
 pub fn report(args: ReportArgs) -> Result<ExitCode> {
-    let store = open(&args.db)?;
-    let a = load(&store, args.run, &args.db)?;
-    analysis::render(
-        &a,
-        &format!("llmscope run {}", args.run),
-        args.format,
-        args.html.as_deref(),
-    )?;
-    Ok(analysis::exit_code(&a.diagnosis, args.fail_on))
+    let store = open(&args.out.db)?;
+    let a = load(&store, args.run, &args.out.db)?;
+    args.out.finish(&a, &format!("llmscope run {}", args.run))
 }
 
 /// Diagnose a stored run again, or any past window read from Prometheus.
@@ -107,14 +93,8 @@ pub struct DiagnoseArgs {
     /// Closed-loop concurrency of the load in the window, if known.
     #[arg(long)]
     pub concurrency: Option<u32>,
-    #[arg(long, default_value = "llmscope.db")]
-    pub db: PathBuf,
-    #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
-    pub format: ReportFormat,
-    #[arg(long)]
-    pub html: Option<PathBuf>,
-    #[arg(long, value_enum, default_value_t = FailOn::Never)]
-    pub fail_on: FailOn,
+    #[command(flatten)]
+    pub out: ReportOutput,
 }
 
 fn duration_arg(s: &str) -> Result<std::time::Duration, String> {
@@ -124,13 +104,7 @@ fn duration_arg(s: &str) -> Result<std::time::Duration, String> {
 pub fn diagnose(args: DiagnoseArgs) -> Result<ExitCode> {
     let Some(client) = args.prom.client()? else {
         let run = args.run.context("give a RUN id or --prometheus")?;
-        return report(ReportArgs {
-            run,
-            db: args.db,
-            format: args.format,
-            html: args.html,
-            fail_on: args.fail_on,
-        });
+        return report(ReportArgs { run, out: args.out });
     };
     let now = llmscope_collect::time::unix_now();
     let from = args
@@ -171,8 +145,8 @@ pub fn diagnose(args: DiagnoseArgs) -> Result<ExitCode> {
             }
         );
     }
-    let mut store = Store::open(&args.db)
-        .with_context(|| format!("opening the run store {}", args.db.display()))?;
+    let mut store = Store::open(&args.out.db)
+        .with_context(|| format!("opening the run store {}", args.out.db.display()))?;
     let run = store.create_run(&llmscope_store::NewRun {
         kind: "diagnose".to_owned(),
         started_at: now,
@@ -214,13 +188,8 @@ pub fn diagnose(args: DiagnoseArgs) -> Result<ExitCode> {
         llmscope_collect::time::unix_now(),
         Some((from, to)),
     )?;
-    analysis::render(
-        &a,
-        &format!("llmscope diagnose (run {run})"),
-        args.format,
-        args.html.as_deref(),
-    )?;
-    Ok(analysis::exit_code(&a.diagnosis, args.fail_on))
+    args.out
+        .finish(&a, &format!("llmscope diagnose (run {run})"))
 }
 
 /// Compare two stored runs (before/after a change).

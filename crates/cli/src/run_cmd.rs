@@ -6,7 +6,7 @@
 //! generator runs between the baseline and the drain → the run's series are read back from the
 //! store and diagnosed ([`crate::analysis`]) → reports.
 
-use crate::analysis::{self, FailOn, ReportFormat, RunFacts};
+use crate::analysis::{self, ReportOutput, RunFacts};
 use crate::prom_flags::PromFlags;
 use crate::sim_cmd::EngineFlags;
 use anyhow::{Context, Result, bail};
@@ -20,7 +20,6 @@ use llmscope_loadgen::{
 };
 use llmscope_sim::serve::{self, SimConfig, SimHandle};
 use llmscope_store::{NewRun, RequestRow, RunStatus, SourceSpec, Store};
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -111,17 +110,8 @@ pub struct RunArgs {
     /// Longest wait for the server to go idle after the load.
     #[arg(long, default_value = "60s", value_parser = duration_arg, help_heading = "Observe")]
     pub drain_timeout: Duration,
-    /// Run store.
-    #[arg(long, default_value = "llmscope.db", help_heading = "Output")]
-    pub db: PathBuf,
-    #[arg(long, value_enum, default_value_t = ReportFormat::Text, help_heading = "Output")]
-    pub format: ReportFormat,
-    /// Also write a self-contained HTML report here.
-    #[arg(long, help_heading = "Output")]
-    pub html: Option<PathBuf>,
-    /// Exit 1 when a finding reaches this severity.
-    #[arg(long, value_enum, default_value_t = FailOn::Never, help_heading = "Output")]
-    pub fail_on: FailOn,
+    #[command(flatten)]
+    pub out: ReportOutput,
 }
 
 /// What `run` will do, resolved.
@@ -157,8 +147,8 @@ async fn run_async(args: RunArgs) -> Result<ExitCode> {
     let client = HttpClient::new(None).context("setting up the HTTP client")?;
     preflight(&args, &plan, &client).await?;
     let load_plan = prepare_load(&args, &plan.target).await?;
-    let mut store = Store::open(&args.db)
-        .with_context(|| format!("opening the run store {}", args.db.display()))?;
+    let mut store = Store::open(&args.out.db)
+        .with_context(|| format!("opening the run store {}", args.out.db.display()))?;
     let run = store.create_run(&NewRun {
         kind: "run".to_owned(),
         started_at: llmscope_collect::time::unix_now(),
@@ -287,13 +277,7 @@ async fn run_async(args: RunArgs) -> Result<ExitCode> {
     if let Some(sim) = plan.sim.take() {
         sim.shutdown().await;
     }
-    analysis::render(
-        &analysed,
-        &format!("llmscope run {run}"),
-        args.format,
-        args.html.as_deref(),
-    )?;
-    Ok(analysis::exit_code(&analysed.diagnosis, args.fail_on))
+    args.out.finish(&analysed, &format!("llmscope run {run}"))
 }
 
 fn say(line: &str) {
@@ -529,12 +513,7 @@ async fn prometheus_preflight(prom: &PromClient, args: &RunArgs) -> Result<()> {
     let matchers: Vec<String> = args
         .matchers
         .iter()
-        .map(|m| {
-            format!(
-                "{{{}}}",
-                m.trim().trim_start_matches('{').trim_end_matches('}')
-            )
-        })
+        .map(|m| format!("{{{}}}", crate::prom_flags::matcher_body(m)))
         .collect();
     let refs: Vec<&str> = matchers.iter().map(String::as_str).collect();
     let names = prom

@@ -240,7 +240,7 @@ const PER_BATCH: usize = 50;
 /// The child half of the SIGKILL test: writes batches forever (bounded), one commit each, and
 /// says so on stdout after each commit.
 fn kill_child_writer(path: &str) {
-    let mut store = Store::open(&path).unwrap();
+    let mut store = Store::open(path).unwrap();
     let run = store.create_run(&new_run()).unwrap();
     store.add_source(run, &source("vllm")).unwrap();
     let mut out = std::io::stdout();
