@@ -12,18 +12,7 @@ fn main() {
         p.constants.output_mean_tokens = mean;
     }
     let mut e = Engine::new(&p, 1).expect("engine");
-    let w = ClosedLoop {
-        clients: 32,
-        prompt_tokens: 55,
-        template_tokens: 24,
-        max_tokens: 512,
-        ignore_eos: false,
-        unique_prompts: false,
-        duration_s: 150.0,
-        sample_every_s: 1.0,
-        idle_s: 0.0,
-        dcgm_every_s: 1.0,
-    };
+    let w = ClosedLoop::reference_case(150.0);
     let t = run_closed_loop(&mut e, &w);
     let (a, b) = (20.0, 150.0);
     let max_kv = t

@@ -28,6 +28,25 @@ pub struct ClosedLoop {
     pub dcgm_every_s: f64,
 }
 
+impl ClosedLoop {
+    /// The reference case of DESIGN §2 for `duration_s`: 32 closed-loop clients, the short
+    /// Korean prompt (~55 tokens with the chat template), max_tokens 512, 1 s scrapes.
+    pub fn reference_case(duration_s: f64) -> ClosedLoop {
+        ClosedLoop {
+            clients: 32,
+            prompt_tokens: 55,
+            template_tokens: 24,
+            max_tokens: 512,
+            ignore_eos: false,
+            unique_prompts: false,
+            duration_s,
+            sample_every_s: 1.0,
+            idle_s: 0.0,
+            dcgm_every_s: 1.0,
+        }
+    }
+}
+
 /// What a scrape at time `t` sees.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Sample {
@@ -251,18 +270,7 @@ mod tests {
     #[test]
     fn l4_reference_case_is_reproduced() {
         let mut e = Engine::new(&preset("l4-qwen2.5-3b").unwrap(), 1).unwrap();
-        let w = ClosedLoop {
-            clients: 32,
-            prompt_tokens: 55,
-            template_tokens: 24,
-            max_tokens: 512,
-            ignore_eos: false,
-            unique_prompts: false,
-            duration_s: 150.0,
-            sample_every_s: 1.0,
-            idle_s: 0.0,
-            dcgm_every_s: 1.0,
-        };
+        let w = ClosedLoop::reference_case(150.0);
         let t = run_closed_loop(&mut e, &w);
         let running = t.mean(20.0, 150.0, |s| s.running as f64);
         let waiting = t.mean(20.0, 150.0, |s| s.waiting as f64);
@@ -282,18 +290,7 @@ mod tests {
         let mut p = preset("l4-qwen2.5-3b").unwrap();
         p.constants.host_step_s = 0.003;
         let mut e = Engine::new(&p, 1).unwrap();
-        let w = ClosedLoop {
-            clients: 32,
-            prompt_tokens: 55,
-            template_tokens: 24,
-            max_tokens: 512,
-            ignore_eos: false,
-            unique_prompts: false,
-            duration_s: 60.0,
-            sample_every_s: 1.0,
-            idle_s: 0.0,
-            dcgm_every_s: 1.0,
-        };
+        let w = ClosedLoop::reference_case(60.0);
         let t = run_closed_loop(&mut e, &w);
         let util = t.mean(10.0, 60.0, |s| s.dcgm.gpu_util as f64);
         assert!(util > 80.0, "util {util}");
@@ -331,15 +328,7 @@ mod tests {
         let p = preset("l4-qwen2.5-3b").unwrap();
         let w = ClosedLoop {
             clients: 8,
-            prompt_tokens: 55,
-            template_tokens: 24,
-            max_tokens: 512,
-            ignore_eos: false,
-            unique_prompts: false,
-            duration_s: 20.0,
-            sample_every_s: 1.0,
-            idle_s: 0.0,
-            dcgm_every_s: 1.0,
+            ..ClosedLoop::reference_case(20.0)
         };
         let a = run_closed_loop(&mut Engine::new(&p, 9).unwrap(), &w);
         let b = run_closed_loop(&mut Engine::new(&p, 9).unwrap(), &w);
