@@ -17,6 +17,8 @@ pub mod page;
 pub mod prom;
 pub mod scrape;
 pub mod source;
+#[cfg(feature = "real-prometheus")]
+pub mod testing;
 pub mod time;
 pub mod url;
 

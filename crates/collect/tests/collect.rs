@@ -12,6 +12,7 @@ use llmscope_collect::prom::{
     Auth, ErrorType, PromClient, PromConfig, PromError, PromSource, Secret,
 };
 use llmscope_collect::scrape::{ScrapeConfig, ScrapeSource, ScrapeTarget};
+use llmscope_collect::testing::{RealPrometheus, job};
 use llmscope_collect::{HttpClient, Source, SourceReport, Stop, Window};
 use llmscope_core::series::{Batch, FailureKind, Series, group};
 use llmscope_sim::faults::Faults;
@@ -620,116 +621,6 @@ async fn an_unreachable_prometheus_is_a_connect_problem() {
 
 // ------------------------------------------------------------------ real Prometheus
 
-/// The Debian package's binary (or `$PROMETHEUS_BIN`). In CI a missing binary fails the test.
-fn prometheus_binary() -> Option<std::path::PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let candidates = std::env::var_os("PROMETHEUS_BIN")
-        .map(std::path::PathBuf::from)
-        .into_iter()
-        .chain(std::env::split_paths(&path).map(|d| d.join("prometheus")))
-        .chain([std::path::PathBuf::from("/usr/bin/prometheus")]);
-    let found = candidates.into_iter().find(|p| p.is_file());
-    if found.is_none() {
-        let how = "the real-Prometheus test needs `prometheus`: apt-get install -y prometheus (or set PROMETHEUS_BIN)";
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "{how}");
-        eprintln!("skipping: {how}");
-    }
-    found
-}
-
-/// A Prometheus child process, killed when dropped (also when the test panics).
-struct Prometheus {
-    child: std::process::Child,
-    addr: SocketAddr,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Prometheus {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-async fn start_prometheus(bin: &std::path::Path, sim: &SimHandle) -> Prometheus {
-    let dir = tempfile::tempdir().unwrap();
-    let config = format!(
-        "global:\n  scrape_interval: 1s\n  scrape_timeout: 800ms\n  evaluation_interval: 1s\n\
-         scrape_configs:\n\
-         - job_name: vllm\n  static_configs:\n  - targets: ['{}']\n\
-         - job_name: dcgm\n  static_configs:\n  - targets: ['{}']\n",
-        sim.vllm_addr, sim.dcgm_addr
-    );
-    let config_path = dir.path().join("prometheus.yml");
-    std::fs::write(&config_path, config).unwrap();
-    let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
-    let log = std::fs::File::create(dir.path().join("prometheus.log")).unwrap();
-    let child = std::process::Command::new(bin)
-        .arg(format!("--config.file={}", config_path.display()))
-        .arg(format!(
-            "--storage.tsdb.path={}",
-            dir.path().join("data").display()
-        ))
-        .arg(format!("--web.listen-address={addr}"))
-        .stdout(log.try_clone().unwrap())
-        .stderr(log)
-        .spawn()
-        .unwrap();
-    let prom = Prometheus {
-        child,
-        addr,
-        _dir: dir,
-    };
-    wait_ready(&prom).await;
-    prom
-}
-
-/// Prometheus applies discovered targets every 5 s: wait until both were scraped once.
-async fn wait_targets_up(prom: &Prometheus) {
-    let client = PromClient::new(
-        PromConfig::new(format!("http://{}", prom.addr).parse().unwrap()),
-        http(),
-    );
-    // A loaded 2-core CI machine can take many seconds to start Prometheus: up to 60 s.
-    for _ in 0..600 {
-        if let Ok(t) = client.targets().await
-            && t.data.active.len() == 2
-            && t.data.active.iter().all(|t| t.health == "up")
-        {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("prometheus never scraped the simulator");
-}
-
-async fn wait_ready(prom: &Prometheus) {
-    let http = http();
-    let headers = HeaderMap::new();
-    for _ in 0..600 {
-        let get = llmscope_collect::http::Get {
-            uri: format!("http://{}/-/ready", prom.addr).parse().unwrap(),
-            headers: &headers,
-            timeout: Duration::from_secs(1),
-            body_limit: 1 << 16,
-        };
-        if http.get(get).await.is_ok_and(|f| f.status == 200) {
-            return wait_targets_up(prom).await;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let log = std::fs::read_to_string(prom._dir.path().join("prometheus.log")).unwrap_or_default();
-    panic!("prometheus did not become ready:\n{log}");
-}
-
 /// Closed-loop load: 8 workers sending non-streamed chat requests over raw HTTP/1.1 until `secs`
 /// are over (a few lines, so the test does not depend on the load generator's internals).
 async fn put_load(sim: &SimHandle, secs: u64) {
@@ -796,13 +687,17 @@ fn counter_points_agree(prom: &Series, direct: &Series) -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn real_prometheus_query_range_matches_direct_scrape() {
-    let Some(bin) = prometheus_binary() else {
-        return;
-    };
     let mut cfg = SimConfig::new(preset("l4-qwen2.5-3b").unwrap());
     cfg.dcgm_interval = Duration::from_secs(1);
     let sim = serve::start(cfg).await.unwrap();
-    let prom = start_prometheus(&bin, &sim).await;
+    let jobs = [
+        job("vllm", &sim.vllm_addr.to_string(), "/metrics", ""),
+        job("dcgm", &sim.dcgm_addr.to_string(), "/metrics", ""),
+    ];
+    let Some(prom) = RealPrometheus::start("collect", &jobs).await else {
+        sim.shutdown().await;
+        return;
+    };
     let vllm = scrape_source(&format!("vllm={}/metrics", sim.vllm_url()), 1000);
     let dcgm = scrape_source(&format!("dcgm={}", sim.dcgm_url()), 1000);
     let ((vb, vr), (db, _), ()) = tokio::join!(
@@ -816,10 +711,7 @@ async fn real_prometheus_query_range_matches_direct_scrape() {
     for s in series_of(&vb).into_iter().chain(series_of(&db)) {
         direct.insert(s.key.to_string(), s);
     }
-    let client = PromClient::new(
-        PromConfig::new(format!("http://{}", prom.addr).parse().unwrap()),
-        http(),
-    );
+    let client = prom.client();
     let (from, to) = vr.window;
     let selector = r#"{__name__=~"vllm:(generation_tokens_total|prompt_tokens_total|request_success_total|num_requests_running|cache_config_info)|DCGM_FI_DEV_FB_USED"}"#;
     let r = client

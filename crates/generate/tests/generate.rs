@@ -11,7 +11,7 @@ use llmscope_check::inventory::engine::CatalogInventory;
 use llmscope_check::inventory::snapshot::Snapshot;
 use llmscope_check::{Inventories, Severity, input};
 use llmscope_collect::HttpClient;
-use llmscope_collect::prom::{PromClient, PromConfig};
+use llmscope_collect::testing::{RealPrometheus, job};
 use llmscope_generate::dashboard::{self, ConfigMap, DashboardOptions};
 use llmscope_generate::grafana::Dashboard;
 use llmscope_generate::promrules::{CrdOptions, PrometheusRule, RuleFile};
@@ -21,7 +21,6 @@ use llmscope_sim::cluster::Teams;
 use llmscope_sim::metrics::Dialect;
 use llmscope_sim::preset::preset;
 use llmscope_sim::serve::{self, SimConfig, SimHandle};
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -494,81 +493,6 @@ async fn llmscope_check_catches_a_dashboard_for_the_wrong_version() {
 
 // ------------------------------------------------------------------ real Prometheus
 
-/// A Prometheus child process, killed (and its directory removed) when dropped.
-struct Prometheus {
-    child: std::process::Child,
-    addr: SocketAddr,
-    dir: PathBuf,
-}
-
-impl Drop for Prometheus {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
-}
-
-fn start_prometheus(bin: &Path, sim: &SimHandle) -> Prometheus {
-    let dir = tempdir();
-    let config = format!(
-        "global:\n  scrape_interval: 1s\n  scrape_timeout: 800ms\n\
-         scrape_configs:\n\
-         - job_name: vllm\n  static_configs:\n  - targets: ['{}']\n\
-         - job_name: dcgm\n  static_configs:\n  - targets: ['{}']\n\
-         - job_name: kueue\n  metrics_path: /kueue/metrics\n  static_configs:\n  - targets: ['{cluster}']\n\
-         - job_name: kube-state-metrics\n  metrics_path: /ksm/metrics\n  honor_labels: true\n  static_configs:\n  - targets: ['{cluster}']\n",
-        sim.vllm_addr,
-        sim.dcgm_addr,
-        cluster = sim.cluster_addr.unwrap(),
-    );
-    let config_path = dir.join("prometheus.yml");
-    std::fs::write(&config_path, config).unwrap();
-    let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
-    let log = std::fs::File::create(dir.join("prometheus.log")).unwrap();
-    let child = Command::new(bin)
-        .arg(format!("--config.file={}", config_path.display()))
-        .arg(format!(
-            "--storage.tsdb.path={}",
-            dir.join("data").display()
-        ))
-        .arg(format!("--web.listen-address={addr}"))
-        .stdout(log.try_clone().unwrap())
-        .stderr(log)
-        .spawn()
-        .unwrap();
-    Prometheus { child, addr, dir }
-}
-
-fn prom_client(prom: &Prometheus) -> PromClient {
-    PromClient::new(
-        PromConfig::new(format!("http://{}", prom.addr).parse().unwrap()),
-        http(),
-    )
-}
-
-/// Waits until Prometheus is up and has scraped both targets.
-async fn wait_targets_up(prom: &Prometheus) {
-    let client = prom_client(prom);
-    // A loaded 2-core CI machine can take many seconds to start Prometheus: up to 60 s.
-    for _ in 0..600 {
-        if let Ok(t) = client.targets().await
-            && t.data.active.len() == 4
-            && t.data.active.iter().all(|t| t.health == "up")
-        {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let log = std::fs::read_to_string(prom.dir.join("prometheus.log")).unwrap_or_default();
-    panic!("prometheus never scraped the simulator:\n{log}");
-}
-
 /// Closed-loop load: 24 workers (more than the preset's 16 sequences, so a queue forms) sending
 /// chat requests over raw HTTP/1.1 until `secs` are over.
 async fn put_load(sim: &SimHandle, secs: u64) {
@@ -626,20 +550,26 @@ const NO_SIMULATED_DATA: &str = "Admitted and evicted workloads per second";
 /// Kueue and kube-state-metrics pages.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_dashboard_query_returns_data_from_a_real_prometheus() {
-    let Some(bin) = binary("prometheus", "PROMETHEUS_BIN") else {
-        return;
-    };
     let mut cfg = SimConfig::new(preset("l4-qwen2.5-3b").unwrap());
     cfg.dcgm_interval = Duration::from_secs(1);
     cfg.cluster = Some(Teams::example());
     let sim = serve::start(cfg).await.unwrap();
-    let prom = start_prometheus(&bin, &sim);
-    wait_targets_up(&prom).await;
+    let cluster = sim.cluster_addr.unwrap().to_string();
+    let jobs = [
+        job("vllm", &sim.vllm_addr.to_string(), "/metrics", ""),
+        job("dcgm", &sim.dcgm_addr.to_string(), "/metrics", ""),
+        job("kueue", &cluster, "/kueue/metrics", ""),
+        job("kube-state-metrics", &cluster, "/ksm/metrics", ""),
+    ];
+    let Some(prom) = RealPrometheus::start("generate", &jobs).await else {
+        sim.shutdown().await;
+        return;
+    };
     let from = now();
     put_load(&sim, 15).await;
     tokio::time::sleep(Duration::from_millis(2500)).await;
     let to = now();
-    let client = prom_client(&prom);
+    let client = prom.client();
     let mut exprs: Vec<(String, String)> = queries(&dashboard_of("0.26"))
         .into_iter()
         .filter(|(_, panel, _)| panel != NO_SIMULATED_DATA)

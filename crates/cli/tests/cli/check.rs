@@ -1,7 +1,7 @@
 //! `llmscope check` and `llmscope inventory` as a user runs them (child processes): the JSON
 //! contract, every input kind, and exit codes 0 / 1 / 2 with `--fail-on`.
 
-use crate::common::{Prometheus, job, json, llmscope};
+use crate::common::{job, json, llmscope, prometheus};
 use llmscope_sim::serve::{SimConfig, start};
 use std::path::PathBuf;
 use std::process::Output;
@@ -310,14 +310,14 @@ async fn check_and_targets_against_a_real_prometheus() {
         job("vllm", &vllm, "/metrics", ""),
         job("dcgm-exporter", &dcgm, "/metrics", ""),
     ];
-    let Some(prom) = tokio::task::spawn_blocking(move || Prometheus::start("check", &jobs))
+    let Some(prom) = tokio::task::spawn_blocking(move || prometheus("check", &jobs))
         .await
         .unwrap()
     else {
         sim.shutdown().await;
         return;
     };
-    let url = prom.url.clone();
+    let url = prom.url();
     let (targets, check) = tokio::task::spawn_blocking(move || {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
         let ready = |done: &dyn Fn(&Output) -> bool, args: &[&str]| loop {

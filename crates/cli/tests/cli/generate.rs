@@ -2,7 +2,7 @@
 //! dashboard JSON with panels and templating, rule files `promtool check rules` accepts, a
 //! `PrometheusRule` with `--crd`, older dialects' names, and detection from a live simulator.
 
-use crate::common::{Prometheus, job, llmscope};
+use crate::common::{job, llmscope, prometheus};
 use llmscope_sim::metrics::Dialect;
 use llmscope_sim::preset::preset;
 use llmscope_sim::serve::{self, SimConfig};
@@ -121,11 +121,11 @@ fn a_prometheus_is_read_for_the_names_it_holds() {
         job("vllm", &sim.vllm_addr.to_string(), "/metrics", ""),
         job("dcgm", &sim.dcgm_addr.to_string(), "/metrics", ""),
     ];
-    let Some(prom) = Prometheus::start("generate", &jobs) else {
+    let Some(prom) = prometheus("generate", &jobs) else {
         rt.block_on(sim.shutdown());
         return;
     };
-    let url = prom.url.clone();
+    let url = prom.url();
     // Until both targets were scraped, detection sees too little: retry for up to 30 s.
     let mut last = String::new();
     for _ in 0..60 {

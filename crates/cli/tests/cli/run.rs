@@ -2,7 +2,7 @@
 //! `report`, `compare` and the HTML report — as a user runs them, through the binary.
 
 use crate::common::{
-    Prometheus, free_port, job, json, llmscope, put_load, sim_on_free_ports, temp_dir,
+    free_port, job, json, llmscope, prometheus, put_load, sim_on_free_ports, temp_dir,
 };
 
 #[test]
@@ -112,9 +112,10 @@ fn diagnose_reads_a_past_window_from_a_real_prometheus() {
         job("vllm", &vllm, "/metrics", ""),
         job("dcgm", &dcgm, "/metrics", ""),
     ];
-    let Some(prometheus) = Prometheus::start("diag", &jobs) else {
+    let Some(prometheus) = prometheus("diag", &jobs) else {
         return;
     };
+    let prometheus_url = prometheus.url();
     put_load(&vllm, "32", "14s");
     std::thread::sleep(std::time::Duration::from_secs(6));
     let db = dir.join("d.db");
@@ -123,7 +124,7 @@ fn diagnose_reads_a_past_window_from_a_real_prometheus() {
         let mut args = vec![
             "diagnose",
             "--prometheus",
-            &prometheus.url,
+            &prometheus_url,
             "--step",
             "1s",
             "--max-num-seqs",
@@ -212,12 +213,12 @@ fn cost_matches_the_teams_file_through_a_real_prometheus() {
         job("kueue", &at(cluster), "/kueue/metrics", ""),
         job("ksm", &at(cluster), "/ksm/metrics", ""),
     ];
-    let Some(prometheus) = Prometheus::start("cost", &jobs) else {
+    let Some(prometheus) = prometheus("cost", &jobs) else {
         return;
     };
     put_load(&vllm, "8", "10s");
     std::thread::sleep(std::time::Duration::from_secs(2));
-    let url = prometheus.url.clone();
+    let url = prometheus.url();
     let out = llmscope(&[
         "cost",
         "--prometheus",
@@ -312,9 +313,10 @@ fn run_reads_its_window_from_a_real_prometheus() {
         job("vllm", &vllm, "/metrics", ", labels: {namespace: llm}"),
         job("dcgm", &dcgm, "/metrics", ", labels: {namespace: gpu}"),
     ];
-    let Some(prometheus) = Prometheus::start("run", &jobs) else {
+    let Some(prometheus) = prometheus("run", &jobs) else {
         return;
     };
+    let prometheus_url = prometheus.url();
     let db = temp_dir("run-prom").join("r.db");
     let target = format!("http://{vllm}");
     let run = |extra: &[&str]| {
@@ -323,7 +325,7 @@ fn run_reads_its_window_from_a_real_prometheus() {
             "--target",
             &target,
             "--prometheus",
-            &prometheus.url,
+            &prometheus_url,
             "--interval",
             "1s",
             "--dcgm-interval",

@@ -1,0 +1,133 @@
+//! A real Prometheus for integration tests (feature `real-prometheus`): the Debian package's
+//! binary (or `$PROMETHEUS_BIN`) on 127.0.0.1, scraping every second, started and waited for in
+//! one place so every crate's tests agree on how.
+//!
+//! [`RealPrometheus::start`] returns only once every configured target was scraped successfully
+//! (a loaded 2-core CI machine can take many seconds to get there). Without a binary it returns
+//! `None` so a developer's run can skip, but in CI (`CI=true`) a missing binary fails the test.
+
+use crate::HttpClient;
+use crate::prom::{PromClient, PromConfig};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// One `scrape_configs` entry: `name` scraping `target` (host:port) at `path`, labels honoured;
+/// `extra` is more YAML inside the static config (e.g. `, labels: {namespace: x}`).
+pub fn job(name: &str, target: &str, path: &str, extra: &str) -> String {
+    format!(
+        "  - job_name: {name}\n    metrics_path: {path}\n    honor_labels: true\n    static_configs: [{{targets: ['{target}']{extra}}}]\n"
+    )
+}
+
+/// A Prometheus child process, killed (and its directory removed) when dropped.
+pub struct RealPrometheus {
+    child: Child,
+    dir: PathBuf,
+    pub addr: SocketAddr,
+}
+
+impl RealPrometheus {
+    /// `$PROMETHEUS_BIN`, else `prometheus` on `PATH`; `None` (said on stderr) when there is
+    /// none, a failed assertion in CI.
+    pub fn binary() -> Option<PathBuf> {
+        let on_path = std::env::var_os("PATH").and_then(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join("prometheus"))
+                .find(|b| b.is_file())
+        });
+        let found = std::env::var_os("PROMETHEUS_BIN")
+            .map(PathBuf::from)
+            .or(on_path);
+        if found.is_none() {
+            let how = "this test needs a real Prometheus: apt-get install -y prometheus (or set PROMETHEUS_BIN)";
+            assert!(std::env::var("CI").as_deref() != Ok("true"), "{how}");
+            #[allow(clippy::print_stderr)]
+            {
+                eprintln!("skipped: {how}");
+            }
+        }
+        found
+    }
+
+    /// Starts Prometheus with `jobs` (see [`job`]) and waits — up to 90 s — until it is ready
+    /// and every target is `up`. `name` keeps the directories of concurrent tests apart.
+    pub async fn start(name: &str, jobs: &[String]) -> Option<RealPrometheus> {
+        let bin = Self::binary()?;
+        let addr: SocketAddr = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free loopback port");
+        let dir = std::env::temp_dir().join(format!(
+            "llmscope-prom-{name}-{}-{}",
+            std::process::id(),
+            addr.port()
+        ));
+        std::fs::create_dir_all(&dir).expect("a directory for Prometheus");
+        let config = format!(
+            "global: {{scrape_interval: 1s, scrape_timeout: 900ms, evaluation_interval: 1s}}\nscrape_configs:\n{}",
+            jobs.concat()
+        );
+        std::fs::write(dir.join("prometheus.yml"), config).expect("writing prometheus.yml");
+        let log = std::fs::File::create(dir.join("prometheus.log")).expect("a log file");
+        let child = Command::new(bin)
+            .arg(format!(
+                "--config.file={}",
+                dir.join("prometheus.yml").display()
+            ))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.join("tsdb").display()
+            ))
+            .arg(format!("--web.listen-address={addr}"))
+            .stdout(log.try_clone().expect("a log file"))
+            .stderr(log)
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("starting prometheus");
+        let prom = RealPrometheus { child, dir, addr };
+        prom.wait_until_scraped(jobs.len()).await;
+        Some(prom)
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// An API client for it.
+    pub fn client(&self) -> PromClient {
+        let base = self.url().parse().expect("a loopback URL");
+        PromClient::new(
+            PromConfig::new(base),
+            HttpClient::new(None).expect("an HTTP client"),
+        )
+    }
+
+    async fn wait_until_scraped(&self, n: usize) {
+        let client = self.client();
+        let deadline = Instant::now() + Duration::from_secs(90);
+        while Instant::now() < deadline {
+            if let Ok(t) = client.targets().await
+                && t.data.active.len() >= n
+                && t.data.active.iter().all(|t| t.health == "up")
+            {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let log = std::fs::read_to_string(self.dir.join("prometheus.log")).unwrap_or_default();
+        panic!(
+            "Prometheus at {} did not scrape its {n} targets within 90 s:\n{log}",
+            self.addr
+        );
+    }
+}
+
+impl Drop for RealPrometheus {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
