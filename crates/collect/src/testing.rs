@@ -131,3 +131,40 @@ impl Drop for RealPrometheus {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
+
+/// Closed-loop load on the OpenAI server at `addr`: `workers` clients sending non-streamed chat
+/// requests over raw HTTP/1.1 (a few lines, so tests do not depend on the load generator) until
+/// `secs` are over. Every answer must be a 200; at least one must arrive.
+pub async fn put_chat_load(addr: SocketAddr, workers: usize, secs: u64) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let end = tokio::time::Instant::now() + Duration::from_secs(secs);
+    let body = r#"{"messages":[{"role":"user","content":"hello there"}],"max_tokens":64}"#;
+    let req = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let worker = |req: String| async move {
+        let mut done = 0u32;
+        while tokio::time::Instant::now() < end {
+            let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
+            s.write_all(req.as_bytes()).await.expect("send");
+            let mut answer = Vec::new();
+            s.read_to_end(&mut answer).await.expect("receive");
+            assert!(
+                answer.starts_with(b"HTTP/1.1 200"),
+                "{}",
+                String::from_utf8_lossy(&answer)
+            );
+            done += 1;
+        }
+        done
+    };
+    let tasks: Vec<_> = (0..workers)
+        .map(|_| tokio::spawn(worker(req.clone())))
+        .collect();
+    let mut total = 0;
+    for t in tasks {
+        total += t.await.expect("a load worker");
+    }
+    assert!(total > 0, "no request completed");
+}

@@ -12,7 +12,7 @@ use llmscope_collect::prom::{
     Auth, ErrorType, PromClient, PromConfig, PromError, PromSource, Secret,
 };
 use llmscope_collect::scrape::{ScrapeConfig, ScrapeSource, ScrapeTarget};
-use llmscope_collect::testing::{RealPrometheus, job};
+use llmscope_collect::testing::{RealPrometheus, job, put_chat_load};
 use llmscope_collect::{HttpClient, Source, SourceReport, Stop, Window};
 use llmscope_core::series::{Batch, FailureKind, Series, group};
 use llmscope_sim::faults::Faults;
@@ -621,41 +621,6 @@ async fn an_unreachable_prometheus_is_a_connect_problem() {
 
 // ------------------------------------------------------------------ real Prometheus
 
-/// Closed-loop load: 8 workers sending non-streamed chat requests over raw HTTP/1.1 until `secs`
-/// are over (a few lines, so the test does not depend on the load generator's internals).
-async fn put_load(sim: &SimHandle, secs: u64) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let addr = sim.vllm_addr;
-    let end = tokio::time::Instant::now() + Duration::from_secs(secs);
-    let body = r#"{"messages":[{"role":"user","content":"hello there"}],"max_tokens":64}"#;
-    let req = format!(
-        "POST /v1/chat/completions HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    let worker = |req: String| async move {
-        let mut done = 0u32;
-        while tokio::time::Instant::now() < end {
-            let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-            s.write_all(req.as_bytes()).await.unwrap();
-            let mut answer = Vec::new();
-            s.read_to_end(&mut answer).await.unwrap();
-            assert!(
-                answer.starts_with(b"HTTP/1.1 200"),
-                "{}",
-                String::from_utf8_lossy(&answer)
-            );
-            done += 1;
-        }
-        done
-    };
-    let tasks: Vec<_> = (0..8).map(|_| tokio::spawn(worker(req.clone()))).collect();
-    let mut total = 0;
-    for t in tasks {
-        total += t.await.unwrap();
-    }
-    assert!(total > 0);
-}
-
 /// Without job/instance (Prometheus adds them), for matching against direct scrapes.
 fn bare(key: &llmscope_core::series::SeriesKey) -> String {
     let labels = key
@@ -703,7 +668,7 @@ async fn real_prometheus_query_range_matches_direct_scrape() {
     let ((vb, vr), (db, _), ()) = tokio::join!(
         collect(&vllm, live(12_000)),
         collect(&dcgm, live(12_000)),
-        put_load(&sim, 9)
+        put_chat_load(sim.vllm_addr, 8, 9)
     );
     // Let Prometheus finish the scrapes of the window's last second.
     tokio::time::sleep(Duration::from_millis(2500)).await;

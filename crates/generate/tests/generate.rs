@@ -11,7 +11,7 @@ use llmscope_check::inventory::engine::CatalogInventory;
 use llmscope_check::inventory::snapshot::Snapshot;
 use llmscope_check::{Inventories, Severity, input};
 use llmscope_collect::HttpClient;
-use llmscope_collect::testing::{RealPrometheus, job};
+use llmscope_collect::testing::{RealPrometheus, job, put_chat_load};
 use llmscope_generate::dashboard::{self, ConfigMap, DashboardOptions};
 use llmscope_generate::grafana::Dashboard;
 use llmscope_generate::promrules::{CrdOptions, PrometheusRule, RuleFile};
@@ -493,41 +493,6 @@ async fn llmscope_check_catches_a_dashboard_for_the_wrong_version() {
 
 // ------------------------------------------------------------------ real Prometheus
 
-/// Closed-loop load: 24 workers (more than the preset's 16 sequences, so a queue forms) sending
-/// chat requests over raw HTTP/1.1 until `secs` are over.
-async fn put_load(sim: &SimHandle, secs: u64) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let addr = sim.vllm_addr;
-    let end = tokio::time::Instant::now() + Duration::from_secs(secs);
-    let body = r#"{"messages":[{"role":"user","content":"hello there"}],"max_tokens":64}"#;
-    let req = format!(
-        "POST /v1/chat/completions HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    let worker = |req: String| async move {
-        let mut done = 0u32;
-        while tokio::time::Instant::now() < end {
-            let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-            s.write_all(req.as_bytes()).await.unwrap();
-            let mut answer = Vec::new();
-            s.read_to_end(&mut answer).await.unwrap();
-            assert!(
-                answer.starts_with(b"HTTP/1.1 200"),
-                "{}",
-                String::from_utf8_lossy(&answer)
-            );
-            done += 1;
-        }
-        done
-    };
-    let tasks: Vec<_> = (0..24).map(|_| tokio::spawn(worker(req.clone()))).collect();
-    let mut total = 0;
-    for t in tasks {
-        total += t.await.unwrap();
-    }
-    assert!(total > 0);
-}
-
 /// Grafana's variables as "All" (`.*`) and `$__rate_interval` as a window of several scrapes.
 fn as_grafana_runs_it(expr: &str) -> String {
     expr.replace("$__rate_interval", "10s")
@@ -566,7 +531,7 @@ async fn every_dashboard_query_returns_data_from_a_real_prometheus() {
         return;
     };
     let from = now();
-    put_load(&sim, 15).await;
+    put_chat_load(sim.vllm_addr, 24, 15).await;
     tokio::time::sleep(Duration::from_millis(2500)).await;
     let to = now();
     let client = prom.client();
