@@ -155,7 +155,14 @@ pub enum FetchError {
 struct Conn {
     send: SendRequest<Full<Bytes>>,
     stamp: RxStamp,
+    /// When it was checked in, for a connection from the idle pool; `None` when new.
+    idle_since: Option<Instant>,
 }
+
+/// An idle connection older than this is closed rather than reused. Servers close idle
+/// keep-alive connections on their own schedule (uvicorn, which serves vLLM, after 5 s), and a
+/// request written into a connection the server is closing fails before it is read.
+const MAX_IDLE: Duration = Duration::from_secs(4);
 
 impl std::fmt::Debug for Conn {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -212,7 +219,11 @@ impl Client {
                     let (io, stamp) = StampedIo::new(stream);
                     let (send, conn) = http1::handshake(io).await.map_err(std::io::Error::other)?;
                     tokio::spawn(conn);
-                    return Ok(Conn { send, stamp });
+                    return Ok(Conn {
+                        send,
+                        stamp,
+                        idle_since: None,
+                    });
                 }
                 Ok(Err(e)) => last = e,
                 Err(_) => {
@@ -228,14 +239,16 @@ impl Client {
         loop {
             let idle = self.idle.lock().map(|mut v| v.pop()).unwrap_or(None);
             let Some(mut conn) = idle else { break };
-            if conn.send.ready().await.is_ok() {
+            let fresh = conn.idle_since.is_some_and(|t| t.elapsed() < MAX_IDLE);
+            if fresh && conn.send.ready().await.is_ok() {
                 return Ok(conn);
             }
         }
         self.connect().await
     }
 
-    fn checkin(&self, conn: Conn) {
+    fn checkin(&self, mut conn: Conn) {
+        conn.idle_since = Some(Instant::now());
         if let Ok(mut idle) = self.idle.lock() {
             idle.push(conn);
         }
@@ -283,17 +296,7 @@ impl Client {
         out: &mut Outcome,
         streamed: &AtomicU64,
     ) -> Result<(), ErrorKind> {
-        let mut conn = self.checkout().await.map_err(|_| ErrorKind::Connect)?;
-        let mut req = self.request(Method::POST, uri, body);
-        req.headers_mut().insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
-        let resp = conn
-            .send
-            .send_request(req)
-            .await
-            .map_err(|_| ErrorKind::ConnectionClosed)?;
+        let (conn, resp) = self.send_post(uri, body).await?;
         let status = resp.status();
         out.status = Some(status.as_u16());
         let is_sse = content_type(&resp).starts_with("text/event-stream");
@@ -315,6 +318,44 @@ impl Client {
             self.checkin(conn);
         }
         result
+    }
+}
+
+impl Client {
+    /// Sends a POST and waits for the response head. A pooled connection that the server closed
+    /// while it sat idle fails before any byte of a response; the request is then sent once more
+    /// on a new connection (as HTTP clients do for a connection the server closed while idle).
+    async fn send_post(
+        &self,
+        uri: Uri,
+        body: Bytes,
+    ) -> Result<(Conn, Response<Incoming>), ErrorKind> {
+        let mut conn = self.checkout().await.map_err(|_| ErrorKind::Connect)?;
+        let post = |uri: Uri, body: Bytes| {
+            let mut req = self.request(Method::POST, uri, body);
+            req.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            req
+        };
+        match conn
+            .send
+            .send_request(post(uri.clone(), body.clone()))
+            .await
+        {
+            Ok(resp) => Ok((conn, resp)),
+            Err(_) if conn.idle_since.is_some() => {
+                let mut conn = self.connect().await.map_err(|_| ErrorKind::Connect)?;
+                let resp = conn
+                    .send
+                    .send_request(post(uri, body))
+                    .await
+                    .map_err(|_| ErrorKind::ConnectionClosed)?;
+                Ok((conn, resp))
+            }
+            Err(_) => Err(ErrorKind::ConnectionClosed),
+        }
     }
 }
 
