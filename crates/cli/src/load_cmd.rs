@@ -208,13 +208,7 @@ impl LoadArgs {
 
 /// Runs `llmscope load`.
 pub fn run(args: LoadArgs) -> Result<ExitCode> {
-    let mut rt = tokio::runtime::Builder::new_multi_thread();
-    if let Some(n) = args.threads {
-        rt.worker_threads(n.max(1));
-    }
-    let rt = rt
-        .enable_all()
-        .build()
+    let rt = llmscope_loadgen::client::runtime(args.threads)
         .context("cannot start the async runtime")?;
     let format = args.format;
     // On a worker thread, not the main one: `--threads N` then means N busy threads in all.

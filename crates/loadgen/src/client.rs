@@ -1,16 +1,35 @@
 //! The client watching itself: CPU, event-loop lag, and whether the load it asked for was reached.
 //!
 //! [`Monitor`] samples every 100 ms, in its own task: the run-queue delay of a task that yields
-//! (how late the event loop polls work that is ready), and every 500 ms the process CPU time
-//! (`/proc/self/stat` utime + stime) and the machine's busy time (`/proc/stat`). [`assess`] is
-//! pure: from a stage's samples, target and achieved load it decides whether the client limited
-//! the result and says so in one sentence — the `client` and `load not reached` verdicts of the
-//! diagnosis rest on it.
+//! (how late the event loop polls work that is ready), and every 500 ms the CPU time of the load
+//! generator's own threads (those named [`THREAD_NAME`], from `/proc/self/task/*/stat`; the whole
+//! process when no thread has that name) and the machine's busy time (`/proc/stat`). Only the
+//! load generator's threads count: `llmscope run` shares its process with the simulator, the
+//! scrapers and the store writer, whose work is not the client's.
+//!
+//! [`assess`] is pure: from a stage's samples, target and achieved load it decides two things.
+//! *Limited*: the client failed to keep the load it was asked for (achieved < 95 % of target)
+//! and says why (its CPU, its event loop, its threads starved of a core). *Contended*: the
+//! machine was busy with other work while measuring — a data-quality fact that makes timings
+//! less exact, not a bottleneck. The diagnosis weighs the first against the server's evidence.
 
 use crate::report::ClientReport;
 use crate::stats::Hist;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+/// The name of the load generator's threads (see [`runtime`]): the CPU the client reports is
+/// theirs. Threads they spawn without a name inherit it (Linux copies `comm`).
+pub const THREAD_NAME: &str = "llmscope-load";
+
+/// A runtime whose threads are named [`THREAD_NAME`], so the client measures only itself.
+pub fn runtime(worker_threads: Option<usize>) -> std::io::Result<tokio::runtime::Runtime> {
+    let mut b = tokio::runtime::Builder::new_multi_thread();
+    if let Some(n) = worker_threads {
+        b.worker_threads(n.max(1));
+    }
+    b.thread_name(THREAD_NAME).enable_all().build()
+}
 
 /// Linux's `USER_HZ`: the unit of utime/stime in `/proc` (100 on every mainstream platform).
 const TICKS_PER_S: f64 = 100.0;
@@ -19,7 +38,7 @@ const TICKS_PER_S: f64 = 100.0;
 #[derive(Debug, Clone, Copy)]
 pub struct Sample {
     pub at: Instant,
-    /// Process CPU seconds so far.
+    /// CPU seconds of the load generator's threads so far.
     pub cpu_s: Option<f64>,
     /// Machine (busy, total) ticks so far.
     pub host: Option<(u64, u64)>,
@@ -70,9 +89,13 @@ async fn sample_loop(samples: Arc<Mutex<Vec<Sample>>>) {
         let proc = n % 5 == 0;
         let s = Sample {
             at: Instant::now(),
-            cpu_s: if proc { process_cpu_s() } else { None },
+            cpu_s: if proc { own_threads(cpu_of) } else { None },
             host: if proc { host_ticks() } else { None },
-            runq_wait_s: if proc { runqueue_wait_s() } else { None },
+            runq_wait_s: if proc {
+                own_threads(runq_wait_of)
+            } else {
+                None
+            },
             lag_us,
         };
         if let Ok(mut v) = samples.lock() {
@@ -81,10 +104,37 @@ async fn sample_loop(samples: Arc<Mutex<Vec<Sample>>>) {
     }
 }
 
-/// utime + stime of this process, in seconds.
-fn process_cpu_s() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    parse_proc_stat(&stat)
+/// Σ `per_thread` over the threads named [`THREAD_NAME`]; over every thread of the process when
+/// none is (a client driven from someone else's runtime, e.g. in tests).
+fn own_threads(per_thread: fn(&std::path::Path) -> Option<f64>) -> Option<f64> {
+    let tasks: Vec<_> = std::fs::read_dir("/proc/self/task")
+        .ok()?
+        .flatten()
+        .map(|t| t.path())
+        .collect();
+    let named = |t: &&std::path::PathBuf| {
+        std::fs::read_to_string(t.join("comm")).is_ok_and(|c| c.trim_end() == THREAD_NAME)
+    };
+    let mine: Vec<_> = tasks.iter().filter(named).collect();
+    let chosen: Vec<_> = if mine.is_empty() {
+        tasks.iter().collect()
+    } else {
+        mine
+    };
+    let values: Vec<f64> = chosen.iter().filter_map(|t| per_thread(t)).collect();
+    (!values.is_empty()).then(|| values.iter().sum())
+}
+
+/// utime + stime of one thread, in seconds.
+fn cpu_of(task: &std::path::Path) -> Option<f64> {
+    parse_proc_stat(&std::fs::read_to_string(task.join("stat")).ok()?)
+}
+
+/// Run-queue wait of one thread, in seconds (`schedstat`'s second field, ns).
+fn runq_wait_of(task: &std::path::Path) -> Option<f64> {
+    let stat = std::fs::read_to_string(task.join("schedstat")).ok()?;
+    let ns: u64 = stat.split_whitespace().nth(1)?.parse().ok()?;
+    Some(ns as f64 / 1e9)
 }
 
 /// Fields 14 and 15 of `/proc/self/stat`, counted after the `)` that ends the command name.
@@ -94,21 +144,6 @@ pub fn parse_proc_stat(stat: &str) -> Option<f64> {
     let utime: u64 = f.next()?.parse().ok()?;
     let stime: u64 = f.next()?.parse().ok()?;
     Some((utime + stime) as f64 / TICKS_PER_S)
-}
-
-/// Σ run-queue wait of this process's threads, from `/proc/self/task/*/schedstat`.
-fn runqueue_wait_s() -> Option<f64> {
-    let mut ns = 0u64;
-    let tasks = std::fs::read_dir("/proc/self/task").ok()?;
-    for task in tasks.flatten() {
-        let stat = std::fs::read_to_string(task.path().join("schedstat")).unwrap_or_default();
-        ns += stat
-            .split_whitespace()
-            .nth(1)
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(0);
-    }
-    (ns > 0).then(|| ns as f64 / 1e9)
 }
 
 fn host_ticks() -> Option<(u64, u64)> {
@@ -156,7 +191,7 @@ const HOST_BUSY: f64 = 90.0;
 /// Run-queue wait, percent of wall time, beyond which the OS is starving the client.
 const WAIT_LIMIT: f64 = 5.0;
 
-/// Decides whether the client limited the result.
+/// Decides whether the client limited the result, and whether the machine was contended.
 pub fn assess(input: &AssessInput) -> ClientReport {
     let (cpu_mean, cpu_max) = cpu_percent(&input.samples);
     let waited = runqueue_percent(&input.samples);
@@ -165,38 +200,50 @@ pub fn assess(input: &AssessInput) -> ClientReport {
     input.samples.iter().for_each(|s| lag.record_us(s.lag_us));
     let lag = lag.summary();
     let capacity = f64::from(input.cores.max(1)) * 100.0;
-    let mut causes = Vec::new();
-    if let Some(c) = cpu_mean.filter(|c| *c >= CPU_SATURATED * capacity) {
+    let saturated = cpu_mean.filter(|c| *c >= CPU_SATURATED * capacity);
+    // Its own limits: its threads used the cores it has, or its sends fell behind schedule.
+    let mut own = Vec::new();
+    if let Some(c) = saturated {
         let plural = if input.cores == 1 { "" } else { "s" };
-        causes.push(format!(
+        own.push(format!(
             "client CPU {c:.0}% of {} core{plural}",
             input.cores
         ));
     }
+    if let Some(p99) = input.schedule_lag_p99_ms.filter(|l| *l >= LAG_LIMIT_MS) {
+        own.push(format!("sends p99 {p99:.1} ms behind schedule"));
+    }
+    // Others' work on the same cores: it delays the client without being the client's.
+    let mut others = Vec::new();
     if let Some(p99) = lag.p99.filter(|l| *l >= LAG_LIMIT_MS) {
-        causes.push(format!("event-loop lag p99 {p99:.1} ms"));
+        others.push(format!("event-loop lag p99 {p99:.1} ms"));
     }
     if let Some(w) = waited.filter(|w| *w >= WAIT_LIMIT) {
-        causes.push(format!(
-            "its threads waited for a core {:.0} ms per second (other processes run on the cores)",
+        others.push(format!(
+            "its threads waited for a core {:.0} ms per second",
             w * 10.0
         ));
     }
-    if let Some(p99) = input.schedule_lag_p99_ms.filter(|l| *l >= LAG_LIMIT_MS) {
-        causes.push(format!("sends p99 {p99:.1} ms behind schedule"));
-    }
-    let reached = input.load.map(|l| l.achieved >= REACHED * l.target);
-    let limited = !causes.is_empty();
-    // A starved client is limited too: say who else wants the cores.
-    if let (true, Some(h), Some(c)) = (limited, host, cpu_mean)
+    // Who else wants the cores, when the client was delayed by them.
+    if let (false, Some(h), Some(c)) = (others.is_empty(), host, cpu_mean)
         && h >= HOST_BUSY
-        && c < CPU_SATURATED * capacity
+        && saturated.is_none()
     {
-        causes.push(format!(
+        others.push(format!(
             "machine CPU {h:.0}% busy, this client {c:.0}%: other processes compete for the cores"
         ));
     }
-    let verdict = verdict(input, cpu_mean, host, reached, &causes);
+    let reached = input.load.map(|l| l.achieved >= REACHED * l.target);
+    // Limited means the load asked for was not kept, for a reason on the client's side. A client
+    // that kept its load was not the limit, however busy the machine.
+    let limited = match reached {
+        Some(false) => !own.is_empty() || !others.is_empty(),
+        Some(true) => false,
+        None => !own.is_empty(),
+    };
+    let contended = !others.is_empty() && saturated.is_none();
+    let contention = contended.then(|| others.join("; "));
+    let verdict = verdict(input, cpu_mean, host, reached, limited, &own, &others);
     ClientReport {
         cores: input.cores,
         cpu_percent_mean: cpu_mean.map(round1),
@@ -206,6 +253,8 @@ pub fn assess(input: &AssessInput) -> ClientReport {
         event_loop_lag_ms: lag,
         load_reached: reached,
         limited,
+        contended,
+        contention,
         verdict,
         ..Default::default()
     }
@@ -216,30 +265,43 @@ fn verdict(
     cpu: Option<f64>,
     host: Option<f64>,
     reached: Option<bool>,
-    causes: &[String],
+    limited: bool,
+    own: &[String],
+    others: &[String],
 ) -> String {
-    let shortfall = match (input.load, reached) {
-        (Some(l), Some(false)) => Some(format!(
+    let achieved = input.load.map(|l| {
+        format!(
             "achieved {} {} of {}",
             fmt_num(l.achieved),
             l.unit,
             fmt_num(l.target)
-        )),
-        _ => None,
-    };
+        )
+    });
     let cpu = cpu.map_or("client CPU unknown".to_owned(), |c| {
         format!("client CPU {c:.0}%")
     });
     let host = host.map_or(String::new(), |h| format!(", machine {h:.0}% busy"));
-    match (causes.is_empty(), shortfall) {
-        (false, s) => {
-            let s = s.map_or(String::new(), |s| format!("{s}; "));
-            format!("client-limited: {s}{}", causes.join("; "))
+    let causes: Vec<&str> = own.iter().chain(others).map(String::as_str).collect();
+    if limited {
+        let s = achieved.map_or(String::new(), |s| format!("{s}; "));
+        return format!("client-limited: {s}{}", causes.join("; "));
+    }
+    let contended = if others.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; the machine was contended ({}), so timings are less exact",
+            others.join("; ")
+        )
+    };
+    match (reached, achieved) {
+        (Some(false), Some(s)) => {
+            format!("load not reached: {s}; the client was not the limit ({cpu}{host}){contended}")
         }
-        (true, Some(s)) => {
-            format!("load not reached: {s}; the client was not the limit ({cpu}{host})")
+        (Some(true), Some(s)) => {
+            format!("not client-limited: {s} ({cpu}{host}){contended}")
         }
-        (true, None) => format!("not client-limited ({cpu}{host})"),
+        _ => format!("not client-limited ({cpu}{host}){contended}"),
     }
 }
 
@@ -369,22 +431,47 @@ mod tests {
         assert_eq!(r.host_cpu_percent_mean, Some(90.0));
     }
 
+    fn reach(achieved: f64) -> Option<LoadReach> {
+        Some(LoadReach {
+            target: 32.0,
+            achieved,
+            unit: "concurrency",
+        })
+    }
+
+    /// Event-loop lag from others' work is contention; it limits only a client that then missed
+    /// its load.
     #[test]
-    fn event_loop_lag_alone_limits() {
-        let r = assess(&AssessInput {
+    fn event_loop_lag_is_contention_unless_the_load_was_missed() {
+        let lagging = assess(&AssessInput {
             samples: samples(0.2, 25_000),
             cores: 2,
+            load: reach(31.9),
+            ..Default::default()
+        });
+        assert!(!lagging.limited, "{}", lagging.verdict);
+        assert!(lagging.contended);
+        assert!(
+            lagging
+                .verdict
+                .starts_with("not client-limited: achieved 31.9 concurrency of 32")
+                && lagging.verdict.contains("event-loop lag")
+                && lagging
+                    .verdict
+                    .contains("machine CPU 90% busy, this client 20%"),
+            "{}",
+            lagging.verdict
+        );
+        let missed = assess(&AssessInput {
+            samples: samples(0.2, 25_000),
+            cores: 2,
+            load: reach(20.0),
             ..Default::default()
         });
         assert!(
-            r.limited && r.verdict.contains("event-loop lag"),
+            missed.limited && missed.verdict.contains("event-loop lag"),
             "{}",
-            r.verdict
-        );
-        assert!(
-            r.verdict.contains("machine CPU 90% busy, this client 20%"),
-            "{}",
-            r.verdict
+            missed.verdict
         );
         let ok = assess(&AssessInput {
             samples: samples(0.2, 100),
@@ -392,29 +479,80 @@ mod tests {
             ..Default::default()
         });
         assert!(
-            !ok.limited && ok.verdict.starts_with("not client-limited"),
+            !ok.limited && !ok.contended && ok.verdict.starts_with("not client-limited"),
             "{}",
             ok.verdict
         );
     }
 
     #[test]
-    fn a_client_kept_off_the_cores_is_limited() {
+    fn a_client_kept_off_the_cores_is_limited_only_when_it_missed_its_load() {
         let mut s = samples(0.2, 100);
         for (i, x) in s.iter_mut().enumerate() {
             x.runq_wait_s = Some(0.02 * i as f64);
         }
-        let r = assess(&AssessInput {
-            samples: s,
-            cores: 2,
-            ..Default::default()
-        });
+        let starved = |load| {
+            assess(&AssessInput {
+                samples: s.clone(),
+                cores: 2,
+                load,
+                ..Default::default()
+            })
+        };
+        let r = starved(reach(25.0));
         assert_eq!(r.runqueue_wait_percent, Some(20.0));
         assert!(
             r.limited && r.verdict.contains("waited for a core 200 ms per second"),
             "{}",
             r.verdict
         );
+        let kept = starved(reach(32.0));
+        assert!(!kept.limited && kept.contended, "{}", kept.verdict);
+        assert!(
+            kept.contention
+                .as_deref()
+                .is_some_and(|c| c.contains("200 ms per second")),
+            "{kept:?}"
+        );
+    }
+
+    /// The CPU reported is the load generator's threads', not the process's: a busy thread of
+    /// another name does not count.
+    #[test]
+    fn only_the_load_generators_threads_are_counted() {
+        let rt = runtime(Some(1)).unwrap();
+        let own = rt.block_on(async {
+            tokio::task::spawn_blocking(|| own_threads(cpu_of))
+                .await
+                .unwrap()
+        });
+        let before = own.unwrap();
+        // Burn CPU in a thread that is not the load generator's.
+        let burner = std::thread::Builder::new()
+            .name("not-the-client".into())
+            .spawn(|| {
+                let t = std::time::Instant::now();
+                let mut x = 0u64;
+                while t.elapsed() < Duration::from_millis(300) {
+                    x = x.wrapping_mul(31).wrapping_add(7);
+                }
+                x
+            })
+            .unwrap();
+        burner.join().unwrap();
+        let after = rt
+            .block_on(async {
+                tokio::task::spawn_blocking(|| own_threads(cpu_of))
+                    .await
+                    .unwrap()
+            })
+            .unwrap();
+        assert!(
+            after - before < 0.2,
+            "the client's CPU grew by {:.2} s while another thread burned 0.3 s",
+            after - before
+        );
+        rt.shutdown_background();
     }
 
     #[test]

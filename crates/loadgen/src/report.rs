@@ -145,8 +145,14 @@ pub struct ClientReport {
     pub event_loop_lag_ms: Summary,
     /// Achieved ≥ 95% of the target.
     pub load_reached: Option<bool>,
-    /// The client itself limited the result.
+    /// The client failed to keep the load it was asked for, for a reason of its own side.
     pub limited: bool,
+    /// Other work competed for the cores while measuring: timings are less exact (a data-quality
+    /// fact, not a bottleneck).
+    #[serde(default)]
+    pub contended: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contention: Option<String>,
     /// One plain sentence on the above.
     pub verdict: String,
 }
