@@ -5,7 +5,7 @@
 //! stored series exactly as `run` did (the diagnosis is pure and deterministic).
 
 use anyhow::{Context, Result};
-use llmscope_core::diagnose::build::signals_from_series;
+use llmscope_core::diagnose::build::{kv_cache_config, signals_from_series};
 use llmscope_core::diagnose::{Diagnosis, EngineFacts, Input, LoadFacts, Severity, diagnose};
 use llmscope_render::{Report, html, json, markdown, terminal};
 use llmscope_store::{Finding, RunId, Store};
@@ -22,6 +22,11 @@ pub struct RunFacts {
     pub load_window: Option<(f64, f64)>,
     pub client_limited: bool,
     pub client_note: Option<String>,
+    /// Other work competed for the client's cores (data quality, not a bottleneck).
+    #[serde(default)]
+    pub contended: bool,
+    #[serde(default)]
+    pub contention: Option<String>,
     pub scrape_interval_s: Option<f64>,
     pub simulated: bool,
     pub context: Vec<String>,
@@ -68,12 +73,15 @@ pub fn analyse_series(
         max_num_seqs: facts.max_num_seqs,
         max_num_batched_tokens: facts.max_num_batched_tokens,
         time_sliced: false,
+        kv_cache: kv_cache_config(series),
     };
     input.load = LoadFacts {
         concurrency: facts.concurrency,
         window: facts.load_window,
         client_limited: facts.client_limited,
         client_note: facts.client_note.clone(),
+        contended: facts.contended,
+        contention: facts.contention.clone(),
     };
     input.scrape_interval_s = facts.scrape_interval_s;
     let diagnosis = diagnose(&input);

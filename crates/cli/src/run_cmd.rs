@@ -210,7 +210,7 @@ async fn run_async(args: RunArgs) -> Result<ExitCode> {
         args.concurrency,
         format_duration(args.duration)
     ));
-    let (report, records) = load(&load_plan).await;
+    let (report, records) = load(&load_plan).await?;
     let load_window = (
         report.started_unix_ns as f64 / 1e9,
         report.started_unix_ns as f64 / 1e9 + report.total.duration_s,
@@ -256,6 +256,8 @@ async fn run_async(args: RunArgs) -> Result<ExitCode> {
         load_window: Some(load_window),
         client_limited: report.total.client.limited,
         client_note: Some(report.total.client.verdict.clone()).filter(|v| !v.is_empty()),
+        contended: report.total.client.contended,
+        contention: report.total.client.contention.clone(),
         scrape_interval_s: Some(args.interval.as_secs_f64()),
         simulated: plan.sim.is_some(),
         context: plan.context.clone(),
@@ -386,12 +388,16 @@ async fn resolve(args: &RunArgs) -> Result<Plan> {
         format!("target {base}"),
         format!("engine metrics {metrics}"),
     ];
-    if args.gpu_metrics.is_empty() {
+    // Without a GPU exporter there is no dcgm lag to wait out: a few scrapes show the fall.
+    let after = if args.gpu_metrics.is_empty() {
         context.push(
-            "no --gpu-metrics: GPU utilisation is unknown, so GPU-bound verdicts cannot be made"
+            "no --gpu-metrics: GPU utilisation is unknown, so GPU-bound verdicts cannot be made (batch-limit, KV-cache and load verdicts still can)"
                 .to_owned(),
         );
-    }
+        (args.interval * 5).max(Duration::from_secs(5))
+    } else {
+        after
+    };
     Ok(Plan {
         sim: None,
         target: base,
@@ -652,7 +658,7 @@ async fn prepare_load(args: &RunArgs, target: &str) -> Result<LoadPlan> {
     Ok(plan)
 }
 
-async fn load(plan: &LoadPlan) -> (LoadReport, Vec<RequestRecord>) {
+async fn load(plan: &LoadPlan) -> Result<(LoadReport, Vec<RequestRecord>)> {
     let control = RunControl::new();
     let ctrl_c = {
         let control = control.clone();
@@ -665,10 +671,20 @@ async fn load(plan: &LoadPlan) -> (LoadReport, Vec<RequestRecord>) {
             }
         })
     };
-    let mut observer = RunObserver::default();
-    let report = llmscope_loadgen::run(plan, &mut observer, &control).await;
+    // The load runs on its own runtime, whose threads are named for the load generator: its
+    // self-check then measures the client alone, not the simulator or the scrapers beside it.
+    let rt =
+        llmscope_loadgen::client::runtime(None).context("starting the load generator's runtime")?;
+    let (plan, run_control) = (plan.clone(), control.clone());
+    let task = rt.spawn(async move {
+        let mut observer = RunObserver::default();
+        let report = llmscope_loadgen::run(&plan, &mut observer, &run_control).await;
+        (report, observer.records)
+    });
+    let out = task.await.context("the load task failed");
+    rt.shutdown_background();
     ctrl_c.abort();
-    (report, observer.records)
+    out
 }
 
 /// Polls the engine's metrics until nothing runs or waits (or the timeout).

@@ -6,7 +6,7 @@
 
 use crate::dcgm::{DcgmReading, DcgmState};
 use crate::engine::{Emitted, Engine, NewRequest};
-use llmscope_core::diagnose::{Concept, EngineFacts, Input, LoadFacts, Signal};
+use llmscope_core::diagnose::{Concept, EngineFacts, Input, KvCacheConfig, LoadFacts, Signal};
 
 /// A closed-loop workload.
 #[derive(Debug, Clone, PartialEq)]
@@ -197,6 +197,14 @@ pub fn to_input(trace: &Trace, engine: &Engine, load: LoadFacts) -> Input {
             max_num_seqs: Some(engine.cfg.max_num_seqs),
             max_num_batched_tokens: Some(engine.cfg.max_num_batched_tokens),
             time_sliced: false,
+            kv_cache: Some(KvCacheConfig {
+                block_size: Some(engine.cfg.block_size),
+                num_blocks: Some(u64::from(engine.memory.num_gpu_blocks)),
+                size_tokens: Some(engine.memory.kv_tokens),
+                gpu_memory_utilization: Some(engine.cfg.gpu_memory_utilization),
+                prefix_caching: Some(engine.cfg.enable_prefix_caching),
+                ..KvCacheConfig::default()
+            }),
         },
         load,
         scrape_interval_s: trace.samples.get(1).map(|s| s.t - trace.samples[0].t),

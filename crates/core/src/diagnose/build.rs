@@ -1,7 +1,7 @@
 //! From stored series to diagnosis [`Input`]: pick each concept's metric by the catalog,
 //! aggregate its series per timestamp, and say which names were used.
 
-use super::signal::{Concept, Input, Signal};
+use super::signal::{Concept, Input, KvCacheConfig, Signal};
 use crate::catalog::{self, Aggregate};
 use crate::series::Series;
 use std::collections::BTreeMap;
@@ -37,6 +37,39 @@ pub fn signals_from_series(series: &[Series]) -> (Input, Resolution) {
         }
     }
     (input, res)
+}
+
+/// The KV-cache pool as the engine describes itself: vLLM's `vllm:cache_config_info` info gauge
+/// carries its configuration as labels (`block_size`, `num_gpu_blocks`, `kv_cache_size_tokens`,
+/// `kv_cache_memory_bytes`, …; vLLM writes `None` for an unset value). The first replica's
+/// series is read: replicas of one deployment share a configuration.
+pub fn kv_cache_config(series: &[Series]) -> Option<KvCacheConfig> {
+    let info = series
+        .iter()
+        .find(|s| s.key.name == "vllm:cache_config_info")?;
+    let label = |k: &str| {
+        info.key
+            .labels
+            .get(k)
+            .filter(|v| !v.is_empty() && *v != "None")
+    };
+    let num = |k: &str| {
+        label(k)
+            .and_then(|v| v.parse::<f64>().ok())
+            .filter(|v| v.is_finite() && *v >= 0.0)
+    };
+    let config = KvCacheConfig {
+        block_size: num("block_size").map(|v| v as u32),
+        num_blocks: num("num_gpu_blocks").map(|v| v as u64),
+        size_tokens: num("kv_cache_size_tokens")
+            .map(|v| v as u64)
+            .or_else(|| Some(num("num_gpu_blocks")? as u64 * num("block_size")? as u64)),
+        memory_bytes: num("kv_cache_memory_bytes").map(|v| v as u64),
+        max_concurrency: num("kv_cache_max_concurrency"),
+        gpu_memory_utilization: num("gpu_memory_utilization"),
+        prefix_caching: label("enable_prefix_caching").map(|v| v.eq_ignore_ascii_case("true")),
+    };
+    (config != KvCacheConfig::default()).then_some(config)
 }
 
 /// Combines series point by point at equal timestamps (one scrape of one source).
@@ -112,6 +145,42 @@ mod tests {
             res.used,
             vec![(Concept::KvUsage, "vllm:gpu_cache_usage_perc")]
         );
+    }
+
+    /// The labels of a real vLLM 0.32.0's `vllm:cache_config_info` (CPU build, 4 MiB KV pool),
+    /// (`tests/fixtures/vllm-0.32.0/`, from `shared/reference/captures/`).
+    #[test]
+    fn reads_the_kv_pool_from_cache_config_info() {
+        let line = include_str!("../../tests/fixtures/vllm-0.32.0/vllm-0.32.0-cpu-kv-starved.prom")
+            .lines()
+            .find(|l| l.starts_with("vllm:cache_config_info{"))
+            .expect("the capture has cache_config_info");
+        let (labels, _) = promtext_free_labels(line);
+        let series = vec![Series {
+            key: SeriesKey::new("vllm:cache_config_info", Labels::new(labels)),
+            points: vec![Point { t: 1.0, v: 1.0 }],
+        }];
+        let kv = kv_cache_config(&series).unwrap();
+        assert_eq!(kv.block_size, Some(128));
+        assert_eq!(kv.size_tokens, Some(2048));
+        assert_eq!(kv.memory_bytes, Some(4 << 20));
+        assert_eq!(kv.prefix_caching, Some(true));
+        assert!(kv.num_blocks.is_some() && kv.max_concurrency.is_some());
+        assert_eq!(kv_cache_config(&[]), None);
+    }
+
+    /// `name{a="x",b="y"} v` → label pairs (the capture's values hold no escapes or commas).
+    fn promtext_free_labels(line: &str) -> (Vec<(String, String)>, &str) {
+        let (head, value) = line.rsplit_once(' ').unwrap();
+        let inner = &head[head.find('{').unwrap() + 1..head.len() - 1];
+        let pairs = inner
+            .split("\",")
+            .map(|kv| {
+                let (k, v) = kv.split_once('=').unwrap();
+                (k.to_owned(), v.trim_matches('"').to_owned())
+            })
+            .collect();
+        (pairs, value)
     }
 
     #[test]

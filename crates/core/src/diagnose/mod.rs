@@ -13,7 +13,7 @@ pub mod verdict;
 pub mod window;
 
 pub use detect::{Bottleneck, Evidence, Finding, Severity};
-pub use signal::{Concept, EngineFacts, Input, LoadFacts, Signal};
+pub use signal::{Concept, EngineFacts, Input, KvCacheConfig, LoadFacts, Signal};
 pub use verdict::{DECISION_TABLE, Recommendation, Verdict};
 
 use serde::Serialize;
@@ -54,6 +54,10 @@ pub fn context(input: &Input) -> detect::Context<'_> {
     }
 }
 
+/// How much a contended machine (other work on the client's cores) lowers the verdict's
+/// confidence: the server-side evidence stands, the client-side timings are less exact.
+pub const CONTENDED_PENALTY: f64 = 0.1;
+
 /// Runs the whole diagnosis.
 pub fn diagnose(input: &Input) -> Diagnosis {
     let cx = context(input);
@@ -61,7 +65,10 @@ pub fn diagnose(input: &Input) -> Diagnosis {
         .iter()
         .filter_map(|d| d.detect(&cx))
         .collect();
-    let verdict = verdict::choose(&findings);
+    let mut verdict = verdict::choose(&findings);
+    if input.load.contended && verdict.bottleneck != Bottleneck::None {
+        verdict.confidence = (verdict.confidence - CONTENDED_PENALTY).max(0.05);
+    }
     // Primary first; the rest keep precedence order.
     if let Some(i) = findings
         .iter()

@@ -208,6 +208,27 @@ pub struct EngineFacts {
     pub max_num_batched_tokens: Option<u32>,
     /// GPU sharing by time-slicing (replicas then share the same GPU time).
     pub time_sliced: bool,
+    /// The KV-cache pool as the engine describes it (vLLM: `vllm:cache_config_info` labels).
+    pub kv_cache: Option<KvCacheConfig>,
+}
+
+/// The KV-cache pool of one engine, as it reports it. Every field is optional: engines and
+/// versions label differently, and an absent label is unknown, never 0.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct KvCacheConfig {
+    /// Tokens per KV block.
+    pub block_size: Option<u32>,
+    /// Blocks in the pool (vLLM calls them `num_gpu_blocks` on every platform).
+    pub num_blocks: Option<u64>,
+    /// Tokens the pool holds.
+    pub size_tokens: Option<u64>,
+    /// Bytes given to the pool explicitly (`--kv-cache-memory-bytes`, or on vLLM's CPU build
+    /// `VLLM_CPU_KVCACHE_SPACE`); `None` when the pool is what memory utilisation leaves.
+    pub memory_bytes: Option<u64>,
+    /// Requests of `max_model_len` tokens the pool holds at once.
+    pub max_concurrency: Option<f64>,
+    pub gpu_memory_utilization: Option<f64>,
+    pub prefix_caching: Option<bool>,
 }
 
 /// What the load generator knows about itself.
@@ -221,6 +242,11 @@ pub struct LoadFacts {
     pub client_limited: bool,
     /// Its own words on why ("achieved 812 req/s of 1000; client CPU 98%").
     pub client_note: Option<String>,
+    /// Other work competed for the cores while measuring (the client kept its load or not):
+    /// a data-quality fact that lowers confidence, never a bottleneck.
+    pub contended: bool,
+    /// The client's words on the contention ("its threads waited for a core 115 ms per second").
+    pub contention: Option<String>,
 }
 
 /// Everything one diagnosis reads.

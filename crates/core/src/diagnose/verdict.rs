@@ -202,20 +202,15 @@ fn batch_limit(cx: &Context) -> Vec<Recommendation> {
 }
 
 fn kv_capacity(cx: &Context) -> Vec<Recommendation> {
-    let mut out = vec![
-        rec(
-            "Lower --max-model-len to what requests really need",
-            "every sequence may grow to max-model-len; a smaller bound admits more sequences into the same pool",
-        ),
-        rec(
-            "Use a quantised KV cache (--kv-cache-dtype fp8)",
-            "halves the bytes per cached token",
-        ),
-        rec(
-            "Give vLLM more memory: raise --gpu-memory-utilization (if below 0.9), a larger GPU, or tensor parallelism",
-            "the KV pool is what is left after weights and activations",
-        ),
-    ];
+    let mut out = vec![pool_knob(cx)];
+    out.push(rec(
+        "Use a quantised KV cache (--kv-cache-dtype fp8)",
+        "halves the bytes per cached token",
+    ));
+    out.push(rec(
+        "Lower --max-model-len to what requests really need",
+        "a smaller bound lets a smaller pool pass vLLM's start-up check and caps how far one long request can grow",
+    ));
     if cx
         .stats
         .get(&Concept::Preemptions)
@@ -225,6 +220,113 @@ fn kv_capacity(cx: &Context) -> Vec<Recommendation> {
             "Lower --max-num-seqs until preemptions stop",
             "preempted requests are recomputed from scratch, wasting GPU time on work already done",
         ));
+    }
+    out
+}
+
+/// The knob that sizes the KV pool on the engine in front of us, with the size it needs.
+///
+/// The engine says how its pool was sized (`vllm:cache_config_info`): a pool given in bytes
+/// (`--kv-cache-memory-bytes`, or `VLLM_CPU_KVCACHE_SPACE` on vLLM's CPU build) is raised in
+/// bytes; a pool that is what GPU memory utilisation leaves is raised through that.
+fn pool_knob(cx: &Context) -> Recommendation {
+    let kv = cx.input.engine.kv_cache.as_ref();
+    let need = kv.and_then(|k| pool_need(cx, k));
+    let sizing = match (kv, &need) {
+        (Some(k), Some(n)) => format!(
+            "the pool holds {} tokens{}; each running request holds about {:.0} tokens, so {} sequences need at least {:.0} tokens to stay under {:.0}%",
+            thousands(n.pool_tokens),
+            k.num_blocks
+                .zip(k.block_size)
+                .map_or(String::new(), |(b, s)| format!(" ({b} blocks of {s})")),
+            n.per_request,
+            n.seqs,
+            n.tokens,
+            KV_HIGH * 100.0
+        ),
+        (Some(k), None) => k.size_tokens.map_or(
+            "the KV pool is what is left after weights and activations".to_owned(),
+            |t| format!("the pool holds {} tokens", thousands(t)),
+        ),
+        (None, _) => "the KV pool is what is left after weights and activations".to_owned(),
+    };
+    match kv.and_then(|k| k.memory_bytes.zip(k.size_tokens)) {
+        Some((bytes, tokens)) if tokens > 0 => {
+            let target = need.as_ref().map(|n| {
+                let b = n.tokens * bytes as f64 / tokens as f64;
+                format!(" to at least {}", mib(b.max(bytes as f64 * 1.25)))
+            });
+            rec(
+                format!(
+                    "Raise --kv-cache-memory-bytes from {}{} (on vLLM's CPU build VLLM_CPU_KVCACHE_SPACE, in GiB, sizes the same pool when the flag is not given)",
+                    mib(bytes as f64),
+                    target.unwrap_or_default()
+                ),
+                format!("the pool was given a fixed size in bytes; {sizing}"),
+            )
+        }
+        _ => {
+            let util = kv
+                .and_then(|k| k.gpu_memory_utilization)
+                .map_or(String::new(), |u| format!(" from {u:.2}"));
+            rec(
+                format!(
+                    "Give vLLM more memory for KV: raise --gpu-memory-utilization{util} (up to ~0.95), a larger GPU, or tensor parallelism"
+                ),
+                sizing,
+            )
+        }
+    }
+}
+
+/// How big the pool must be for the batch cap (or the load) at the KV alert level.
+struct PoolNeed {
+    pool_tokens: u64,
+    per_request: f64,
+    seqs: f64,
+    tokens: f64,
+}
+
+fn pool_need(cx: &Context, kv: &super::signal::KvCacheConfig) -> Option<PoolNeed> {
+    let pool_tokens = kv.size_tokens.filter(|t| *t > 0)?;
+    let (kv_mean, _) = cx.kv()?;
+    let running = cx
+        .stats
+        .get(&Concept::Running)
+        .map(|s| s.mean_nonzero / cx.engines())
+        .filter(|r| *r > 0.0)?;
+    let per_request = kv_mean * pool_tokens as f64 / running;
+    let seqs = cx.input.engine.max_num_seqs.map(f64::from).or_else(|| {
+        cx.input
+            .load
+            .concurrency
+            .map(|c| f64::from(c) / cx.engines())
+    })?;
+    Some(PoolNeed {
+        pool_tokens,
+        per_request,
+        seqs,
+        tokens: (per_request * seqs / KV_HIGH).ceil(),
+    })
+}
+
+fn mib(bytes: f64) -> String {
+    let m = bytes / f64::from(1u32 << 20);
+    if m >= 1024.0 {
+        format!("{:.1} GiB", m / 1024.0)
+    } else {
+        format!("{:.0} MiB", m.ceil())
+    }
+}
+
+fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
     }
     out
 }
