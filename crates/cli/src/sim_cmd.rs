@@ -40,6 +40,10 @@ pub struct EngineFlags {
     /// vLLM --gpu-memory-utilization (0..1]: the share of GPU memory vLLM may take.
     #[arg(long, help_heading = "vLLM engine")]
     pub gpu_memory_utilization: Option<f64>,
+    /// vLLM --kv-cache-memory-bytes: the KV pool's size in bytes, instead of what
+    /// --gpu-memory-utilization leaves (e.g. 4194304 for a 4 MiB pool).
+    #[arg(long, help_heading = "vLLM engine")]
+    pub kv_cache_memory_bytes: Option<u64>,
     /// Turn vLLM's prefix caching off.
     #[arg(long, help_heading = "vLLM engine")]
     pub no_enable_prefix_caching: bool,
@@ -97,6 +101,9 @@ impl EngineFlags {
         set(&mut e.max_num_batched_tokens, self.max_num_batched_tokens);
         set(&mut e.max_model_len, self.max_model_len);
         set(&mut e.gpu_memory_utilization, self.gpu_memory_utilization);
+        if self.kv_cache_memory_bytes.is_some() {
+            e.kv_cache_memory_bytes = self.kv_cache_memory_bytes;
+        }
         e.enable_prefix_caching &= !self.no_enable_prefix_caching;
         e.async_scheduling |= self.async_scheduling;
         set(&mut e.stream_interval, self.stream_interval);

@@ -182,7 +182,10 @@ impl MemoryPlan {
             * model.hidden as f64
             * k.activation_bytes_per_token_hidden
             / MIB;
-        let kv_mib = requested - weights_mib - activations_mib - k.non_torch_mib;
+        let kv_mib = match cfg.kv_cache_memory_bytes {
+            Some(bytes) => bytes as f64 / MIB,
+            None => requested - weights_mib - activations_mib - k.non_torch_mib,
+        };
         let block_bytes = cfg.block_size as f64 * model.kv_bytes_per_token();
         let num_gpu_blocks = (kv_mib * MIB / block_bytes).floor();
         if num_gpu_blocks < 2.0 {

@@ -111,6 +111,9 @@ pub struct EngineConfig {
     /// `--stream-interval` (vLLM ≥ 0.12): tokens buffered per request before a stream chunk is
     /// sent; the first token always goes at once. 1 = every token.
     pub stream_interval: u32,
+    /// `--kv-cache-memory-bytes`: the KV pool's size in bytes, instead of what memory
+    /// utilisation leaves (on vLLM's CPU build `VLLM_CPU_KVCACHE_SPACE`, GiB, sets it too).
+    pub kv_cache_memory_bytes: Option<u64>,
 }
 
 /// The constants of the step-time, memory, output-length and power models.
@@ -281,6 +284,41 @@ pub const TINY: ModelSpec = ModelSpec {
     per_message_tokens: 2,
 };
 
+/// The tiny random-weight Qwen2 the real-engine tier serves on vLLM's CPU build
+/// (`scripts/real-vllm.sh`: hidden 256, 4 layers, vocab 4,096, bf16, tied embeddings).
+pub const TINY_QWEN2: ModelSpec = ModelSpec {
+    id: "tiny",
+    layers: 4,
+    hidden: 256,
+    heads: 4,
+    kv_heads: 2,
+    head_dim: 64,
+    intermediate: 512,
+    vocab: 4096,
+    tied_embeddings: true,
+    qkv_bias: true,
+    // The tier's ChatML template: no system prompt; `<|im_start|>role\n … <|im_end|>\n` around
+    // each message and `<|im_start|>assistant\n` to open the answer.
+    chat_template_tokens: 3,
+    per_message_tokens: 5,
+};
+
+/// Two x86 cores running vLLM's CPU build: "GPU" figures stand for the host. Step times on it
+/// are host time; the roofline terms are small (the tiny model's weights are 7 MB).
+pub const CPU2: GpuSpec = GpuSpec {
+    id: "cpu",
+    model_name: "CPU (vLLM CPU build, no GPU)",
+    memory_mib: 24_576.0,
+    reserved_mib: 0.0,
+    bandwidth: 2.0e10,
+    peak_flops: 1.0e12,
+    tdp_w: 65.0,
+    idle_w: 10.0,
+    nvml_window_s: 1.0,
+    sm_clock_mhz: 0.0,
+    mem_clock_mhz: 0.0,
+};
+
 /// vLLM's API-server defaults for a GPU with less than 70 GiB (L4, A10G, A100-40G).
 fn small_gpu_defaults(max_model_len: u32) -> EngineConfig {
     EngineConfig {
@@ -292,6 +330,7 @@ fn small_gpu_defaults(max_model_len: u32) -> EngineConfig {
         enable_prefix_caching: true,
         async_scheduling: false,
         stream_interval: 1,
+        kv_cache_memory_bytes: None,
     }
 }
 
@@ -354,6 +393,22 @@ pub fn presets() -> Vec<Preset> {
             constants: ModelConstants::default(),
         },
         Preset {
+            name: "cpu-tiny",
+            summary: "vLLM 0.32's CPU build on 2 cores + the real-engine tier's tiny Qwen2, --max-num-seqs 16, 1 GiB KV: fitted to the real server (scripts/bench-real-vs-sim.sh)",
+            gpu: CPU2,
+            model: TINY_QWEN2,
+            engine: EngineConfig {
+                max_num_seqs: 16,
+                // vLLM's CPU defaults for the API server: a 2,048-token step budget, 128-token
+                // KV blocks, and a pool of VLLM_CPU_KVCACHE_SPACE (the tier sets 1 GiB).
+                max_num_batched_tokens: 2048,
+                block_size: 128,
+                kv_cache_memory_bytes: Some(1 << 30),
+                ..small_gpu_defaults(2048)
+            },
+            constants: cpu_tiny_constants(),
+        },
+        Preset {
             name: "bench-tiny",
             summary: "H100 + a 110M-parameter model, huge batches, near-zero host time: for load-generator benchmarks",
             gpu: H100,
@@ -371,6 +426,26 @@ pub fn presets() -> Vec<Preset> {
             },
         },
     ]
+}
+
+/// The step model of vLLM's CPU build serving the tiny model on 2 cores, fitted to the real
+/// server (`scripts/bench-real-vs-sim.sh`): a decode step costs about 2 ms plus 0.24 ms per
+/// running sequence, all of it CPU time (one core runs the engine, the other the API server);
+/// prefill tokens cost little next to that. Answers run to `max_tokens` (random weights rarely
+/// emit EOS), so the EOS length is set far beyond any test's `max_tokens`.
+fn cpu_tiny_constants() -> ModelConstants {
+    ModelConstants {
+        host_step_s: 0.0021,
+        host_seq_s: 0.000_24,
+        host_token_s: 0.000_002,
+        gpu_step_s: 0.0,
+        gpu_layer_s: 0.0,
+        output_mean_tokens: 100_000.0,
+        output_sigma: 0.01,
+        cuda_context_mib: 0.0,
+        cuda_graph_mib: 0.0,
+        ..ModelConstants::default()
+    }
 }
 
 /// Finds a preset by name.
