@@ -7,7 +7,8 @@
 #   scripts/real-vllm.sh status                  say whether the install is complete and where it is
 #
 # start options: --port P (required), --max-num-seqs N (16), --kv-bytes B (KV cache size in bytes;
-# default 1 GiB through VLLM_CPU_KVCACHE_SPACE), --max-model-len L (2048), --timeout S (420).
+# default 1 GiB through VLLM_CPU_KVCACHE_SPACE), --max-model-len L (2048), --timeout S (420),
+# then `-- ARGS` passed to `vllm serve` as they are (e.g. -- --max-num-queued-reqs 40).
 #
 # Everything is written under $LLMSCOPE_REAL_VLLM_HOME (default ~/.cache/llmscope/real-vllm-0.32.0):
 # the venv, the model, vLLM's and torch's caches, temp files, and each server's folder
@@ -173,7 +174,7 @@ cmd_stop() {
 cmd_start() {
   local name="${1:-}"; shift || true
   local dir; dir=$(server_dir "$name")
-  local port="" seqs=16 kv="" len=2048 timeout=420
+  local port="" seqs=16 kv="" len=2048 timeout=420 extra=()
   while [ $# -gt 0 ]; do
     case "$1" in
       --port) port="$2"; shift 2 ;;
@@ -181,12 +182,17 @@ cmd_start() {
       --kv-bytes) kv="$2"; shift 2 ;;
       --max-model-len) len="$2"; shift 2 ;;
       --timeout) timeout="$2"; shift 2 ;;
+      --) shift; extra=("$@"); break ;;
       *) die "unknown start option '$1' (see the head of $0)" ;;
     esac
   done
   [[ "$port" =~ ^[0-9]+$ ]] || die "start needs --port P (a free loopback port)"
   [ -f "$MARK" ] || die "not installed at $HOME_DIR: run scripts/real-vllm.sh install first"
   cmd_stop "$name" >/dev/null
+  # Never load someone else's server: the port must be free before ours binds it.
+  if "$PYTHON" -c 'import socket,sys; s=socket.socket(); s.settimeout(1); sys.exit(0 if s.connect_ex(("127.0.0.1", int(sys.argv[1]))) == 0 else 1)' "$port"; then
+    die "port $port on 127.0.0.1 is already in use; choose a free one"
+  fi
   mkdir -p "$dir"
   run_env
   local args=(serve "$MODEL" --load-format dummy --served-model-name tiny --max-num-seqs "$seqs"
@@ -197,6 +203,7 @@ cmd_start() {
   else
     export VLLM_CPU_KVCACHE_SPACE=1
   fi
+  args+=("${extra[@]}")
   echo "$port" > "$dir/port"
   setsid "$VENV/bin/vllm" "${args[@]}" > "$dir/log" 2>&1 < /dev/null &
   local pid=$!
