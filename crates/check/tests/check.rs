@@ -309,3 +309,71 @@ fn kueue_and_kube_state_metrics_pages() {
             .contains("kueue_local_queue_resource_reservation")
     );
 }
+
+/// A real vLLM 0.32.0 page (issue 11), from the core crate's fixtures.
+fn real_0_32_page(which: &str) -> Snapshot {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../core/tests/fixtures/vllm-0.32.0")
+        .join(format!("vllm-0.32.0-cpu-{which}.prom"));
+    let text = std::fs::read(&path).expect("capture");
+    let (snap, errors) = Snapshot::parse(format!("snapshot {which}"), &text);
+    assert!(errors.is_empty(), "{errors:?}");
+    snap
+}
+
+#[test]
+fn the_old_kv_name_on_a_real_0_32_page_is_renamed_and_the_message_names_0_32() {
+    for reported in [false, true] {
+        let mut snap = real_0_32_page("batch-limit");
+        if reported {
+            snap.set_reported_version(Exporter::Vllm, Version::new(0, 32, 0));
+        }
+        let mut inv = Inventories::new();
+        inv.push(Box::new(snap));
+        let src = input::read(
+            "q.promql",
+            "max(vllm:gpu_cache_usage_perc)\n\nhistogram_quantile(0.99, sum by (le) (rate(vllm:e2e_request_latency_seconds_bucket[5m])))\n",
+        );
+        let f = input::check(&src.queries, &inv);
+        assert_eq!(f.len(), 1, "e2e latency is on the 0.32 page: {f:#?}");
+        let kv = &f[0];
+        assert_eq!(
+            (kv.rule, kv.severity, kv.metric.as_deref()),
+            (
+                Rule::RenamedMetric,
+                Severity::Error,
+                Some("vllm:gpu_cache_usage_perc")
+            )
+        );
+        assert!(
+            kv.message.contains("is not exposed (vllm 0.32.0)"),
+            "reported={reported}: {}",
+            kv.message
+        );
+        assert!(
+            kv.suggestion
+                .as_deref()
+                .unwrap()
+                .starts_with("use vllm:kv_cache_usage_perc"),
+            "{:?}",
+            kv.suggestion
+        );
+    }
+}
+
+#[test]
+fn a_reported_version_is_the_one_check_names() {
+    let mut snap = real_0_32_page("idle");
+    // An older engine than the names say (a backport, a patched build): the messages follow it.
+    snap.set_reported_version(Exporter::Vllm, Version::new(0, 10, 0));
+    let mut inv = Inventories::new();
+    inv.push(Box::new(snap));
+    let src = input::read("q.promql", "sum(vllm:num_requests_swapped)\n");
+    let f = input::check(&src.queries, &inv);
+    assert_eq!(f.len(), 1, "{f:#?}");
+    assert!(
+        f[0].message.contains("vllm 0.10.0") && !f[0].message.contains("0.32"),
+        "{}",
+        f[0].message
+    );
+}
