@@ -11,7 +11,7 @@ use llmscope_sim::engine::Engine;
 use llmscope_sim::metrics::{Dialect, render};
 use std::path::PathBuf;
 
-const DIALECTS: [&str; 4] = ["0.26", "0.11", "0.10", "0.8"];
+const DIALECTS: [&str; 5] = ["0.32", "0.26", "0.11", "0.10", "0.8"];
 
 fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -44,7 +44,9 @@ fn check_file(name: &str, inv: &Inventories) -> Vec<Finding> {
 
 #[test]
 fn detects_the_version_of_every_dialect() {
-    let expect: [(&str, Version, Option<Version>); 4] = [
+    let expect: [(&str, Version, Option<Version>); 5] = [
+        // What real 0.32.0 pages added over 0.26.0 dates a page only to after 0.26 (issue 11).
+        ("0.32", Version::new(0, 27, 0), None),
         // 0.26.0 lacks what 0.32.0 pages added (and e2e latency, which came back).
         ("0.26", Version::new(0, 26, 0), Some(Version::new(0, 27, 0))),
         ("0.11", Version::new(0, 11, 0), Some(Version::new(0, 11, 1))),

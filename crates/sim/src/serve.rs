@@ -59,7 +59,7 @@ impl SimConfig {
             port: 0,
             dcgm_port: 0,
             dcgm_interval: Duration::from_secs(30),
-            dialect: Dialect::LATEST,
+            dialect: Dialect::DEFAULT,
             faults: Faults::default(),
             hostname: "llmscope-sim".to_owned(),
             cluster: None,

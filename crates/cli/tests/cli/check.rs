@@ -14,7 +14,7 @@ fn fixture(name: &str) -> String {
         .to_string()
 }
 
-/// The simulator's vLLM 0.26 page, saved the way a user would (`curl … > vllm.prom`).
+/// The simulator's newest vLLM page (0.32), saved the way a user would (`curl … > vllm.prom`).
 fn snapshot() -> PathBuf {
     let preset = llmscope_sim::preset::preset("l4-qwen2.5-3b").unwrap();
     let engine = llmscope_sim::engine::Engine::new(&preset, 1).unwrap();
@@ -235,7 +235,7 @@ async fn inventory_of_a_live_page_and_check_against_metrics_url() {
         v["engines"][0]["version"],
         format!(
             "vllm {} (from /version)",
-            llmscope_sim::metrics::Dialect::LATEST
+            llmscope_sim::metrics::Dialect::DEFAULT
         ),
         "the simulator answers /version: {v}"
     );
