@@ -11,7 +11,7 @@ use llmscope_sim::engine::Engine;
 use llmscope_sim::metrics::{Dialect, render};
 use std::path::PathBuf;
 
-const DIALECTS: [&str; 4] = ["0.26", "0.11", "0.10", "0.8"];
+const DIALECTS: [&str; 5] = ["0.32", "0.26", "0.11", "0.10", "0.8"];
 
 fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -44,8 +44,11 @@ fn check_file(name: &str, inv: &Inventories) -> Vec<Finding> {
 
 #[test]
 fn detects_the_version_of_every_dialect() {
-    let expect: [(&str, Version, Option<Version>); 4] = [
-        ("0.26", Version::new(0, 26, 0), None),
+    let expect: [(&str, Version, Option<Version>); 5] = [
+        // What real 0.32.0 pages added over 0.26.0 dates a page only to after 0.26 (issue 11).
+        ("0.32", Version::new(0, 27, 0), None),
+        // 0.26.0 lacks what 0.32.0 pages added (and e2e latency, which came back).
+        ("0.26", Version::new(0, 26, 0), Some(Version::new(0, 27, 0))),
         ("0.11", Version::new(0, 11, 0), Some(Version::new(0, 11, 1))),
         ("0.10", Version::new(0, 9, 2), Some(Version::new(0, 11, 0))),
         // The simulator's 0.8 page has V1's `engine` label, which V1 added in 0.8.3.
@@ -306,5 +309,73 @@ fn kueue_and_kube_state_metrics_pages() {
             .as_deref()
             .unwrap()
             .contains("kueue_local_queue_resource_reservation")
+    );
+}
+
+/// A real vLLM 0.32.0 page (issue 11), from the core crate's fixtures.
+fn real_0_32_page(which: &str) -> Snapshot {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../core/tests/fixtures/vllm-0.32.0")
+        .join(format!("vllm-0.32.0-cpu-{which}.prom"));
+    let text = std::fs::read(&path).expect("capture");
+    let (snap, errors) = Snapshot::parse(format!("snapshot {which}"), &text);
+    assert!(errors.is_empty(), "{errors:?}");
+    snap
+}
+
+#[test]
+fn the_old_kv_name_on_a_real_0_32_page_is_renamed_and_the_message_names_0_32() {
+    for reported in [false, true] {
+        let mut snap = real_0_32_page("batch-limit");
+        if reported {
+            snap.set_reported_version(Exporter::Vllm, Version::new(0, 32, 0));
+        }
+        let mut inv = Inventories::new();
+        inv.push(Box::new(snap));
+        let src = input::read(
+            "q.promql",
+            "max(vllm:gpu_cache_usage_perc)\n\nhistogram_quantile(0.99, sum by (le) (rate(vllm:e2e_request_latency_seconds_bucket[5m])))\n",
+        );
+        let f = input::check(&src.queries, &inv);
+        assert_eq!(f.len(), 1, "e2e latency is on the 0.32 page: {f:#?}");
+        let kv = &f[0];
+        assert_eq!(
+            (kv.rule, kv.severity, kv.metric.as_deref()),
+            (
+                Rule::RenamedMetric,
+                Severity::Error,
+                Some("vllm:gpu_cache_usage_perc")
+            )
+        );
+        assert!(
+            kv.message.contains("is not exposed (vllm 0.32.0)"),
+            "reported={reported}: {}",
+            kv.message
+        );
+        assert!(
+            kv.suggestion
+                .as_deref()
+                .unwrap()
+                .starts_with("use vllm:kv_cache_usage_perc"),
+            "{:?}",
+            kv.suggestion
+        );
+    }
+}
+
+#[test]
+fn a_reported_version_is_the_one_check_names() {
+    let mut snap = real_0_32_page("idle");
+    // An older engine than the names say (a backport, a patched build): the messages follow it.
+    snap.set_reported_version(Exporter::Vllm, Version::new(0, 10, 0));
+    let mut inv = Inventories::new();
+    inv.push(Box::new(snap));
+    let src = input::read("q.promql", "sum(vllm:num_requests_swapped)\n");
+    let f = input::check(&src.queries, &inv);
+    assert_eq!(f.len(), 1, "{f:#?}");
+    assert!(
+        f[0].message.contains("vllm 0.10.0") && !f[0].message.contains("0.32"),
+        "{}",
+        f[0].message
     );
 }

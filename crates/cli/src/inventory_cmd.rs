@@ -4,8 +4,9 @@
 //! combinable) resolve into an [`InventoryPlan`] without I/O; [`load`] then fetches pages and
 //! Prometheus answers (through `llmscope-collect`'s one HTTP client) and builds the pure
 //! inventories of `llmscope-check`. The `inventory` command shows one source: its families
-//! (type, HELP, series), the detected engine and version range, and how its names differ from
-//! the newest version the catalog knows.
+//! (type, HELP, series), the engine and its version, and how its names differ from the newest
+//! version the catalog knows. Beside a live page the engine is asked its version
+//! (`GET /version`, [`ask_version`]); the names' range is the fallback (issue 11).
 
 use anyhow::{Context, Result, bail};
 use hyper::Uri;
@@ -16,8 +17,8 @@ use llmscope_check::inventory::snapshot::Snapshot;
 use llmscope_collect::HttpClient;
 use llmscope_collect::http::Get;
 use llmscope_collect::prom::{PromClient, PromConfig};
-use llmscope_core::catalog::detect::{self, Detection};
-use llmscope_core::catalog::{EngineSpec, Kind};
+use llmscope_core::catalog::detect::{self, Detection, EngineVersion};
+use llmscope_core::catalog::{EngineSpec, Exporter, Kind, Version};
 use llmscope_core::duration::parse_duration;
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
@@ -123,8 +124,8 @@ pub fn load(plan: &InventoryPlan, names: &BTreeSet<String>) -> Result<Inventorie
             (InventorySource::Snapshot(path), _) => inv.push(Box::new(read_snapshot(path)?)),
             (InventorySource::Engine(spec), _) => inv.push(Box::new(CatalogInventory::new(*spec))),
             (InventorySource::MetricsUrl(uri), Some(net)) => {
-                let body = net.block_on(fetch_page(&net.http, uri))?;
-                inv.push(Box::new(Snapshot::parse(uri.to_string(), &body).0));
+                let snap = net.block_on(fetch_snapshot(&net.http, uri))?;
+                inv.push(Box::new(snap));
             }
             (InventorySource::Prometheus(uri), Some(net)) => {
                 let p = net.block_on(prometheus(&net.http, uri, plan.lookback, names))?;
@@ -189,6 +190,45 @@ pub async fn fetch_page(http: &HttpClient, uri: &Uri) -> Result<Vec<u8>> {
         bail!("fetching {uri}: HTTP {}", got.status);
     }
     Ok(got.body.to_vec())
+}
+
+/// GETs a /metrics page and, when it is vLLM's, the engine's own version beside it.
+pub async fn fetch_snapshot(http: &HttpClient, uri: &Uri) -> Result<Snapshot> {
+    let body = fetch_page(http, uri).await?;
+    let (mut snap, _) = Snapshot::parse(uri.to_string(), &body);
+    ask_version(http, uri, &mut snap).await;
+    Ok(snap)
+}
+
+/// Asks the vLLM engine behind the page at `metrics` its version (`GET /version` beside it) and
+/// records it on `snap`. Other exporters are not asked; a /version that fails or says nothing
+/// readable leaves the range the names give — it is a hint, not a requirement.
+pub async fn ask_version(http: &HttpClient, metrics: &Uri, snap: &mut Snapshot) {
+    if !snap
+        .detections()
+        .iter()
+        .any(|d| d.exporter == Exporter::Vllm)
+    {
+        return;
+    }
+    let reported = llmscope_collect::version::engine_version(http, metrics).await;
+    if let Some(v) = reported.ok().as_deref().and_then(Version::from_reported) {
+        snap.set_reported_version(Exporter::Vllm, v);
+    }
+}
+
+/// `vllm 0.32.0 (from /version), dcgm-exporter >=4.5.0 (from names)`, or why there is none.
+pub fn name_versions(snap: &Snapshot) -> String {
+    let named: Vec<String> = snap
+        .engine_versions()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    if named.is_empty() {
+        return "no catalogued exporter recognised (not vLLM, SGLang, TGI or dcgm-exporter?)"
+            .to_owned();
+    }
+    named.join(", ")
 }
 
 fn now() -> f64 {
@@ -358,6 +398,8 @@ struct Shown {
     source: String,
     families: Vec<llmscope_check::inventory::snapshot::FamilySummary>,
     detections: Vec<Detection>,
+    /// One per detection: reported by the engine, or the names' range.
+    versions: Vec<EngineVersion>,
     names: Vec<String>,
 }
 
@@ -365,8 +407,7 @@ pub fn run(args: InventoryCmdArgs) -> Result<ExitCode> {
     let shown = if args.source.starts_with("http://") || args.source.starts_with("https://") {
         let uri = http_url(&args.source, "SOURCE")?;
         let net = Net::new()?;
-        let body = net.block_on(fetch_page(&net.http, &uri))?;
-        from_snapshot(Snapshot::parse(args.source.clone(), &body).0)
+        from_snapshot(net.block_on(fetch_snapshot(&net.http, &uri))?)
     } else if std::path::Path::new(&args.source).exists() {
         from_snapshot(read_snapshot(&PathBuf::from(&args.source))?)
     } else {
@@ -390,6 +431,7 @@ fn from_snapshot(snap: Snapshot) -> Shown {
         source: snap.source().to_owned(),
         families: snap.families().to_vec(),
         detections: snap.detections().to_vec(),
+        versions: snap.engine_versions(),
         names: snap.names(),
     }
 }
@@ -416,9 +458,14 @@ fn from_catalog(spec: EngineSpec) -> Shown {
         .families()
         .flat_map(|(f, _)| f.sample_names())
         .collect();
+    let detections = detect::detect(names.iter().map(String::as_str));
     Shown {
         source: format!("{spec} (catalog)"),
-        detections: detect::detect(names.iter().map(String::as_str)),
+        versions: detections
+            .iter()
+            .filter_map(|d| EngineVersion::pick(None, Some(d)))
+            .collect(),
+        detections,
         families,
         names,
     }
@@ -428,10 +475,17 @@ fn write_json(w: &mut impl Write, s: &Shown) -> Result<()> {
     let engines: Vec<_> = s
         .detections
         .iter()
-        .map(|d| {
+        .zip(&s.versions)
+        .map(|(d, named)| {
+            let reported = match named {
+                EngineVersion::Reported { version, .. } => Some(version),
+                EngineVersion::Detected(_) => None,
+            };
             json!({
                 "engine": d.exporter,
                 "variant": d.variant,
+                "version": named.to_string(),
+                "reported_version": reported,
                 "versions": d.range(),
                 "min": d.min, "max": d.max, "below": d.below,
                 "matched": d.matched,
@@ -457,13 +511,15 @@ fn write_human(w: &mut impl Write, s: &Shown) -> Result<()> {
     if s.detections.is_empty() {
         writeln!(w, "engine: none the catalog knows")?;
     }
-    for d in &s.detections {
+    for (d, named) in s.detections.iter().zip(&s.versions) {
+        let fit = match named {
+            EngineVersion::Reported { .. } => format!(", names fit {}", d.range()),
+            EngineVersion::Detected(_) => String::new(),
+        };
         writeln!(
             w,
-            "engine: {} ({:?} engine) {}, from {} catalogued names{}",
-            d.exporter,
+            "engine: {named} ({:?} engine){fit}, from {} catalogued names{}",
             d.variant,
-            d.range(),
             d.matched,
             if d.unknown.is_empty() {
                 String::new()

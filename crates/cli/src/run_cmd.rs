@@ -428,12 +428,13 @@ async fn preflight(args: &RunArgs, plan: &Plan, http: &HttpClient) -> Result<()>
         let url = llmscope_collect::url::redact(&t.uri.to_string());
         match crate::inventory_cmd::fetch_page(http, &t.uri).await {
             Ok(page) => {
-                let (snap, _) =
+                let (mut snap, _) =
                     llmscope_check::inventory::snapshot::Snapshot::parse(url.clone(), &page);
+                crate::inventory_cmd::ask_version(http, &t.uri, &mut snap).await;
                 say(&format!(
                     "{} at {url}: {}",
                     t.name,
-                    detected(snap.detections())
+                    crate::inventory_cmd::name_versions(&snap)
                 ));
                 let names: Vec<&str> = snap.families().iter().map(|f| f.name.as_str()).collect();
                 let needs: &[(Concept, &str)] = if t.name == "engine" {

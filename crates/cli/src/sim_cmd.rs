@@ -53,7 +53,7 @@ pub struct EngineFlags {
     /// vLLM --stream-interval: tokens buffered per request before a stream chunk is sent.
     #[arg(long, help_heading = "vLLM engine")]
     pub stream_interval: Option<u32>,
-    /// Metric names of this vLLM version: 0.26 (default), 0.11, 0.10, 0.8.
+    /// Metric names of this vLLM version: 0.32 (newest), 0.26 (default), 0.11, 0.10, 0.8.
     #[arg(long, default_value = "0.26", help_heading = "vLLM engine")]
     pub metrics_dialect: String,
     /// Host (CPU) time per engine step, e.g. 55ms (the L4 preset's calibrated value).

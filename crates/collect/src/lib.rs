@@ -10,7 +10,8 @@
 //! Data flows one way: a source sends [`llmscope_core::series::Batch`]es to a [`Sink`] while it
 //! runs (the CLI connects the sink to the store's writer) and returns a [`SourceReport`] whose
 //! [`Problem`]s say what failed, by kind. [`http`] is the one HTTP client (hyper 1.x, rustls with
-//! `ring`); [`time`] parses `--from`/`--to`; [`url`] checks URLs. Nothing here prints.
+//! `ring`); [`time`] parses `--from`/`--to`; [`url`] checks URLs; [`version`] asks an
+//! engine its version (`GET /version`). Nothing here prints.
 
 pub mod http;
 pub mod page;
@@ -21,6 +22,7 @@ pub mod source;
 pub mod testing;
 pub mod time;
 pub mod url;
+pub mod version;
 
 pub use http::HttpClient;
 pub use source::{Problem, Sink, Source, SourceError, SourceReport, Stop, StopHandle, Window};

@@ -757,3 +757,27 @@ async fn https_goes_through_rustls() {
         p.message
     );
 }
+
+// ------------------------------------------------------------------ /version
+
+#[tokio::test]
+async fn the_engine_names_its_version_beside_its_metrics() {
+    let mut cfg = SimConfig::new(preset("l4-qwen2.5-3b").unwrap());
+    cfg.dialect = llmscope_sim::metrics::Dialect::parse("0.11").unwrap();
+    let sim = serve::start(cfg).await.unwrap();
+    let metrics: hyper::Uri = format!("{}/metrics", sim.vllm_url()).parse().unwrap();
+    let got = llmscope_collect::version::engine_version(&http(), &metrics).await;
+    sim.shutdown().await;
+    assert_eq!(got, Ok("0.11.0".to_owned()));
+}
+
+#[tokio::test]
+async fn an_exporter_without_version_says_why_instead_of_failing() {
+    use llmscope_collect::version::{VersionError, engine_version};
+    let addr = serve(Router::new().route("/metrics", get(|| async { text("up 1\n") }))).await;
+    let metrics: hyper::Uri = format!("http://{addr}/metrics").parse().unwrap();
+    assert_eq!(
+        engine_version(&http(), &metrics).await,
+        Err(VersionError::Status(404))
+    );
+}

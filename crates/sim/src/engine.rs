@@ -128,6 +128,8 @@ struct Req {
     private_blocks: u32,
     cached_hit_tokens: u32,
     prompt_counted: bool,
+    /// Times it was preempted (recomputed from scratch).
+    preemptions: u32,
     arrival: f64,
     first_scheduled: Option<f64>,
     first_token: Option<f64>,
@@ -292,6 +294,7 @@ impl Engine {
                 private_blocks: 0,
                 cached_hit_tokens: 0,
                 prompt_counted: false,
+                preemptions: 0,
                 arrival: now,
                 first_scheduled: None,
                 first_token: None,
@@ -434,6 +437,7 @@ impl Engine {
         self.release_blocks(id);
         if let Some(r) = self.reqs.get_mut(&id) {
             r.computed = 0;
+            r.preemptions += 1;
         }
         self.waiting.push_front(id);
         self.stats.preemptions += 1;
@@ -590,6 +594,7 @@ impl Engine {
         r.finished = true;
         let h = &mut self.stats.hist;
         h.e2e.observe(end - r.arrival);
+        h.num_preemptions.observe(r.preemptions as f64);
         h.params_n.observe(r.n as f64);
         h.max_num_generation_tokens.observe(r.max_tokens as f64);
         if let Some(p) = r.max_tokens_param {
@@ -720,6 +725,10 @@ mod tests {
         assert!(e.stats.preemptions > 0, "no preemption");
         assert_eq!(out.iter().filter(|x| x.finish.is_some()).count(), 40);
         assert_eq!(e.kv.used(), 0);
+        // Per finished request: one observation each, summing to the engine's counter.
+        let per_request = &e.stats.hist.num_preemptions;
+        assert_eq!(per_request.count, 40);
+        assert_eq!(per_request.sum, e.stats.preemptions as f64);
     }
 
     #[test]

@@ -59,7 +59,7 @@ impl SimConfig {
             port: 0,
             dcgm_port: 0,
             dcgm_interval: Duration::from_secs(30),
-            dialect: Dialect::LATEST,
+            dialect: Dialect::DEFAULT,
             faults: Faults::default(),
             hostname: "llmscope-sim".to_owned(),
             cluster: None,
@@ -493,13 +493,15 @@ fn vllm_router(sh: Arc<Shared>) -> Router {
         .route("/v1/completions", post(completions))
         .route("/v1/models", get(models))
         .route("/health", get(|| async { StatusCode::OK }))
-        .route(
-            "/version",
-            get(|| async { axum::Json(serde_json::json!({"version": "0.26.0"})) }),
-        )
+        .route("/version", get(version))
         .route("/metrics", get(vllm_metrics))
         .fallback(|| async { json_error(StatusCode::NOT_FOUND, "Not Found", "Not Found", None) })
         .with_state(sh)
+}
+
+/// `{"version":"0.32.0"}`, as vLLM answers: the version whose names the page shows.
+async fn version(State(sh): State<Arc<Shared>>) -> Response {
+    axum::Json(serde_json::json!({"version": sh.dialect.to_string()})).into_response()
 }
 
 fn json_error(status: StatusCode, message: &str, kind: &str, param: Option<&str>) -> Response {

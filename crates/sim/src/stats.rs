@@ -25,6 +25,9 @@ pub const ITERATION_TOKEN_BUCKETS: &[f64] = &[
 ];
 /// The `n` request parameter.
 pub const PARAMS_N_BUCKETS: &[f64] = &[1.0, 2.0, 5.0, 10.0, 20.0];
+/// Preemptions of one finished request (`vllm:request_num_preemptions`, as real 0.32.0 pages
+/// bucket it).
+pub const PREEMPTION_BUCKETS: &[f64] = &[1.0, 2.0, 3.0, 4.0, 5.0, 10.0, 20.0];
 
 /// vLLM's `build_1_2_5_buckets(max)`: 1, 2, 5, 10, 20, 50, … up to and including `max`.
 pub fn buckets_1_2_5(max: u32) -> Vec<f64> {
@@ -127,6 +130,8 @@ pub struct RequestHistograms {
     pub params_max_tokens: Histogram,
     pub prefill_kv_computed_tokens: Histogram,
     pub iteration_tokens: Histogram,
+    /// Times each finished request was preempted.
+    pub num_preemptions: Histogram,
 }
 
 impl RequestHistograms {
@@ -148,6 +153,7 @@ impl RequestHistograms {
             params_max_tokens: Histogram::new(&tokens),
             prefill_kv_computed_tokens: Histogram::new(&tokens),
             iteration_tokens: Histogram::new(ITERATION_TOKEN_BUCKETS),
+            num_preemptions: Histogram::new(PREEMPTION_BUCKETS),
         }
     }
 }

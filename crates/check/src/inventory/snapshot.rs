@@ -1,11 +1,13 @@
 //! A [`Snapshot`]: the inventory of one exposition page (a saved `.prom` file, or a live
 //! `/metrics` body the caller fetched), read with `promtext`. It knows every sample name, its
 //! family's type and HELP, the label names and values of its series — and nothing a scraper
-//! adds (`job`, `instance`, Kubernetes target labels).
+//! adds (`job`, `instance`, Kubernetes target labels). When the engine behind a live page said
+//! its version (vLLM's `GET /version`, fetched by the caller), [`Snapshot::set_reported_version`]
+//! records it and every message names that version instead of the names' best guess.
 
 use super::{Inventory, MetricInfo};
-use llmscope_core::catalog::detect::{self, Detection};
-use llmscope_core::catalog::{EngineSpec, Kind, Suffix};
+use llmscope_core::catalog::detect::{self, Detection, EngineVersion};
+use llmscope_core::catalog::{EngineSpec, Exporter, Kind, Suffix, Version};
 use promtext::MetricType;
 use std::collections::BTreeMap;
 
@@ -17,6 +19,8 @@ pub struct Snapshot {
     /// Family name → (type, HELP, series count), in page order of first appearance.
     families: Vec<FamilySummary>,
     detections: Vec<Detection>,
+    /// The version the engine reported about itself.
+    reported: Option<(Exporter, Version)>,
 }
 
 /// A family as the page declares it.
@@ -38,6 +42,7 @@ impl Snapshot {
             metrics: BTreeMap::new(),
             families: Vec::new(),
             detections: Vec::new(),
+            reported: None,
         };
         for fam in &families {
             snap.add_family(fam);
@@ -97,6 +102,22 @@ impl Snapshot {
     pub fn detections(&self) -> &[Detection] {
         &self.detections
     }
+
+    /// Records the version `exporter` reported about itself; it wins over the names' range.
+    pub fn set_reported_version(&mut self, exporter: Exporter, version: Version) {
+        self.reported = Some((exporter, version));
+    }
+
+    /// Each detected engine's version as llmscope can name it (reported, else from names).
+    pub fn engine_versions(&self) -> Vec<EngineVersion> {
+        self.detections
+            .iter()
+            .filter_map(|d| {
+                let reported = self.reported.filter(|(e, _)| *e == d.exporter);
+                EngineVersion::pick(reported, Some(d))
+            })
+            .collect()
+    }
 }
 
 fn kind_of(ty: MetricType) -> Option<Kind> {
@@ -134,7 +155,10 @@ impl Inventory for Snapshot {
     }
 
     fn engines(&self) -> Vec<EngineSpec> {
-        self.detections.iter().map(Detection::spec).collect()
+        self.engine_versions()
+            .iter()
+            .map(EngineVersion::spec)
+            .collect()
     }
 
     fn adds_target_labels(&self) -> bool {
@@ -177,5 +201,29 @@ broken{ 1
         assert!(snap.metric("vllm:ttft_seconds").is_none());
         assert_eq!(snap.families()[1].series, 2);
         assert_eq!(snap.engines()[0].exporter.name(), "vllm");
+    }
+
+    #[test]
+    fn a_reported_version_replaces_the_guess_from_names() {
+        let (mut snap, _) = Snapshot::parse("page", PAGE.as_bytes());
+        let guessed = snap.engines()[0].version;
+        assert!(
+            snap.engine_versions()[0]
+                .to_string()
+                .ends_with("(from names)")
+        );
+        snap.set_reported_version(Exporter::Vllm, Version::new(0, 30, 1));
+        assert_eq!(snap.engines()[0].version, Version::new(0, 30, 1));
+        assert_ne!(guessed, Version::new(0, 30, 1));
+        assert_eq!(
+            snap.engine_versions()[0].to_string(),
+            "vllm 0.30.1 (from /version)"
+        );
+        snap.set_reported_version(Exporter::DcgmExporter, Version::new(4, 5, 3));
+        assert_eq!(
+            snap.engines()[0].version,
+            guessed,
+            "another exporter's version"
+        );
     }
 }

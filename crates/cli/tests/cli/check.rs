@@ -14,7 +14,7 @@ fn fixture(name: &str) -> String {
         .to_string()
 }
 
-/// The simulator's vLLM 0.26 page, saved the way a user would (`curl … > vllm.prom`).
+/// The simulator's newest vLLM page (0.32), saved the way a user would (`curl … > vllm.prom`).
 fn snapshot() -> PathBuf {
     let preset = llmscope_sim::preset::preset("l4-qwen2.5-3b").unwrap();
     let engine = llmscope_sim::engine::Engine::new(&preset, 1).unwrap();
@@ -231,6 +231,14 @@ async fn inventory_of_a_live_page_and_check_against_metrics_url() {
     );
     let v = json(&inv);
     assert_eq!(v["engine"], "vllm", "{v}");
+    assert_eq!(
+        v["engines"][0]["version"],
+        format!(
+            "vllm {} (from /version)",
+            llmscope_sim::metrics::Dialect::DEFAULT
+        ),
+        "the simulator answers /version: {v}"
+    );
     assert!(
         v["families"]
             .as_array()
@@ -425,5 +433,116 @@ async fn check_and_targets_against_a_real_prometheus() {
             .unwrap()
             .contains("Hostname"),
         "{hostname}"
+    );
+}
+
+/// A real vLLM 0.32.0 page (issue 11), from the core crate's fixtures.
+fn capture(which: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../core/tests/fixtures/vllm-0.32.0")
+        .join(format!("vllm-0.32.0-cpu-{which}.prom"))
+}
+
+/// Serves `page` at `/metrics` on a free port, and `{"version":…}` at `/version` when given
+/// (anything else: 404), one connection at a time, for as long as the test runs.
+fn page_server(page: Vec<u8>, version: Option<&'static str>) -> String {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { continue };
+            let mut reader = BufReader::new(conn.try_clone().unwrap());
+            let mut request = String::new();
+            let _ = reader.read_line(&mut request);
+            let mut line = String::new();
+            while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                line.clear();
+            }
+            let path = request.split(' ').nth(1).unwrap_or("");
+            let (status, body) = match (path, version) {
+                ("/metrics", _) => ("200 OK", page.clone()),
+                ("/version", Some(v)) => ("200 OK", format!(r#"{{"version":"{v}"}}"#).into_bytes()),
+                _ => ("404 Not Found", b"{\"detail\":\"Not Found\"}".to_vec()),
+            };
+            let head = format!(
+                "HTTP/1.1 {status}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = conn.write_all(head.as_bytes());
+            let _ = conn.write_all(&body);
+        }
+    });
+    format!("http://{addr}/metrics")
+}
+
+#[test]
+fn inventory_of_a_real_0_32_page_names_0_32_and_no_false_removals() {
+    let page = std::fs::read(capture("batch-limit")).unwrap();
+    // From a saved page only the names speak; from a live one the engine says its version,
+    // and when its /version fails the names are the fallback, not an error.
+    let saved = llmscope(&["inventory", capture("batch-limit").to_str().unwrap()]);
+    let live = llmscope(&["inventory", &page_server(page.clone(), Some("0.32.0+cpu"))]);
+    let no_version = llmscope(&["inventory", &page_server(page, None)]);
+    for (out, engine) in [
+        (&saved, "engine: vllm >=0.27.0 (from names) (V1 engine)"),
+        (
+            &live,
+            "engine: vllm 0.32.0 (from /version) (V1 engine), names fit >=0.27.0",
+        ),
+        (
+            &no_version,
+            "engine: vllm >=0.27.0 (from names) (V1 engine)",
+        ),
+    ] {
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(stdout.contains(engine), "want `{engine}` in:\n{stdout}");
+        assert!(!stdout.contains("removed"), "{stdout}");
+        assert!(!stdout.contains("<0.26"), "{stdout}");
+    }
+}
+
+#[test]
+fn check_against_a_live_0_32_page_names_the_reported_version() {
+    let page = std::fs::read(capture("kv-starved")).unwrap();
+    // A version the names cannot guess (their best is the newest, 0.32.0): the message must
+    // carry what /version said.
+    let url = page_server(page, Some("0.31.2"));
+    let out = llmscope(&[
+        "check",
+        "--metrics-url",
+        &url,
+        "--format",
+        "json",
+        "--expr",
+        "max(vllm:gpu_cache_usage_perc)",
+        "--expr",
+        "histogram_quantile(0.99, sum by (le) (rate(vllm:e2e_request_latency_seconds_bucket[5m])))",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let v = json(&out);
+    let findings = v["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 1, "e2e latency is on a 0.32 page: {v}");
+    let f = &findings[0];
+    assert_eq!(f["rule"], "renamed-metric", "{v}");
+    assert!(
+        f["message"]
+            .as_str()
+            .unwrap()
+            .contains("is not exposed (vllm 0.31.2)"),
+        "{v}"
+    );
+    assert!(
+        f["suggestion"]
+            .as_str()
+            .unwrap()
+            .starts_with("use vllm:kv_cache_usage_perc"),
+        "{v}"
     );
 }

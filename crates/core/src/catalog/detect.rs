@@ -6,7 +6,11 @@
 //! it exposes only behind a flag, or an always-on family the page lacks); the candidates with the
 //! fewest misses form the range. So `kv_cache_usage_perc` + `gpu_cache_usage_perc` reads as
 //! 0.9.2–0.10.x, `inter_token_latency_seconds` as ≥ 0.11, `num_requests_waiting_by_reason` as
-//! ≥ 0.20. A partial page (one scrape of a pod mid-restart) only costs soft points.
+//! ≥ 0.20, `admission_rejections_total` as ≥ 0.27. A partial page (one scrape of a pod
+//! mid-restart) only costs soft points.
+//!
+//! Names give a range; an engine that says its version (vLLM's `GET /version`) gives it exactly.
+//! [`EngineVersion`] holds whichever llmscope has, and says which it is.
 
 use super::model::{Exporter, Family, Status, Variant, Version};
 use super::{EngineSpec, families, resolve};
@@ -179,7 +183,7 @@ fn candidates(exporter: Exporter) -> Vec<EngineSpec> {
     let newest = exporter.newest();
     let mut versions: BTreeSet<Version> = families()
         .filter(|f| f.exporter == exporter)
-        .flat_map(|f| [Some(f.since), f.deprecated, f.hidden, f.removed])
+        .flat_map(|f| [Some(f.since), f.deprecated, f.hidden, f.removed, f.restored])
         .flatten()
         .filter(|v| *v <= newest)
         .collect();
@@ -210,6 +214,51 @@ fn variants(exporter: Exporter, v: Version) -> impl Iterator<Item = Variant> {
         _ => [Some(Variant::Any), None],
     };
     pick.into_iter().flatten()
+}
+
+/// An engine's version as llmscope could name it: reported by the engine itself (vLLM's
+/// `GET /version`), or read from its metric names (a range). Displays as
+/// `vllm 0.32.0 (from /version)` or `vllm >=0.27.0 (from names)`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EngineVersion {
+    Reported {
+        exporter: Exporter,
+        version: Version,
+    },
+    Detected(Detection),
+}
+
+impl EngineVersion {
+    /// The reported version when there is one, else the detection from names.
+    pub fn pick(
+        reported: Option<(Exporter, Version)>,
+        detection: Option<&Detection>,
+    ) -> Option<Self> {
+        match (reported, detection) {
+            (Some((exporter, version)), _) => Some(EngineVersion::Reported { exporter, version }),
+            (None, Some(d)) => Some(EngineVersion::Detected(d.clone())),
+            (None, None) => None,
+        }
+    }
+
+    /// The engine version to check against: the reported one, else the newest fitting one.
+    pub fn spec(&self) -> EngineSpec {
+        match self {
+            EngineVersion::Reported { exporter, version } => EngineSpec::new(*exporter, *version),
+            EngineVersion::Detected(d) => d.spec(),
+        }
+    }
+}
+
+impl std::fmt::Display for EngineVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EngineVersion::Reported { exporter, version } => {
+                write!(f, "{exporter} {version} (from /version)")
+            }
+            EngineVersion::Detected(d) => write!(f, "{} {} (from names)", d.exporter, d.range()),
+        }
+    }
 }
 
 /// How a name seen on a page stands in the newest version the catalog knows.
@@ -263,6 +312,7 @@ pub fn against_newest<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::catalog::vllm::AFTER_0_26;
 
     fn vllm(names: &[&str]) -> Detection {
         detect(names.iter().copied())
@@ -363,6 +413,89 @@ mod tests {
         refine_with_labels(&mut kueue, ["cluster_queue", "replica_role"]);
         assert_eq!(kueue.min, Version::new(0, 16, 0));
         assert!(detect(["up", "process_cpu_seconds_total"]).is_empty());
+    }
+
+    /// The sample names of a saved exposition page (no parser in the core: a name is what comes
+    /// before `{` or the first space of a sample line).
+    fn page_names(page: &str) -> Vec<&str> {
+        page.lines()
+            .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+            .filter_map(|l| l.split(['{', ' ']).next())
+            .collect()
+    }
+
+    const CAPTURES_0_32: [(&str, &str); 3] = [
+        (
+            "idle",
+            include_str!("../../tests/fixtures/vllm-0.32.0/vllm-0.32.0-cpu-idle.prom"),
+        ),
+        (
+            "batch-limit",
+            include_str!("../../tests/fixtures/vllm-0.32.0/vllm-0.32.0-cpu-batch-limit.prom"),
+        ),
+        (
+            "kv-starved",
+            include_str!("../../tests/fixtures/vllm-0.32.0/vllm-0.32.0-cpu-kv-starved.prom"),
+        ),
+    ];
+
+    #[test]
+    fn real_0_32_pages_read_as_a_range_holding_0_32_with_a_raised_lower_bound() {
+        let real = Version::new(0, 32, 0);
+        for (what, page) in CAPTURES_0_32 {
+            let names = page_names(page);
+            let d = vllm(&names);
+            assert_eq!(d.variant, Variant::V1, "{what}");
+            assert!(d.min <= real && real <= d.max, "{what}: {}", d.range());
+            assert!(d.below.is_none_or(|b| real < b), "{what}: {}", d.range());
+            assert!(
+                d.min >= AFTER_0_26,
+                "{what}: newest families ignored: {}",
+                d.range()
+            );
+            assert_eq!(d.misses, (0, 0), "{what}: {}", d.range());
+            assert!(d.unknown.is_empty(), "{what}: {:?}", d.unknown);
+            let differences = against_newest(&d, names.iter().copied());
+            assert!(differences.is_empty(), "{what}: {differences:?}");
+        }
+    }
+
+    #[test]
+    fn every_vllm_family_of_the_0_32_pages_is_catalogued_as_present_in_0_32() {
+        let spec = EngineSpec::new(Exporter::Vllm, Version::new(0, 32, 0));
+        for (what, page) in CAPTURES_0_32 {
+            for line in page.lines().filter(|l| l.starts_with("# TYPE vllm:")) {
+                let name = line.split(' ').nth(2).unwrap();
+                // A histogram resolves by its family name, a `_created` gauge by its sample name.
+                let family = super::super::family(name)
+                    .or_else(|| resolve(name).map(|(f, _)| f))
+                    .unwrap_or_else(|| panic!("{what}: {name} not catalogued"));
+                assert_eq!(spec.status(family), Status::Present, "{what}: {name}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_0_26_name_set_reads_as_0_26_not_newer() {
+        let page = include_str!("../../../sim/tests/fixtures/vllm-0.26.0-metric-names.txt");
+        let names: Vec<&str> = page.lines().filter(|l| !l.starts_with('#')).collect();
+        let d = vllm(&names);
+        assert_eq!(d.range(), ">=0.26.0, <0.27.0");
+        assert_eq!(d.misses, (0, 0));
+    }
+
+    #[test]
+    fn a_reported_version_wins_over_names() {
+        let d = vllm(&with(&["vllm:admission_rejections_total"]));
+        let named = EngineVersion::pick(None, Some(&d)).unwrap();
+        assert_eq!(named.to_string(), "vllm >=0.27.0 (from names)");
+        assert_eq!(named.spec().version, d.max);
+        let reported =
+            EngineVersion::pick(Some((Exporter::Vllm, Version::new(0, 32, 0))), Some(&d)).unwrap();
+        assert_eq!(reported.to_string(), "vllm 0.32.0 (from /version)");
+        assert_eq!(reported.spec().version, Version::new(0, 32, 0));
+        assert_eq!(reported.spec().variant, Variant::V1);
+        assert!(EngineVersion::pick(None, None).is_none());
     }
 
     #[test]

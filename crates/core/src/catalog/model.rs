@@ -44,7 +44,7 @@ impl Exporter {
     /// The newest version the catalog knows (what "current" means in findings).
     pub fn newest(self) -> Version {
         match self {
-            Exporter::Vllm => Version::new(0, 26, 0),
+            Exporter::Vllm => Version::new(0, 32, 0),
             Exporter::Sglang => Version::new(0, 5, 0),
             Exporter::Tgi => Version::new(3, 3, 7),
             Exporter::DcgmExporter => Version::new(4, 5, 3),
@@ -158,6 +158,24 @@ impl FromStr for Version {
     }
 }
 
+impl Version {
+    /// Reads the version an engine reports about itself (`GET /version`): `0.32.0`,
+    /// `0.32.0+cpu`, `v0.11.1.dev12+g1a2b3c`, `0.33.0rc1`. Pre-release and build parts are
+    /// dropped, so a dev or rc build reads as the release it leads to.
+    pub fn from_reported(s: &str) -> Option<Version> {
+        let core = s.trim().trim_start_matches('v');
+        let core = core.split(['+', '-']).next()?;
+        let mut parts = core.split('.').map(|p| {
+            let digits = p.find(|c: char| !c.is_ascii_digit()).unwrap_or(p.len());
+            p[..digits].parse::<u16>().ok()
+        });
+        let major = parts.next()??;
+        let minor = parts.next()??;
+        let patch = parts.next().flatten().unwrap_or(0);
+        Some(Version::new(major, minor, patch))
+    }
+}
+
 /// The metric type, as `# TYPE` says it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -263,6 +281,9 @@ pub struct Family {
     pub hidden: Option<Version>,
     /// The first version that no longer exposes it.
     pub removed: Option<Version>,
+    /// The first version that exposes it again after `removed` (a name that went away and came
+    /// back, like vLLM's e2e histogram: absent from 0.26.0, present in 0.32.0).
+    pub restored: Option<Version>,
     /// The name to use instead, once deprecated or removed.
     pub successor: Option<&'static str>,
     /// Exposed only when something is switched on (a flag, a feature gate, a custom CSV).
@@ -312,6 +333,7 @@ impl Family {
             deprecated: None,
             hidden: None,
             removed: None,
+            restored: None,
             successor: None,
             condition: None,
             note: "",
@@ -348,6 +370,14 @@ impl Family {
         }
     }
 
+    /// Exposed again from `v` on, after its removal.
+    pub const fn restored(self, v: Version) -> Family {
+        Family {
+            restored: Some(v),
+            ..self
+        }
+    }
+
     pub const fn successor(self, name: &'static str) -> Family {
         Family {
             successor: Some(name),
@@ -372,7 +402,7 @@ impl Family {
         if version < self.since {
             return Status::NotYet;
         }
-        if !engine_matches || self.removed.is_some_and(|r| version >= r) {
+        if !engine_matches || self.is_removed_at(version) {
             return Status::Removed;
         }
         if self.hidden.is_some_and(|h| version >= h) {
@@ -382,6 +412,12 @@ impl Family {
             return Status::Deprecated;
         }
         Status::Present
+    }
+
+    /// Whether `version` falls after its removal and before any return.
+    fn is_removed_at(&self, version: Version) -> bool {
+        let gone = self.removed.is_some_and(|r| version >= r);
+        gone && self.restored.is_none_or(|back| version < back)
     }
 
     /// The sample names its series use (`_bucket`/`_sum`/`_count` for histograms).
@@ -419,6 +455,9 @@ impl Family {
         if let Some(r) = self.removed {
             s.push_str(&format!(", removed {r}"));
         }
+        if let Some(b) = self.restored {
+            s.push_str(&format!(", back {b}"));
+        }
         s
     }
 }
@@ -454,6 +493,32 @@ mod tests {
         assert!("0.x".parse::<Version>().is_err());
         assert!("1.2.3.4".parse::<Version>().is_err());
         assert!(Version::new(0, 9, 2) < Version::new(0, 10, 0));
+    }
+
+    #[test]
+    fn reported_versions_drop_build_and_prerelease_parts() {
+        let r = Version::from_reported;
+        assert_eq!(r("0.32.0"), Some(Version::new(0, 32, 0)));
+        assert_eq!(r("0.32.0+cpu"), Some(Version::new(0, 32, 0)));
+        assert_eq!(r("v0.11.1.dev12+g1a2b3c"), Some(Version::new(0, 11, 1)));
+        assert_eq!(r("0.33.0rc1"), Some(Version::new(0, 33, 0)));
+        assert_eq!(r("0.9"), Some(Version::new(0, 9, 0)));
+        assert_eq!(r("unknown"), None);
+        assert_eq!(r("0"), None);
+        assert_eq!(r(""), None);
+    }
+
+    #[test]
+    fn a_restored_family_is_removed_only_in_between() {
+        let v = |m| Version::new(0, m, 0);
+        let f = Family::new(Exporter::Vllm, "x", Kind::Histogram, Unit::Seconds, &[])
+            .life(None, None, Some(v(26)))
+            .restored(v(27));
+        assert_eq!(f.status_at(v(25), Variant::V1), Status::Present);
+        assert_eq!(f.status_at(v(26), Variant::V1), Status::Removed);
+        assert_eq!(f.status_at(v(27), Variant::V1), Status::Present);
+        assert_eq!(f.status_at(v(32), Variant::V1), Status::Present);
+        assert_eq!(f.lifetime(), "since 0.0.0, removed 0.26.0, back 0.27.0");
     }
 
     #[test]

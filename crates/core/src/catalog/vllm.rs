@@ -1,10 +1,15 @@
 //! vLLM's `/metrics` names, V0 and V1 engines, with the versions that added, deprecated, hid
-//! and removed them (`shared/reference/serving-metrics.md` §0–§2, §12, and the names a real
-//! vLLM 0.26.0 served, `vllm-0.26.0-metric-names.txt`).
+//! and removed them (`shared/reference/serving-metrics.md` §0–§2, §12, the names a real
+//! vLLM 0.26.0 served, `vllm-0.26.0-metric-names.txt`, and three pages a real vLLM 0.32.0
+//! served, `crates/core/tests/fixtures/vllm-0.32.0/`).
 //!
 //! Labels are the V1 set (`engine`, `model_name`, + per-metric ones); V0 pages have no `engine`
 //! label, and V1 pages before 0.8.3 neither (see [`super::labels_at`]). Versions dated only by
 //! merge date in the reference are placed at the next release (marked ≈ in notes).
+//!
+//! Between 0.26.0 and 0.32.0 no release was observed and vLLM's tagged history could not be read
+//! (issue 11): a change seen first on the 0.32.0 pages is placed at [`AFTER_0_26`], the first
+//! release it can have come with, so names never push a page's range above its real version.
 
 use super::model::{Exporter, Family, Kind, Unit, Variant, Version};
 use crate::diagnose::Concept as C;
@@ -35,6 +40,9 @@ use Unit::{Count, Flops, Fraction, Info, Milliseconds, Requests, Seconds, Timest
 use Variant::{V0, V1};
 
 const SPEC: &str = "speculative decoding is configured";
+/// Where a change seen first in 0.32.0 (absent from 0.26.0) is placed: the earliest release it
+/// can have come with. Its notes say "0.27–0.32".
+pub const AFTER_0_26: Version = v(27, 0);
 const DEPRECATED_V0_08: (Option<Version>, Option<Version>, Option<Version>) =
     (some(8, 0), some(9, 0), some(9, 1));
 
@@ -56,7 +64,7 @@ pub const FAMILIES: &[Family] = &[
     )
     .only(V1)
     .since(v(20, 0))
-    .note("reason=capacity|deferred; sums to vllm:num_requests_waiting (≈0.20)"),
+    .note("reason=capacity|deferred; sums to vllm:num_requests_waiting (merged 2026-04-13, ≈0.20)"),
     gauge("vllm:num_requests_swapped", Requests)
         .only(V0)
         .life(DEPRECATED_V0_08.0, DEPRECATED_V0_08.1, DEPRECATED_V0_08.2)
@@ -153,6 +161,15 @@ pub const FAMILIES: &[Family] = &[
     counter("vllm:prompt_tokens_cached_total", Tokens)
         .only(V1)
         .since(v(16, 0)),
+    f(
+        "vllm:prompt_tokens_cached_by_source_total",
+        Counter,
+        Tokens,
+        &["engine", "model_name", "source"],
+    )
+    .only(V1)
+    .since(AFTER_0_26)
+    .note("prefix-cache hit tokens by tier, source=device|host|disk|p2p|external_unspecified; sums to prefix_cache_hits + external_prefix_cache_hits; absent from a real 0.26.0 page, present on real 0.32.0 pages: added in 0.27–0.32"),
     counter("vllm:prompt_tokens_recomputed_total", Tokens)
         .only(V1)
         .since(v(16, 0))
@@ -170,6 +187,15 @@ pub const FAMILIES: &[Family] = &[
     .concept(C::RequestsFinished)
     .since(v(4, 3))
     .note("finished_reason=stop|length|abort (+error ≈0.13, +repetition ≈0.17); counts aborts too"),
+    f(
+        "vllm:admission_rejections_total",
+        Counter,
+        Requests,
+        &["model_name", "reason"],
+    )
+    .only(V1)
+    .since(AFTER_0_26)
+    .note("frontend admission refusals, reason=max_num_queued_reqs|max_num_queued_tokens; no engine label (counted before any engine sees the request); absent from a real 0.26.0 page, present on real 0.32.0 pages: added in 0.27–0.32"),
     gauge("vllm:avg_prompt_throughput_toks_per_s", Tokens)
         .only(V0)
         .life(None, None, some(7, 1))
@@ -222,7 +248,8 @@ pub const FAMILIES: &[Family] = &[
         .concept(C::E2eLatency)
         .since(v(3, 0))
         .life(None, None, some(26, 0))
-        .note("absent from a real vLLM 0.26.0 page (the release that dropped it is not pinned down); server-side e2e ≈ vllm:request_queue_time_seconds + vllm:request_inference_time_seconds"),
+        .restored(AFTER_0_26)
+        .note("absent from a real vLLM 0.26.0 page, present again on real 0.32.0 pages (issue 11; neither release boundary is pinned down); where absent, server-side e2e ≈ vllm:request_queue_time_seconds + vllm:request_inference_time_seconds"),
     hist("vllm:request_queue_time_seconds", Seconds)
         .concept(C::QueueTime)
         .since(v(6, 4)),
@@ -232,6 +259,10 @@ pub const FAMILIES: &[Family] = &[
     hist("vllm:request_prefill_kv_computed_tokens", Tokens)
         .only(V1)
         .since(v(13, 0)),
+    hist("vllm:request_num_preemptions", Count)
+        .only(V1)
+        .since(AFTER_0_26)
+        .note("preemptions per finished request, buckets 1,2,3,4,5,10,20 (most requests land in le=1 with 0); absent from a real 0.26.0 page, present on real 0.32.0 pages: added in 0.27–0.32"),
     hist("vllm:time_in_queue_requests", Seconds)
         .only(V0)
         .since(v(6, 4))
@@ -292,16 +323,15 @@ pub const FAMILIES: &[Family] = &[
     counter("vllm:estimated_flops_per_gpu_total", Flops)
         .only(V1)
         .since(v(17, 0))
-        .when("--enable-mfu-metrics")
-        .note("TFLOP/s = rate(vllm:estimated_flops_per_gpu_total[1m]) / 1e12"),
+        .note("TFLOP/s = rate(vllm:estimated_flops_per_gpu_total[1m]) / 1e12; always on the page (registered unconditionally since merge 2026-02-23, ≈0.17), but counts only with --enable-mfu-metrics: 0 otherwise"),
     counter("vllm:estimated_read_bytes_per_gpu_total", Unit::Bytes)
         .only(V1)
         .since(v(17, 0))
-        .when("--enable-mfu-metrics"),
+        .note("always on the page (registered unconditionally since merge 2026-02-23, ≈0.17), but counts only with --enable-mfu-metrics: 0 otherwise"),
     counter("vllm:estimated_write_bytes_per_gpu_total", Unit::Bytes)
         .only(V1)
         .since(v(17, 0))
-        .when("--enable-mfu-metrics"),
+        .note("always on the page (registered unconditionally since merge 2026-02-23, ≈0.17), but counts only with --enable-mfu-metrics: 0 otherwise"),
     hist("vllm:kv_block_lifetime_seconds", Seconds)
         .only(V1)
         .since(v(13, 0))

@@ -207,6 +207,7 @@ async fn rejects_bad_requests_the_way_vllm_does() {
 
 #[tokio::test]
 async fn metrics_pages_parse_and_carry_every_vllm_0_26_name() {
+    // (The default dialect is 0.26; 0.32 only adds names to it.)
     let sim = start(cfg()).await;
     let page = http(sim.vllm_addr, "GET", "/metrics", "", "").await.body;
     let (families, errors) = promtext::parse_families(page.as_bytes());
@@ -472,4 +473,16 @@ async fn stream_interval_batches_tokens_into_fewer_chunks() {
     assert_eq!(texts.len(), 4, "{texts:?}");
     assert_eq!(json.last().unwrap()["usage"]["completion_tokens"], 10);
     sim.shutdown().await;
+}
+
+#[tokio::test]
+async fn version_answers_the_dialect_it_serves() {
+    for (dialect, want) in [("0.32", "0.32.0"), ("0.10", "0.10.0")] {
+        let mut c = cfg();
+        c.dialect = llmscope_sim::metrics::Dialect::parse(dialect).unwrap();
+        let sim = start(c).await;
+        let got = http(sim.vllm_addr, "GET", "/version", "", "").await.body;
+        sim.shutdown().await;
+        assert_eq!(got, format!(r#"{{"version":"{want}"}}"#));
+    }
 }
