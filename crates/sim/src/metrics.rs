@@ -534,8 +534,12 @@ fn cache_config_info_0_32(p: &mut Page, e: &Engine) {
     python_float(&mut util, e.cfg.gpu_memory_utilization);
     let blocks = e.memory.num_gpu_blocks.to_string();
     let tokens = e.memory.kv_tokens.to_string();
-    let bytes = ((e.memory.kv_tokens as f64) * e.model.kv_bytes_per_token()).round() as u64;
-    let bytes = bytes.to_string();
+    // vLLM labels the bytes only when the pool was given in bytes (--kv-cache-memory-bytes, or
+    // VLLM_CPU_KVCACHE_SPACE on the CPU build); a pool sized by memory utilisation says None.
+    let bytes = e
+        .cfg
+        .kv_cache_memory_bytes
+        .map_or_else(|| "None".to_owned(), |b| b.to_string());
     let mut concurrency = String::new();
     python_float(
         &mut concurrency,
@@ -669,11 +673,11 @@ mod tests {
             num("kv_cache_size_tokens"),
             blocks * f64::from(e.cfg.block_size)
         );
-        let per_token = e.model.kv_bytes_per_token();
-        assert_eq!(
-            num("kv_cache_memory_bytes"),
-            (num("kv_cache_size_tokens") * per_token).round()
-        );
+        assert_eq!(got["kv_cache_memory_bytes"], "None", "sized by utilisation");
+        let mut fixed = e.clone();
+        fixed.cfg.kv_cache_memory_bytes = Some(4 << 20);
+        let fixed = cache_config(&render(&fixed, Dialect::LATEST, 1.0));
+        assert_eq!(fixed["kv_cache_memory_bytes"], "4194304");
         assert_eq!(
             num("kv_cache_max_concurrency"),
             num("kv_cache_size_tokens") / f64::from(e.cfg.max_model_len)
