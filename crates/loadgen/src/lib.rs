@@ -29,6 +29,7 @@ pub mod chunk;
 pub mod client;
 pub mod clock;
 pub mod driver;
+pub mod failure;
 #[cfg(feature = "fake-server")]
 pub mod fake;
 pub mod http;
