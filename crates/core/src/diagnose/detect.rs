@@ -41,6 +41,8 @@ pub enum Severity {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Bottleneck {
+    /// A real share of the requests failed (issue 12): the verdict before any other.
+    FailingRequests,
     GpuCompute,
     KvCacheCapacity,
     BatchLimit,
@@ -55,6 +57,7 @@ pub enum Bottleneck {
 impl Bottleneck {
     pub fn as_str(self) -> &'static str {
         match self {
+            Bottleneck::FailingRequests => "failing_requests",
             Bottleneck::GpuCompute => "gpu_compute",
             Bottleneck::KvCacheCapacity => "kv_cache_capacity",
             Bottleneck::BatchLimit => "batch_limit",
@@ -698,6 +701,7 @@ impl DataQuality {
 /// Every bottleneck detector, in the decision table's order of precedence.
 pub fn detectors() -> Vec<Box<dyn Detector>> {
     vec![
+        Box::new(super::failures::FailingRequests),
         Box::new(KvCapacity),
         Box::new(TokenBudget),
         Box::new(MemoryBandwidth),

@@ -8,6 +8,7 @@
 pub mod build;
 pub mod detect;
 pub mod edges;
+pub mod failures;
 pub mod signal;
 pub mod verdict;
 pub mod window;
@@ -61,6 +62,7 @@ pub fn diagnose(input: &Input) -> Diagnosis {
         .iter()
         .filter_map(|d| d.detect(&cx))
         .collect();
+    failures::demote(&mut findings, input.load.requests.as_ref());
     let verdict = verdict::choose(&findings);
     // Primary first; the rest keep precedence order.
     if let Some(i) = findings

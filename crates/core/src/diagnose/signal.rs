@@ -221,6 +221,8 @@ pub struct LoadFacts {
     pub client_limited: bool,
     /// Its own words on why ("achieved 812 req/s of 1000; client CPU 98%").
     pub client_note: Option<String>,
+    /// What happened to the requests: sent, ok, failed, per error kind with the server's words.
+    pub requests: Option<super::failures::RequestOutcome>,
 }
 
 /// Everything one diagnosis reads.
