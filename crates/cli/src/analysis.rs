@@ -6,7 +6,9 @@
 
 use anyhow::{Context, Result};
 use llmscope_core::diagnose::build::signals_from_series;
+use llmscope_core::diagnose::failures::{FailureKind, RequestOutcome};
 use llmscope_core::diagnose::{Diagnosis, EngineFacts, Input, LoadFacts, Severity, diagnose};
+use llmscope_loadgen::{ErrorKind, LoadReport};
 use llmscope_render::{Report, html, json, markdown, terminal};
 use llmscope_store::{Finding, RunId, Store};
 use serde::{Deserialize, Serialize};
@@ -27,6 +29,42 @@ pub struct RunFacts {
     pub context: Vec<String>,
     /// The load generator's report, as `llmscope load --format json` prints it.
     pub client: Option<serde_json::Value>,
+    /// What happened to the requests (sent/ok/failed, per kind with the server's messages).
+    #[serde(default)]
+    pub requests: Option<RequestOutcome>,
+}
+
+/// The request outcome of a load report: counts, and per error kind (most frequent first) its
+/// count and the server's first messages.
+pub fn request_outcome(r: &LoadReport) -> RequestOutcome {
+    let q = &r.total.requests;
+    let mut kinds: Vec<FailureKind> = r
+        .total
+        .errors
+        .iter()
+        .map(|(kind, count)| FailureKind {
+            kind: kind.to_string(),
+            status: match kind {
+                ErrorKind::Http(s) => Some(*s),
+                _ => None,
+            },
+            count: *count,
+            bodies: r
+                .total
+                .failures
+                .get(kind)
+                .map(|f| f.bodies.clone())
+                .unwrap_or_default(),
+        })
+        .collect();
+    kinds.sort_by(|a, b| b.count.cmp(&a.count));
+    RequestOutcome {
+        sent: q.sent,
+        ok: q.completed,
+        failed: q.failed,
+        kinds,
+        stopped_early: r.stopped_early.clone(),
+    }
 }
 
 const FACTS_CODE: &str = "run_facts";
@@ -74,6 +112,11 @@ pub fn analyse_series(
         window: facts.load_window,
         client_limited: facts.client_limited,
         client_note: facts.client_note.clone(),
+        // Runs stored before the field existed: from the stored load report.
+        requests: facts.requests.clone().or_else(|| {
+            let report = serde_json::from_value::<LoadReport>(facts.client.clone()?).ok()?;
+            Some(request_outcome(&report))
+        }),
     };
     input.scrape_interval_s = facts.scrape_interval_s;
     let diagnosis = diagnose(&input);
