@@ -272,6 +272,31 @@ impl Client {
             .map_err(|_| FetchError::Timeout)?
     }
 
+    /// POSTs a JSON `body` to `uri` and returns status and (capped) body.
+    pub async fn post_json(
+        &self,
+        uri: Uri,
+        body: Bytes,
+        timeout: Duration,
+    ) -> Result<(u16, Bytes), FetchError> {
+        let work = async {
+            let mut conn = self.checkout().await.map_err(FetchError::Connect)?;
+            let mut req = self.request(Method::POST, uri, body);
+            req.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            let resp = conn.send.send_request(req).await?;
+            let status = resp.status().as_u16();
+            let body = Limited::collect(resp.into_body(), MAX_BODY_BYTES).await?;
+            self.checkin(conn);
+            Ok((status, body))
+        };
+        tokio::time::timeout(timeout, work)
+            .await
+            .map_err(|_| FetchError::Timeout)?
+    }
+
     /// Sends one completion request and reads its response; `streamed` counts text chunks as
     /// they arrive (output tokens when not streaming), for live progress.
     pub async fn execute(

@@ -25,6 +25,7 @@
 //!   chunks; both are kept and their mismatch reported.
 //! - **Throughput** is over the measured window: first measured send → last response end.
 
+pub mod calibrate;
 pub mod chunk;
 pub mod client;
 pub mod clock;

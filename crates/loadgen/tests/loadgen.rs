@@ -615,3 +615,83 @@ async fn a_server_that_rejects_everything_is_not_flooded_and_is_quoted() {
         "{text}"
     );
 }
+
+/// `--input-tokens N` is N tokens on the server's tokenizer, chat template included: calibrated
+/// through the simulator's `/tokenize`, the achieved mean `usage.prompt_tokens` lands within ±2 %
+/// — for the 3,000-token case (then 3,000 + 512 fits the 4,096-token model) and for 500
+/// on the completions endpoint with a spread.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn input_tokens_land_on_the_servers_tokenizer() {
+    let cfg =
+        llmscope_sim::serve::SimConfig::new(llmscope_sim::preset::preset("l4-qwen2.5-3b").unwrap());
+    let sim = llmscope_sim::serve::start(cfg).await.expect("sim starts");
+    let cases = [
+        (Endpoint::Chat, "3000", Some(512), None),
+        (Endpoint::Completions, "500±50", None, Some(4)),
+        (Endpoint::Chat, "500", None, Some(4)),
+    ];
+    for (endpoint, tokens, max_tokens, output_tokens) in cases {
+        let s = LoadSpec {
+            target: sim.vllm_url(),
+            endpoint,
+            concurrency: vec![8],
+            requests: Some(24),
+            input_tokens: Some(tokens.parse().unwrap()),
+            max_tokens,
+            output_tokens,
+            ..Default::default()
+        };
+        let plan = resolve(&s).await.expect("plan");
+        assert!(
+            plan.notes.iter().any(|n| n.contains("POST /tokenize")),
+            "{:?}",
+            plan.notes
+        );
+        let r = run(&plan, &mut (), &RunControl::new()).await;
+        assert_eq!(
+            r.total.requests.failed, 0,
+            "{tokens}: {:?}",
+            r.total.failures
+        );
+        let want = f64::from(s.input_tokens.unwrap().mean);
+        let got = r.total.tokens.prompt_mean.expect("usage.prompt_tokens");
+        assert!(
+            (got - want).abs() <= 0.02 * want,
+            "{endpoint:?} {tokens}: achieved {got} tokens"
+        );
+    }
+    sim.shutdown().await;
+}
+
+/// Prompt + max_tokens over the model's max_model_len is refused before any load, with the
+/// numbers.
+#[tokio::test]
+async fn over_long_requests_are_refused_before_the_load() {
+    let cfg =
+        llmscope_sim::serve::SimConfig::new(llmscope_sim::preset::preset("l4-qwen2.5-3b").unwrap());
+    let sim = llmscope_sim::serve::start(cfg).await.expect("sim starts");
+    let s = LoadSpec {
+        target: sim.vllm_url(),
+        requests: Some(10),
+        input_tokens: Some("3700".parse().unwrap()),
+        max_tokens: Some(512),
+        ..Default::default()
+    };
+    let e = resolve(&s).await.unwrap_err();
+    sim.shutdown().await;
+    assert!(
+        matches!(
+            e,
+            PlanError::TooLong {
+                prompt: 3700,
+                max_tokens: 512,
+                max_model_len: 4096
+            }
+        ),
+        "{e}"
+    );
+    assert!(
+        e.to_string().contains("3700 tokens") && e.to_string().contains("= 4212"),
+        "{e}"
+    );
+}
