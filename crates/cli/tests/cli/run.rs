@@ -450,3 +450,33 @@ fn a_server_rejecting_every_request_is_the_verdict_in_its_own_words() {
     assert_eq!(fail_on.status.code(), Some(1));
     std::fs::remove_dir_all(db.parent().unwrap()).ok();
 }
+
+/// Issue 12: prompt + max_tokens over the model's max_model_len is refused before the baseline,
+/// with the numbers (exit 2); 3,000 + 512 on the same 4,096-token model now fits.
+#[test]
+fn an_over_long_request_is_refused_before_the_run() {
+    let db = temp_dir("run-too-long").join("r.db");
+    let out = llmscope(&[
+        "run",
+        "--input-tokens",
+        "3700",
+        "--max-tokens",
+        "512",
+        "--duration",
+        "8s",
+        "--baseline",
+        "1s",
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("prompts of up to 3700 tokens")
+            && err.contains("max_tokens 512 = 4212")
+            && err.contains("max_model_len 4096")
+            && !err.contains("baseline:"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(db.parent().unwrap()).ok();
+}
