@@ -57,7 +57,7 @@ pub fn request_outcome(r: &LoadReport) -> RequestOutcome {
                 .unwrap_or_default(),
         })
         .collect();
-    kinds.sort_by(|a, b| b.count.cmp(&a.count));
+    kinds.sort_by_key(|k| std::cmp::Reverse(k.count));
     RequestOutcome {
         sent: q.sent,
         ok: q.completed,

@@ -31,9 +31,12 @@ pub struct Report<'a> {
     pub client: Option<&'a serde_json::Value>,
 }
 
+/// Each error kind (`http_400 × 812`) with the server's first messages.
+pub(crate) type FailureLines<'a> = Vec<(String, &'a [String])>;
+
 /// The failed-requests block, when requests failed: a headline, then each error kind with the
 /// server's first messages (already sanitised and capped by the load generator).
-pub(crate) fn failures<'a>(r: &Report<'a>) -> Option<(String, Vec<(String, &'a [String])>)> {
+pub(crate) fn failures<'a>(r: &Report<'a>) -> Option<(String, FailureLines<'a>)> {
     let o = r.input.load.requests.as_ref().filter(|o| o.failed > 0)?;
     let share = o
         .failed_share()

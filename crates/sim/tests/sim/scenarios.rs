@@ -59,6 +59,7 @@ fn run_case(path: &std::path::Path) -> Result<(), String> {
         window: Some(trace.load_window),
         client_limited: note.is_some(),
         client_note: note,
+        requests: None,
     };
     let d = diagnose(&to_input(&trace, &e, facts));
     let expect = &case["expect"];
