@@ -6,7 +6,9 @@
 
 use anyhow::{Context, Result};
 use llmscope_core::diagnose::build::{kv_cache_config, signals_from_series};
+use llmscope_core::diagnose::failures::{FailureKind, RequestOutcome};
 use llmscope_core::diagnose::{Diagnosis, EngineFacts, Input, LoadFacts, Severity, diagnose};
+use llmscope_loadgen::{ErrorKind, LoadReport};
 use llmscope_render::{Report, html, json, markdown, terminal};
 use llmscope_store::{Finding, RunId, Store};
 use serde::{Deserialize, Serialize};
@@ -32,6 +34,42 @@ pub struct RunFacts {
     pub context: Vec<String>,
     /// The load generator's report, as `llmscope load --format json` prints it.
     pub client: Option<serde_json::Value>,
+    /// What happened to the requests (sent/ok/failed, per kind with the server's messages).
+    #[serde(default)]
+    pub requests: Option<RequestOutcome>,
+}
+
+/// The request outcome of a load report: counts, and per error kind (most frequent first) its
+/// count and the server's first messages.
+pub fn request_outcome(r: &LoadReport) -> RequestOutcome {
+    let q = &r.total.requests;
+    let mut kinds: Vec<FailureKind> = r
+        .total
+        .errors
+        .iter()
+        .map(|(kind, count)| FailureKind {
+            kind: kind.to_string(),
+            status: match kind {
+                ErrorKind::Http(s) => Some(*s),
+                _ => None,
+            },
+            count: *count,
+            bodies: r
+                .total
+                .failures
+                .get(kind)
+                .map(|f| f.bodies.clone())
+                .unwrap_or_default(),
+        })
+        .collect();
+    kinds.sort_by_key(|k| std::cmp::Reverse(k.count));
+    RequestOutcome {
+        sent: q.sent,
+        ok: q.completed,
+        failed: q.failed,
+        kinds,
+        stopped_early: r.stopped_early.clone(),
+    }
 }
 
 const FACTS_CODE: &str = "run_facts";
@@ -80,8 +118,14 @@ pub fn analyse_series(
         window: facts.load_window,
         client_limited: facts.client_limited,
         client_note: facts.client_note.clone(),
+        achieved_concurrency: achieved_concurrency(&facts),
         contended: facts.contended,
         contention: facts.contention.clone(),
+        // Runs stored before the field existed: from the stored load report.
+        requests: facts.requests.clone().or_else(|| {
+            let report = serde_json::from_value::<LoadReport>(facts.client.clone()?).ok()?;
+            Some(request_outcome(&report))
+        }),
     };
     input.scrape_interval_s = facts.scrape_interval_s;
     let diagnosis = diagnose(&input);
@@ -97,6 +141,13 @@ pub fn analyse_series(
         diagnosis,
         used,
     }
+}
+
+/// The closed-loop concurrency the client kept while sending, from its stored report.
+fn achieved_concurrency(facts: &RunFacts) -> Option<f64> {
+    let report = serde_json::from_value::<LoadReport>(facts.client.clone()?).ok()?;
+    let load = &report.total.load;
+    (load.unit == "concurrency").then_some(load.achieved?)
 }
 
 /// Stores the facts and every finding of the diagnosis with the run.

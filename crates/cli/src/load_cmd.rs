@@ -39,7 +39,9 @@ Examples:
   llmscope load --input-tokens 512±64 --output-tokens 128 --rate 5,10,20 --duration 60s
 
 Ctrl-C stops sending and waits for requests in flight (up to --grace); press again to abort.
-Exit status: 0 done (server errors are counted in the report), 2 usage or setup error.";
+Exit status: 0 done (server errors are counted in the report); 1 when the load stopped early
+because requests kept failing and none succeeded for 5 s (failing closed-loop workers back off
+10 ms doubling to 1 s); 2 usage or setup error.";
 
 /// Load an OpenAI-compatible server and report client-side latency and throughput.
 #[derive(Debug, clap::Args)]
@@ -223,6 +225,10 @@ pub fn run(args: LoadArgs) -> Result<ExitCode> {
         Format::Text => text::write_summary(&report, &mut out)?,
     }
     out.flush()?;
+    if let Some(why) = &report.stopped_early {
+        eprintln!("llmscope load: stopped early: {why}");
+        return Ok(ExitCode::from(1));
+    }
     Ok(ExitCode::SUCCESS)
 }
 

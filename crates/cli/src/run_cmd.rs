@@ -45,7 +45,8 @@ With no --target, llmscope starts its simulated stack in-process (preset and eng
 to it). Against a real server, pass --max-num-seqs (what the server runs with) so the batch-limit
 check can compare the plateau with it. With --prometheus, nothing is scraped directly: after the
 load the window is read from Prometheus (step = --interval, so give its scrape interval).
-Exit: 0, or 1 when a finding reaches --fail-on; 2 on errors.")]
+Exit: 0, or 1 when a finding reaches --fail-on or the load stopped early because no request
+succeeded; 2 on errors.")]
 pub struct RunArgs {
     /// Base URL of an OpenAI-compatible server; without it the simulated stack is started.
     #[arg(long)]
@@ -262,6 +263,7 @@ async fn run_async(args: RunArgs) -> Result<ExitCode> {
         simulated: plan.sim.is_some(),
         context: plan.context.clone(),
         client: Some(serde_json::to_value(&report)?),
+        requests: Some(analysis::request_outcome(&report)),
     };
     let series: Vec<_> = store
         .series(run, None)?
@@ -279,7 +281,14 @@ async fn run_async(args: RunArgs) -> Result<ExitCode> {
     if let Some(sim) = plan.sim.take() {
         sim.shutdown().await;
     }
-    args.out.finish(&analysed, &format!("llmscope run {run}"))
+    let code = args.out.finish(&analysed, &format!("llmscope run {run}"))?;
+    match &report.stopped_early {
+        Some(why) => {
+            say(&format!("the load stopped early: {why}"));
+            Ok(ExitCode::from(1))
+        }
+        None => Ok(code),
+    }
 }
 
 fn say(line: &str) {

@@ -179,6 +179,13 @@ pub struct FaultFlags {
         help_heading = "Fault injection"
     )]
     pub http_429: f64,
+    /// Share of requests rejected with HTTP 400 and a vLLM-shaped error body.
+    #[arg(
+        long = "fault-400",
+        default_value_t = 0.0,
+        help_heading = "Fault injection"
+    )]
+    pub http_400: f64,
     /// Share of streams whose connection is closed mid-stream.
     #[arg(
         long = "fault-disconnect",
@@ -224,6 +231,7 @@ impl FaultFlags {
         Faults {
             http_500: self.http_500,
             http_429: self.http_429,
+            http_400: self.http_400,
             disconnect: self.disconnect,
             stall: self.stall,
             stall_for: self.stall_for,

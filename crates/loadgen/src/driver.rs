@@ -10,6 +10,14 @@
 //! [`run_stage`] folds records into [`StageStats`] and hands them in batches to the [`Observer`].
 //! When sending stops (duration, request count, or [`RunControl::stop`]) requests in flight get
 //! the grace period to finish; then they are cancelled and counted as `cancelled`.
+//!
+//! A server that rejects requests must not be flooded (issue 12: a closed loop re-sending each
+//! rejected request at once sent 1.3 million requests in a minute). In closed loop each worker
+//! slot carries its failure streak: after a failed request the slot is held for a backoff
+//! ([`backoff`]: 10 ms doubling to 1 s, reset by a success) before the next send. Open-loop
+//! schedules keep their schedule. In every mode the run stops early when requests keep failing
+//! and none succeeds ([`GIVE_UP_FAILURES`] in a row over [`GIVE_UP_AFTER`]); the report says why
+//! in [`LoadReport::stopped_early`].
 
 use crate::client::{AssessInput, LoadReach, Monitor, assess};
 use crate::clock::anchor;
@@ -134,6 +142,25 @@ struct StageCtx {
     gauge: Arc<Gauge>,
     abort: watch::Receiver<bool>,
     next_id: Arc<AtomicU64>,
+    /// Closed loop: failed requests hold their slot for a backoff.
+    backoff: bool,
+    /// Failure streaks of the worker slots not in use (one per free slot, at most).
+    streaks: Arc<std::sync::Mutex<Vec<u32>>>,
+}
+
+/// The first backoff after a failure; it doubles with each failure in a row, up to the max.
+const BACKOFF_FIRST: Duration = Duration::from_millis(10);
+const BACKOFF_MAX: Duration = Duration::from_secs(1);
+/// Failures in a row, with no success for [`GIVE_UP_AFTER`], that stop the run.
+pub const GIVE_UP_FAILURES: u64 = 20;
+pub const GIVE_UP_AFTER: Duration = Duration::from_secs(5);
+
+/// How long a worker waits before its next send after `streak` failures in a row.
+pub fn backoff(streak: u32) -> Duration {
+    match streak {
+        0 => Duration::ZERO,
+        n => (BACKOFF_FIRST * 2u32.pow((n - 1).min(10))).min(BACKOFF_MAX),
+    }
 }
 
 /// Requests in flight and their peak.
@@ -152,6 +179,7 @@ pub async fn run(plan: &LoadPlan, observer: &mut dyn Observer, control: &RunCont
     let monitor = Monitor::start();
     let next_id = Arc::new(AtomicU64::new(0));
     let mut done: Vec<(StageStats, StageMeta, StageReport)> = Vec::new();
+    let mut stopped_early = None;
     for (i, sp) in plan.stages.iter().enumerate() {
         if control.signal() != Signal::Run {
             break;
@@ -171,6 +199,7 @@ pub async fn run(plan: &LoadPlan, observer: &mut dyn Observer, control: &RunCont
         attach_client(&mut report, &monitor, out.started, out.ended);
         observer.stage_finished(&report);
         done.push((out.stats, out.meta, report));
+        stopped_early = stopped_early.or(out.stopped_early);
     }
     let total = total_report(plan, &done, &monitor, t0);
     LoadReport {
@@ -183,7 +212,8 @@ pub async fn run(plan: &LoadPlan, observer: &mut dyn Observer, control: &RunCont
             .replace('/', "_"),
         stream: plan.stream,
         started_unix_ns: clock.ns(t0),
-        interrupted: control.signal() != Signal::Run,
+        interrupted: control.signal() != Signal::Run && stopped_early.is_none(),
+        stopped_early,
         total,
         stages: done.into_iter().map(|(_, _, r)| r).collect(),
     }
@@ -265,6 +295,7 @@ struct StageOutcome {
     meta: StageMeta,
     started: Instant,
     ended: Instant,
+    stopped_early: Option<String>,
 }
 
 /// Live counters of the aggregator, for progress.
@@ -328,6 +359,8 @@ async fn run_stage(
         gauge: gauge.clone(),
         abort: abort_rx,
         next_id,
+        backoff: matches!(sp.mode, Mode::Closed { .. }),
+        streaks: Arc::default(),
     });
     let seed = plan.seed.wrapping_add(u64::from(index));
     let dispatcher = tokio::spawn(dispatch(ctx, sp.clone(), seed, control.subscribe()));
@@ -342,6 +375,8 @@ async fn run_stage(
         sending_ended: None,
         stats: StageStats::default(),
         live: Live::default(),
+        streak: FailStreak::new(started),
+        control: control.clone(),
         in_flight: InFlight {
             from: clock.ns(started + sp.warmup),
             to: None,
@@ -365,7 +400,42 @@ struct Aggregator<'a> {
     sending_ended: Option<Instant>,
     stats: StageStats,
     live: Live,
+    streak: FailStreak,
+    control: RunControl,
     in_flight: InFlight,
+}
+
+/// Failures since the last success, to give up on a server that rejects everything.
+struct FailStreak {
+    last_ok: Instant,
+    failed: u64,
+    /// Why the run was stopped, once it was.
+    gave_up: Option<String>,
+}
+
+impl FailStreak {
+    fn new(start: Instant) -> Self {
+        FailStreak {
+            last_ok: start,
+            failed: 0,
+            gave_up: None,
+        }
+    }
+
+    fn add(&mut self, r: &RequestRecord, now: Instant) {
+        match r.error {
+            None => (self.last_ok, self.failed) = (now, 0),
+            Some(ErrorKind::Cancelled) => {}
+            Some(_) => self.failed += 1,
+        }
+    }
+
+    /// Whether to give up now: enough failures in a row, and no success for long enough.
+    fn hopeless(&self, now: Instant) -> bool {
+        self.gave_up.is_none()
+            && self.failed >= GIVE_UP_FAILURES
+            && now.duration_since(self.last_ok) >= GIVE_UP_AFTER
+    }
 }
 
 impl Aggregator<'_> {
@@ -402,6 +472,7 @@ impl Aggregator<'_> {
                     if self.sending_ended.is_some_and(|t| now.duration_since(t) >= self.plan.grace) {
                         self.cancel_in_flight();
                     }
+                    self.give_up_if_hopeless(now);
                     observer.progress(&self.progress(now));
                 }
             }
@@ -409,11 +480,31 @@ impl Aggregator<'_> {
     }
 
     fn add(&mut self, batch: &[RequestRecord]) {
+        let now = Instant::now();
         for r in batch {
             self.stats.add(r, &self.plan.slo);
             self.live.add(r);
             self.in_flight.add(r);
+            self.streak.add(r, now);
         }
+    }
+
+    /// Stops the run when requests keep failing and none succeeds.
+    fn give_up_if_hopeless(&mut self, now: Instant) {
+        if !self.streak.hopeless(now) {
+            return;
+        }
+        let worst = self.stats.failures.iter().max_by_key(|(_, f)| f.count);
+        let said = worst
+            .and_then(|(_, f)| f.bodies.first())
+            .map_or(String::new(), |b| format!("; the server said: {b}"));
+        let kind = worst.map_or("?".to_owned(), |(k, _)| k.to_string());
+        self.streak.gave_up = Some(format!(
+            "no request succeeded for {:.0} s and the last {} failed (mostly {kind}){said} — stopped sending rather than flood a server that rejects every request",
+            now.duration_since(self.streak.last_ok).as_secs_f64(),
+            self.streak.failed
+        ));
+        self.control.stop();
     }
 
     fn sending_stopped(&mut self, at: Instant) {
@@ -471,6 +562,7 @@ impl Aggregator<'_> {
             meta,
             started: self.started,
             ended,
+            stopped_early: self.streak.gave_up,
         }
     }
 }
@@ -635,7 +727,14 @@ async fn dispatch(
         };
         let now = Instant::now();
         let warmup = now < ctx.warmup_end;
-        tokio::spawn(request(ctx.clone(), intended, slot, warmup));
+        let streak = ctx
+            .streaks
+            .lock()
+            .ok()
+            .and_then(|mut s| s.pop())
+            .unwrap_or(0);
+        let worker = Worker { slot, streak };
+        tokio::spawn(request(ctx.clone(), intended, worker, warmup));
         measured += u64::from(!warmup);
         if sp.requests.is_some_and(|n| measured >= n) {
             break;
@@ -661,13 +760,44 @@ impl Drop for Pending {
     }
 }
 
-/// One request, start to record.
-async fn request(
-    ctx: Arc<StageCtx>,
-    intended: Option<Instant>,
+/// A concurrency slot and the failure streak of the worker that holds it.
+struct Worker {
     slot: Option<OwnedSemaphorePermit>,
-    warmup: bool,
-) {
+    streak: u32,
+}
+
+impl Worker {
+    /// Closed loop: after a failure, holds the slot for the backoff (cut short by an abort), then
+    /// frees it with the new streak for the next request.
+    async fn release(mut self, ctx: Arc<StageCtx>, error: Option<ErrorKind>) {
+        self.streak = match error {
+            None => 0,
+            Some(ErrorKind::Cancelled) => self.streak,
+            Some(_) => self.streak.saturating_add(1),
+        };
+        let (mut abort, streaks) = (ctx.abort.clone(), ctx.streaks.clone());
+        let wait = if ctx.backoff {
+            backoff(self.streak)
+        } else {
+            Duration::ZERO
+        };
+        // The stage ends when every request has reported: do not hold its context while waiting.
+        drop(ctx);
+        if !wait.is_zero() {
+            tokio::select! {
+                _ = abort.wait_for(|a| *a) => {}
+                _ = tokio::time::sleep(wait) => {}
+            }
+        }
+        if let Ok(mut s) = streaks.lock() {
+            s.push(self.streak);
+        }
+        drop(self.slot);
+    }
+}
+
+/// One request, start to record.
+async fn request(ctx: Arc<StageCtx>, intended: Option<Instant>, worker: Worker, warmup: bool) {
     let id = ctx.next_id.fetch_add(1, Ordering::Relaxed);
     let n = ctx.gauge.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
     ctx.gauge.peak.fetch_max(n, Ordering::Relaxed);
@@ -694,12 +824,14 @@ async fn request(
         }
     };
     let end = Instant::now();
+    let error = result.err();
     if let Some(mut r) = pending.record.take() {
-        fill(&mut r, &ctx.clock, out, result.err(), end);
+        fill(&mut r, &ctx.clock, out, error, end);
         ctx.gauge.in_flight.fetch_sub(1, Ordering::Relaxed);
         let _ = ctx.tx.send(r);
     }
-    drop(slot);
+    drop(pending);
+    worker.release(ctx, error).await;
 }
 
 fn fill(
@@ -723,4 +855,48 @@ fn fill(
         .first_token_rx_lag
         .map(|d| d.as_micros().min(u128::from(u32::MAX)) as u32);
     r.gaps_us = out.gaps_us;
+    r.error_body = out.error_body.filter(|_| error.is_some());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_from_10ms_to_1s() {
+        let ms = |n| backoff(n).as_millis();
+        assert_eq!(
+            (0..10).map(ms).collect::<Vec<_>>(),
+            vec![0, 10, 20, 40, 80, 160, 320, 640, 1000, 1000]
+        );
+        assert_eq!(ms(u32::MAX), 1000);
+    }
+
+    #[test]
+    fn a_streak_of_failures_without_success_gives_up() {
+        let t0 = Instant::now();
+        let mut s = FailStreak::new(t0);
+        let failed = RequestRecord {
+            error: Some(ErrorKind::Http(400)),
+            ..Default::default()
+        };
+        for _ in 0..GIVE_UP_FAILURES {
+            s.add(&failed, t0);
+        }
+        assert!(!s.hopeless(t0 + Duration::from_secs(1)), "too soon");
+        assert!(s.hopeless(t0 + GIVE_UP_AFTER));
+        s.add(&RequestRecord::default(), t0 + GIVE_UP_AFTER);
+        assert!(!s.hopeless(t0 + GIVE_UP_AFTER * 3), "a success resets it");
+        let cancelled = RequestRecord {
+            error: Some(ErrorKind::Cancelled),
+            ..Default::default()
+        };
+        for _ in 0..100 {
+            s.add(&cancelled, t0);
+        }
+        assert!(
+            !s.hopeless(t0 + GIVE_UP_AFTER * 4),
+            "cancelled is not a failure"
+        );
+    }
 }

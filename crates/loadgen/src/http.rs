@@ -285,6 +285,31 @@ impl Client {
             .map_err(|_| FetchError::Timeout)?
     }
 
+    /// POSTs a JSON `body` to `uri` and returns status and (capped) body.
+    pub async fn post_json(
+        &self,
+        uri: Uri,
+        body: Bytes,
+        timeout: Duration,
+    ) -> Result<(u16, Bytes), FetchError> {
+        let work = async {
+            let mut conn = self.checkout().await.map_err(FetchError::Connect)?;
+            let mut req = self.request(Method::POST, uri, body);
+            req.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            let resp = conn.send.send_request(req).await?;
+            let status = resp.status().as_u16();
+            let body = Limited::collect(resp.into_body(), MAX_BODY_BYTES).await?;
+            self.checkin(conn);
+            Ok((status, body))
+        };
+        tokio::time::timeout(timeout, work)
+            .await
+            .map_err(|_| FetchError::Timeout)?
+    }
+
     /// Sends one completion request and reads its response; `streamed` counts text chunks as
     /// they arrive (output tokens when not streaming), for live progress.
     pub async fn execute(
@@ -302,7 +327,9 @@ impl Client {
         let is_sse = content_type(&resp).starts_with("text/event-stream");
         let body = Frames::new(resp.into_body(), idle, conn.stamp.clone());
         let result = if !status.is_success() {
-            drain(body).await.and(Err(ErrorKind::Http(status.as_u16())))
+            let read = read_error(body).await;
+            out.error_body = read.as_deref().ok().and_then(crate::failure::message);
+            read.and(Err(ErrorKind::Http(status.as_u16())))
         } else if stream && !is_sse {
             Err(ErrorKind::BadResponse)
         } else if stream {
@@ -494,16 +521,19 @@ async fn read_body(mut body: Frames, out: &mut Outcome) -> Result<(), ErrorKind>
     read_whole(&buf, out)
 }
 
-/// Reads an error body to its end (capped), so the connection can be reused.
-async fn drain(mut body: Frames) -> Result<(), ErrorKind> {
-    let mut seen = 0;
+/// Reads an error body to its end (capped), so the connection can be reused, keeping its first
+/// [`crate::failure::MAX_READ_BYTES`].
+async fn read_error(mut body: Frames) -> Result<Vec<u8>, ErrorKind> {
+    let (mut seen, mut kept) = (0, Vec::new());
     while let Some(Frame { data, .. }) = body.next().await? {
         seen += data.len();
         if seen > MAX_BODY_BYTES {
             return Err(ErrorKind::BadResponse);
         }
+        let room = crate::failure::MAX_READ_BYTES.saturating_sub(kept.len());
+        kept.extend_from_slice(&data[..data.len().min(room)]);
     }
-    Ok(())
+    Ok(kept)
 }
 
 /// Collects a body up to a size cap.

@@ -25,10 +25,12 @@
 //!   chunks; both are kept and their mismatch reported.
 //! - **Throughput** is over the measured window: first measured send → last response end.
 
+pub mod calibrate;
 pub mod chunk;
 pub mod client;
 pub mod clock;
 pub mod driver;
+pub mod failure;
 #[cfg(feature = "fake-server")]
 pub mod fake;
 pub mod http;

@@ -4,6 +4,7 @@
 //! so an unreachable target, a non-OpenAI server, a wrong model or an empty prompt file fail here
 //! with a [`PlanError`] that says what is wrong and how to fix it.
 
+use crate::calibrate::{self, Meter, Method};
 use crate::http::{Client, FetchError, Secret, Target, TargetError};
 use crate::prompts::{self, BodyOptions, Endpoint, Prompt, PromptError, TokenSpec};
 use crate::schedule::{Arrival, Mode};
@@ -165,6 +166,36 @@ pub enum PlanError {
     },
     #[error("{target}/v1/models lists no model; pass --model")]
     NoModel { target: String },
+    #[error(
+        "prompts of up to {prompt} tokens (counted by the server) + max_tokens {max_tokens} = {} exceed the model's max_model_len {max_model_len}: the server would reject every request. Lower --input-tokens or --max-tokens (at most {} output tokens fit)",
+        prompt + max_tokens,
+        max_model_len.saturating_sub(*prompt)
+    )]
+    TooLong {
+        prompt: u32,
+        max_tokens: u32,
+        max_model_len: u32,
+    },
+}
+
+/// Refuses a load whose longest prompt plus `max_tokens` does not fit `max_model_len` (pure).
+pub fn check_length(
+    longest_prompt: Option<u32>,
+    max_tokens: Option<u32>,
+    max_model_len: Option<u32>,
+) -> Result<(), PlanError> {
+    let (Some(prompt), Some(max_model_len)) = (longest_prompt, max_model_len) else {
+        return Ok(());
+    };
+    let max_tokens = max_tokens.unwrap_or(0);
+    if prompt + max_tokens > max_model_len || prompt >= max_model_len {
+        return Err(PlanError::TooLong {
+            prompt,
+            max_tokens,
+            max_model_len,
+        });
+    }
+    Ok(())
 }
 
 fn usage(msg: impl Into<String>) -> PlanError {
@@ -311,6 +342,9 @@ struct ModelCard {
     id: String,
     #[serde(default)]
     owned_by: Option<String>,
+    /// vLLM lists each model's context length.
+    #[serde(default)]
+    max_model_len: Option<u32>,
 }
 
 /// The served models, or `None` when the server has no `/v1/models` (404).
@@ -373,7 +407,7 @@ pub async fn resolve(spec: &LoadSpec) -> Result<LoadPlan, PlanError> {
         .iter()
         .map(|h| parse_header(h))
         .collect::<Result<Vec<_>, _>>()?;
-    let prompts = load_prompts(spec)?;
+    let given = load_prompts(spec)?;
     let addrs = target.resolve().await.map_err(|e| PlanError::Unreachable {
         target: target.to_string(),
         why: e.to_string(),
@@ -381,7 +415,21 @@ pub async fn resolve(spec: &LoadSpec) -> Result<LoadPlan, PlanError> {
     let client = Arc::new(Client::new(&target, addrs, spec.api_key.as_ref(), &headers));
     let served = served_models(&client, &target).await?;
     let (model, vllm) = choose_model(spec, &target, served.as_deref())?;
+    let card_len = served
+        .iter()
+        .flatten()
+        .find(|c| c.id == model)
+        .and_then(|c| c.max_model_len);
     let mut notes = Vec::new();
+    let meter = Meter::detect(&client, &target, &model, spec.endpoint).await;
+    let fitted = fit_prompts(spec, &meter, given).await;
+    notes.extend(fitted.note);
+    check_length(
+        fitted.longest,
+        spec.output_tokens.or(spec.max_tokens),
+        fitted.max_model_len.or(card_len),
+    )?;
+    let prompts = fitted.prompts;
     let ignore_eos = spec.output_tokens.is_some() && vllm;
     if spec.output_tokens.is_some() && !vllm {
         notes.push("the server does not look like vLLM: sending max_tokens without ignore_eos, so answers may end early".into());
@@ -408,6 +456,69 @@ pub async fn resolve(spec: &LoadSpec) -> Result<LoadPlan, PlanError> {
         notes,
         client,
     })
+}
+
+/// Prompts as they will be sent, and what the server says of their length.
+struct Fitted {
+    prompts: Vec<Prompt>,
+    /// The longest prompt in server tokens, when known.
+    longest: Option<u32>,
+    max_model_len: Option<u32>,
+    note: Option<String>,
+}
+
+/// Synthetic prompts are calibrated on the server's tokenizer; given prompts are measured (the
+/// first few, with `/tokenize` only: no load is sent to measure them).
+async fn fit_prompts(spec: &LoadSpec, meter: &Meter<'_>, given: Vec<Prompt>) -> Fitted {
+    let Some(input) = spec.input_tokens else {
+        return measure_given(meter, given).await;
+    };
+    let targets = prompts::targets(input, given.len(), spec.seed);
+    let longest = targets.iter().copied().max();
+    match calibrate::calibrate(meter, &targets, spec.seed).await {
+        Some(c) => Fitted {
+            note: Some(format!(
+                "--input-tokens {input} calibrated on the server's tokenizer ({}): a sample measured {:.1} tokens for {:.1} asked ({:.0} tokens of template, {:.2} tokens per word)",
+                match c.method {
+                    Method::Tokenize => "POST /tokenize",
+                    Method::Usage => "usage.prompt_tokens of one-token requests",
+                },
+                c.measured,
+                c.target,
+                c.fit.overhead,
+                c.fit.per_word
+            )),
+            prompts: c.prompts,
+            longest,
+            max_model_len: c.max_model_len,
+        },
+        None => Fitted {
+            note: Some(format!(
+                "the server would not count prompts: --input-tokens {input} is in words, which its tokenizer may count differently"
+            )),
+            prompts: given,
+            longest: None,
+            max_model_len: None,
+        },
+    }
+}
+
+async fn measure_given(meter: &Meter<'_>, given: Vec<Prompt>) -> Fitted {
+    let (mut longest, mut max_model_len) = (None, None);
+    if meter.method == Method::Tokenize {
+        for p in given.iter().take(16) {
+            if let Some((n, len)) = meter.count(p).await {
+                longest = longest.max(Some(n));
+                max_model_len = max_model_len.or(len);
+            }
+        }
+    }
+    Fitted {
+        prompts: given,
+        longest,
+        max_model_len,
+        note: None,
+    }
 }
 
 /// The model to use and whether the server is vLLM (`owned_by: "vllm"`).
@@ -576,16 +687,35 @@ mod tests {
     }
 
     #[test]
+    fn prompt_plus_max_tokens_must_fit_max_model_len() {
+        assert!(check_length(Some(3000), Some(512), Some(4096)).is_ok());
+        let e = check_length(Some(3700), Some(512), Some(4096)).unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.contains("3700")
+                && msg.contains("512 = 4212")
+                && msg.contains("max_model_len 4096")
+                && msg.contains("at most 396 output tokens"),
+            "{msg}"
+        );
+        assert!(check_length(Some(4096), None, Some(4096)).is_err());
+        assert!(check_length(None, Some(10_000), Some(4096)).is_ok());
+        assert!(check_length(Some(10_000), Some(1), None).is_ok());
+    }
+
+    #[test]
     fn model_choice() {
         let t: Target = "http://127.0.0.1:1".parse().unwrap();
         let cards = [
             ModelCard {
                 id: "a".into(),
                 owned_by: Some("vllm".into()),
+                max_model_len: Some(4096),
             },
             ModelCard {
                 id: "b".into(),
                 owned_by: None,
+                max_model_len: None,
             },
         ];
         assert_eq!(

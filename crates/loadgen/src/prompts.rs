@@ -177,16 +177,56 @@ const WORDS: &[&str] = &[
     "paper", "money", "point", "room", "story", "power", "line", "game", "market", "school",
 ];
 
-/// `count` prompts of `spec` words each (normal spread, at least one word).
-pub fn synthetic(spec: TokenSpec, count: usize, seed: u64) -> Vec<Prompt> {
+/// How many words make a prompt of `t` tokens on the server: `(t − overhead) / per_word`.
+/// [`TokenFit::WORDS`] (one word per token, no overhead) until measured ([`crate::calibrate`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TokenFit {
+    /// Tokens the server adds around the text (chat template, BOS).
+    pub overhead: f64,
+    /// Server tokens per synthetic word.
+    pub per_word: f64,
+}
+
+impl TokenFit {
+    pub const WORDS: TokenFit = TokenFit {
+        overhead: 0.0,
+        per_word: 1.0,
+    };
+
+    /// Words for a prompt of `tokens` tokens (at least one).
+    pub fn words(&self, tokens: f64) -> usize {
+        ((tokens - self.overhead) / self.per_word.max(1e-3))
+            .round()
+            .max(1.0) as usize
+    }
+}
+
+/// The target token count of each of `count` synthetic prompts (normal spread, at least 1).
+pub fn targets(spec: TokenSpec, count: usize, seed: u64) -> Vec<u32> {
     let mut rng = Rng::new(seed);
     (0..count.max(1))
         .map(|_| {
-            let n = (f64::from(spec.mean) + f64::from(spec.sd) * rng.normal())
+            (f64::from(spec.mean) + f64::from(spec.sd) * rng.normal())
                 .round()
-                .max(1.0);
-            let mut s = String::with_capacity(n as usize * 6);
-            for i in 0..n as usize {
+                .max(1.0) as u32
+        })
+        .collect()
+}
+
+/// `count` prompts of `spec` words each (normal spread, at least one word).
+pub fn synthetic(spec: TokenSpec, count: usize, seed: u64) -> Vec<Prompt> {
+    synthetic_fit(&targets(spec, count, seed), TokenFit::WORDS, seed)
+}
+
+/// One prompt per target token count, its word count from `fit`.
+pub fn synthetic_fit(targets: &[u32], fit: TokenFit, seed: u64) -> Vec<Prompt> {
+    let mut rng = Rng::new(seed ^ 0x5EED);
+    targets
+        .iter()
+        .map(|&t| {
+            let n = fit.words(f64::from(t));
+            let mut s = String::with_capacity(n * 6);
+            for i in 0..n {
                 if i > 0 {
                     s.push(' ');
                 }
@@ -215,15 +255,23 @@ pub fn build_bodies(prompts: &[Prompt], o: &BodyOptions) -> Vec<Bytes> {
         .collect()
 }
 
-fn body(p: &Prompt, o: &BodyOptions) -> Value {
-    let mut b = json!({ "model": o.model, "stream": o.stream });
-    match (o.endpoint, p) {
+/// The prompt part of a body: `messages` for chat, `prompt` for completions — also what
+/// vLLM's `/tokenize` takes, so a prompt is counted as the server will see it.
+pub fn prompt_fields(p: &Prompt, endpoint: Endpoint, model: &str) -> Value {
+    let mut b = json!({ "model": model });
+    match (endpoint, p) {
         (Endpoint::Chat, Prompt::Messages(m)) => b["messages"] = Value::Array(m.clone()),
         (Endpoint::Chat, Prompt::Text(t)) => {
             b["messages"] = json!([{"role": "user", "content": t}])
         }
         (Endpoint::Completions, p) => b["prompt"] = Value::String(as_text(p)),
     }
+    b
+}
+
+fn body(p: &Prompt, o: &BodyOptions) -> Value {
+    let mut b = prompt_fields(p, o.endpoint, &o.model);
+    b["stream"] = json!(o.stream);
     if o.stream {
         b["stream_options"] = json!({ "include_usage": true });
     }

@@ -133,6 +133,9 @@ pub struct RequestRecord {
     /// segments, may have stamped it with a later segment's time.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub first_token_behind: bool,
+    /// A failed request: the server's message (error body or in-band error), sanitised, ≤ 300 bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_body: Option<String>,
     /// Gaps between consecutive text chunks, in microseconds (aggregated, not stored).
     #[serde(skip)]
     pub gaps_us: Vec<u32>,

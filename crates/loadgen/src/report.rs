@@ -4,6 +4,7 @@
 //! merged (for a single stage, that stage). Latencies are in milliseconds; a [`Summary`] whose
 //! `count` is 0 has every statistic `null` (absent, never a fake 0).
 
+use crate::failure::Samples;
 use crate::record::ErrorKind;
 use crate::slo::Slo;
 use serde::{Deserialize, Serialize};
@@ -74,6 +75,12 @@ pub struct Throughput {
 pub struct Tokens {
     /// Σ `usage.prompt_tokens` of completed requests.
     pub prompt: u64,
+    /// Completed requests whose `usage` gave `prompt_tokens`.
+    #[serde(default)]
+    pub prompt_counted: u64,
+    /// The achieved prompt length: mean `usage.prompt_tokens` (the server's count).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_mean: Option<f64>,
     /// Σ output tokens of completed requests (`usage.completion_tokens`, else counted chunks).
     pub output: u64,
     /// Σ text chunks counted by the client.
@@ -166,6 +173,9 @@ pub struct StageReport {
     pub duration_s: f64,
     pub requests: RequestCounts,
     pub errors: BTreeMap<ErrorKind, u64>,
+    /// Per error kind: its count and the first distinct messages the server gave.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub failures: BTreeMap<ErrorKind, Samples>,
     pub latency_ms: Latencies,
     pub throughput: Throughput,
     pub tokens: Tokens,
@@ -187,6 +197,10 @@ pub struct LoadReport {
     pub started_unix_ns: u64,
     /// Stopped early (Ctrl-C): the figures cover what completed.
     pub interrupted: bool,
+    /// The run stopped itself because requests kept failing and none succeeded: why, in one
+    /// sentence with the server's message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_early: Option<String>,
     #[serde(flatten)]
     pub total: StageReport,
     pub stages: Vec<StageReport>,

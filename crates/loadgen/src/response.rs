@@ -30,6 +30,9 @@ pub struct Outcome {
     pub first_token_rx_lag: Option<std::time::Duration>,
     /// The first token was read from behind a backlog: its kernel stamp may be late.
     pub first_token_behind: bool,
+    /// What the server said when it failed the request (error body or in-band error event),
+    /// sanitised and capped ([`crate::failure::message`]).
+    pub error_body: Option<String>,
 }
 
 /// Streaming state of one response.
@@ -104,6 +107,10 @@ impl State {
                 Ok(())
             }
             SseEvent::Data(d) => match Chunk::parse(d) {
+                Ok(c) if c.error.is_some() => {
+                    self.outcome.error_body = crate::failure::message(d);
+                    Err(ErrorKind::StreamError)
+                }
                 Ok(c) => self.on_chunk(&c, at),
                 Err(_) => Err(ErrorKind::MalformedSse),
             },
@@ -112,9 +119,6 @@ impl State {
     }
 
     fn on_chunk(&mut self, c: &Chunk, at: Instant) -> Result<(), ErrorKind> {
-        if c.error.is_some() {
-            return Err(ErrorKind::StreamError);
-        }
         if let Some(u) = c.usage {
             self.outcome.usage = u;
         }
@@ -144,6 +148,7 @@ impl State {
 pub fn read_whole(body: &[u8], out: &mut Outcome) -> Result<(), ErrorKind> {
     let c = Chunk::parse(body).map_err(|_| ErrorKind::BadResponse)?;
     if c.error.is_some() {
+        out.error_body = crate::failure::message(body);
         return Err(ErrorKind::StreamError);
     }
     if !c.choices.finished && !c.has_text() {
@@ -218,10 +223,9 @@ mod tests {
             Err(ErrorKind::MalformedSse)
         );
         let e = "data: {\"error\":{\"message\":\"x\",\"type\":\"InternalServerError\",\"param\":null,\"code\":500}}\n\ndata: [DONE]\n\n";
-        assert_eq!(
-            StreamReader::default().feed(e.as_bytes(), t),
-            Err(ErrorKind::StreamError)
-        );
+        let mut r = StreamReader::default();
+        assert_eq!(r.feed(e.as_bytes(), t), Err(ErrorKind::StreamError));
+        assert_eq!(r.outcome().error_body.as_deref(), Some("x"));
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! 3 significant digits, up to one hour) and counters; [`StageStats::merge`] adds another stage's
 //! stats, so a multi-stage run reports each stage and their union without keeping records.
 
+use crate::failure::Samples;
 use crate::record::{ErrorKind, RequestRecord};
 use crate::report::{
     ClientReport, Goodput, Latencies, LoadInfo, RequestCounts, StageReport, Summary, Throughput,
@@ -82,6 +83,8 @@ fn round3(v: f64) -> f64 {
 pub struct StageStats {
     pub requests: RequestCounts,
     pub errors: BTreeMap<ErrorKind, u64>,
+    /// Per error kind: count and the first distinct server messages.
+    pub failures: BTreeMap<ErrorKind, Samples>,
     ttft: Hist,
     ttfo: Hist,
     itl: Hist,
@@ -143,6 +146,8 @@ impl StageStats {
             Some(kind) => {
                 self.requests.failed += 1;
                 *self.errors.entry(kind).or_default() += 1;
+                let samples = self.failures.entry(kind).or_default();
+                samples.add(r.error_body.as_deref());
             }
             None => self.add_completed(r, slo),
         }
@@ -224,6 +229,7 @@ impl StageStats {
     fn add_tokens(&mut self, r: &RequestRecord) {
         let t = &mut self.tokens;
         t.prompt += u64::from(r.prompt_tokens.unwrap_or(0));
+        t.prompt_counted += u64::from(r.prompt_tokens.is_some());
         t.output += u64::from(r.tokens_out());
         t.counted_chunks += u64::from(r.chunk_tokens);
         match r.output_tokens {
@@ -252,11 +258,15 @@ impl StageStats {
         for (k, v) in &o.errors {
             *self.errors.entry(*k).or_default() += v;
         }
+        for (k, v) in &o.failures {
+            self.failures.entry(*k).or_default().merge(v);
+        }
         for (a, b) in self.hists_mut().into_iter().zip(o.hists()) {
             a.merge(b);
         }
         let (t, u) = (&mut self.tokens, &o.tokens);
         t.prompt += u.prompt;
+        t.prompt_counted += u.prompt_counted;
         t.output += u.output;
         t.counted_chunks += u.counted_chunks;
         t.usage_missing += u.usage_missing;
@@ -317,6 +327,7 @@ impl StageStats {
             duration_s: meta.duration_s,
             requests: self.requests,
             errors: self.errors.clone(),
+            failures: self.failures.clone(),
             latency_ms: self.latencies(),
             throughput: Throughput {
                 requests_per_s: per_s(self.requests.completed),
@@ -361,7 +372,10 @@ impl StageStats {
 
     fn token_report(&self) -> Tokens {
         let (usage, chunks) = self.usage_both;
+        let t = &self.tokens;
         Tokens {
+            prompt_mean: (t.prompt_counted > 0)
+                .then(|| round3(t.prompt as f64 / t.prompt_counted as f64)),
             mismatch_pct: (usage > 0)
                 .then(|| round3(usage.abs_diff(chunks) as f64 * 100.0 / usage as f64)),
             ..self.tokens
@@ -477,6 +491,7 @@ mod tests {
         s.add(
             &RequestRecord {
                 error: Some(ErrorKind::Http(500)),
+                error_body: Some("boom".into()),
                 sent_unix_ns: 0,
                 end_unix_ns: 1,
                 ..Default::default()
@@ -506,6 +521,14 @@ mod tests {
             }
         );
         assert_eq!(r.errors[&ErrorKind::Http(500)], 1);
+        assert_eq!(
+            r.failures[&ErrorKind::Http(500)],
+            Samples {
+                count: 1,
+                bodies: vec!["boom".into()]
+            }
+        );
+        assert_eq!(r.tokens.prompt_mean, Some(5.0));
         assert!(near(r.latency_ms.ttft.p50, 10.0), "{:?}", r.latency_ms.ttft);
         assert!(near(r.latency_ms.ttft.max, 20.0), "{:?}", r.latency_ms.ttft);
         assert_eq!(r.latency_ms.itl.count, 18);

@@ -15,6 +15,9 @@ pub fn write_summary(r: &LoadReport, w: &mut impl Write) -> io::Result<()> {
         "target  {}  model {}  {} ({mode})",
         r.target, r.model, r.endpoint
     )?;
+    if let Some(why) = &r.stopped_early {
+        writeln!(w, "stopped early: {why}")?;
+    }
     if r.interrupted {
         writeln!(
             w,
@@ -54,6 +57,7 @@ fn write_stage(s: &StageReport, w: &mut impl Write) -> io::Result<()> {
         "  requests    sent {}  completed {}  failed {}{errors}{warm}",
         q.sent, q.completed, q.failed
     )?;
+    write_failures(s, w)?;
     write_latencies(s, w)?;
     let t = &s.throughput;
     writeln!(
@@ -158,12 +162,26 @@ fn write_tokens(s: &StageReport, w: &mut impl Write) -> io::Result<()> {
         ),
         None => String::new(),
     };
+    let mean = t
+        .prompt_mean
+        .map_or(String::new(), |m| format!(" (mean {m:.1} per request)"));
     writeln!(
         w,
-        "  tokens      prompt {}  output {}{mismatch}",
+        "  tokens      prompt {}{mean}  output {}{mismatch}",
         thousands(t.prompt as f64),
         thousands(t.output as f64)
     )
+}
+
+/// Each error kind with the server's own words.
+fn write_failures(s: &StageReport, w: &mut impl Write) -> io::Result<()> {
+    for (kind, f) in &s.failures {
+        writeln!(w, "  failed      {kind} × {}", f.count)?;
+        for b in &f.bodies {
+            writeln!(w, "                server said: {b}")?;
+        }
+    }
+    Ok(())
 }
 
 fn write_load(s: &StageReport, w: &mut impl Write) -> io::Result<()> {

@@ -559,3 +559,139 @@ async fn llmscope_sim_faults_are_all_accounted_for() {
     assert!(r.total.requests.completed > 200, "{:?}", r.total.requests);
     assert_eq!(r.model, "llmscope/tiny-bench");
 }
+
+/// Issue 12: a server that rejects every request. The closed loop backs off and the run stops
+/// itself after a few seconds — hundreds of requests, not the million of a loop that re-sends at
+/// once — and the report keeps what the server said.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_rejects_everything_is_not_flooded_and_is_quoted() {
+    let mut cfg =
+        llmscope_sim::serve::SimConfig::new(llmscope_sim::preset::preset("bench-tiny").unwrap());
+    cfg.faults.http_400 = 1.0;
+    let sim = llmscope_sim::serve::start(cfg).await.expect("sim starts");
+    let s = LoadSpec {
+        target: sim.vllm_url(),
+        concurrency: vec![64],
+        duration: Some(Duration::from_secs(60)),
+        ..Default::default()
+    };
+    let started = std::time::Instant::now();
+    let r = load(&s).await;
+    let took = started.elapsed();
+    sim.shutdown().await;
+    assert_accounted(&r);
+    let q = r.total.requests;
+    assert_eq!(q.completed, 0);
+    // 64 workers backing off 10 ms → 1 s for about 5 s: about 12 sends each.
+    assert!((20..=64 * 20).contains(&q.sent), "{q:?} sent in {took:?}");
+    assert!(took < Duration::from_secs(15), "stopped early: {took:?}");
+    let why = r
+        .stopped_early
+        .as_deref()
+        .expect("the run says why it stopped");
+    assert!(
+        why.contains("http_400") && why.contains("--fault-400"),
+        "{why}"
+    );
+    assert!(!r.interrupted);
+    let f = &r.total.failures[&ErrorKind::Http(400)];
+    assert_eq!(f.count, q.failed);
+    assert_eq!(f.bodies.len(), 1, "one distinct body: {:?}", f.bodies);
+    assert!(
+        f.bodies[0].starts_with("simulated rejection (--fault-400)"),
+        "{:?}",
+        f.bodies
+    );
+    let json = serde_json::to_value(&r).unwrap();
+    assert!(
+        json["failures"]["http_400"]["bodies"][0].is_string(),
+        "{json:#}"
+    );
+    let mut text = Vec::new();
+    llmscope_loadgen::text::write_summary(&r, &mut text).unwrap();
+    let text = String::from_utf8(text).unwrap();
+    assert!(
+        text.contains("stopped early") && text.contains("server said: simulated rejection"),
+        "{text}"
+    );
+}
+
+/// `--input-tokens N` is N tokens on the server's tokenizer, chat template included: calibrated
+/// through the simulator's `/tokenize`, the achieved mean `usage.prompt_tokens` lands within ±2 %
+/// — for the issue's 3,000-token case (then 3,000 + 512 fits the 4,096-token model) and for 500
+/// on the completions endpoint with a spread.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn input_tokens_land_on_the_servers_tokenizer() {
+    let cfg =
+        llmscope_sim::serve::SimConfig::new(llmscope_sim::preset::preset("l4-qwen2.5-3b").unwrap());
+    let sim = llmscope_sim::serve::start(cfg).await.expect("sim starts");
+    let cases = [
+        (Endpoint::Chat, "3000", Some(512), None),
+        (Endpoint::Completions, "500±50", None, Some(4)),
+        (Endpoint::Chat, "500", None, Some(4)),
+    ];
+    for (endpoint, tokens, max_tokens, output_tokens) in cases {
+        let s = LoadSpec {
+            target: sim.vllm_url(),
+            endpoint,
+            concurrency: vec![8],
+            requests: Some(24),
+            input_tokens: Some(tokens.parse().unwrap()),
+            max_tokens,
+            output_tokens,
+            ..Default::default()
+        };
+        let plan = resolve(&s).await.expect("plan");
+        assert!(
+            plan.notes.iter().any(|n| n.contains("POST /tokenize")),
+            "{:?}",
+            plan.notes
+        );
+        let r = run(&plan, &mut (), &RunControl::new()).await;
+        assert_eq!(
+            r.total.requests.failed, 0,
+            "{tokens}: {:?}",
+            r.total.failures
+        );
+        let want = f64::from(s.input_tokens.unwrap().mean);
+        let got = r.total.tokens.prompt_mean.expect("usage.prompt_tokens");
+        assert!(
+            (got - want).abs() <= 0.02 * want,
+            "{endpoint:?} {tokens}: achieved {got} tokens"
+        );
+    }
+    sim.shutdown().await;
+}
+
+/// Prompt + max_tokens over the model's max_model_len is refused before any load, with the
+/// numbers.
+#[tokio::test]
+async fn over_long_requests_are_refused_before_the_load() {
+    let cfg =
+        llmscope_sim::serve::SimConfig::new(llmscope_sim::preset::preset("l4-qwen2.5-3b").unwrap());
+    let sim = llmscope_sim::serve::start(cfg).await.expect("sim starts");
+    let s = LoadSpec {
+        target: sim.vllm_url(),
+        requests: Some(10),
+        input_tokens: Some("3700".parse().unwrap()),
+        max_tokens: Some(512),
+        ..Default::default()
+    };
+    let e = resolve(&s).await.unwrap_err();
+    sim.shutdown().await;
+    assert!(
+        matches!(
+            e,
+            PlanError::TooLong {
+                prompt: 3700,
+                max_tokens: 512,
+                max_model_len: 4096
+            }
+        ),
+        "{e}"
+    );
+    assert!(
+        e.to_string().contains("3700 tokens") && e.to_string().contains("= 4212"),
+        "{e}"
+    );
+}

@@ -60,6 +60,7 @@ pub fn write(r: &Report, out: &mut impl Write) -> io::Result<()> {
         esc(&d.verdict.summary)
     );
     recommendations(r, &mut s);
+    failed_requests(r, &mut s);
     s.push_str("<h2>GPU vs waiting</h2>");
     chart(r, &mut s);
     evidence(r, &mut s);
@@ -86,6 +87,21 @@ fn recommendations(r: &Report, s: &mut String) {
         );
     }
     s.push_str("</ol>");
+}
+
+fn failed_requests(r: &Report, s: &mut String) {
+    let Some((head, kinds)) = crate::failures(r) else {
+        return;
+    };
+    let _ = write!(s, "<h2>Failed requests</h2><p>{}</p><ul>", esc(&head));
+    for (kind, bodies) in kinds {
+        let _ = write!(s, "<li><code>{}</code>", esc(&kind));
+        for body in bodies {
+            let _ = write!(s, "<br>server said: <q>{}</q>", esc(body));
+        }
+        s.push_str("</li>");
+    }
+    s.push_str("</ul>");
 }
 
 fn evidence(r: &Report, s: &mut String) {

@@ -31,6 +31,7 @@ pub fn contract(r: &Report) -> Value {
             .enumerate()
             .map(|(i, row)| json!({"gpu": row.gpu, "kv": row.kv, "waiting": row.waiting, "bottleneck": row.bottleneck, "matched": d.verdict.row == Some(i)}))
             .collect::<Vec<_>>(),
+        "requests": r.input.load.requests,
         "client": r.client,
     })
 }

@@ -31,6 +31,33 @@ pub struct Report<'a> {
     pub client: Option<&'a serde_json::Value>,
 }
 
+/// Each error kind (`http_400 × 812`) with the server's first messages.
+pub(crate) type FailureLines<'a> = Vec<(String, &'a [String])>;
+
+/// The failed-requests block, when requests failed: a headline, then each error kind with the
+/// server's first messages (already sanitised and capped by the load generator).
+pub(crate) fn failures<'a>(r: &Report<'a>) -> Option<(String, FailureLines<'a>)> {
+    let o = r.input.load.requests.as_ref().filter(|o| o.failed > 0)?;
+    let share = o
+        .failed_share()
+        .map_or(String::new(), |s| format!(" ({:.0}%)", s * 100.0));
+    let stopped = o
+        .stopped_early
+        .as_ref()
+        .map_or(String::new(), |w| format!("; stopped early: {w}"));
+    let head = format!(
+        "{} of {} requests failed{share}{stopped}",
+        o.failed,
+        o.ok + o.failed
+    );
+    let kinds = o
+        .kinds
+        .iter()
+        .map(|k| (format!("{} × {}", k.kind, k.count), k.bodies.as_slice()))
+        .collect();
+    Some((head, kinds))
+}
+
 /// Seconds since `t0`, for tables and axes.
 pub(crate) fn rel(t: f64, t0: f64) -> String {
     format!("{:+.0}s", t - t0)

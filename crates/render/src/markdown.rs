@@ -44,6 +44,15 @@ pub fn write(r: &Report, out: &mut impl Write) -> io::Result<()> {
             )?;
         }
     }
+    if let Some((head, kinds)) = crate::failures(r) {
+        writeln!(out, "\n## Failed requests\n\n{}\n", md(&head))?;
+        for (kind, bodies) in kinds {
+            writeln!(out, "- `{kind}`")?;
+            for body in bodies {
+                writeln!(out, "  - server said: {}", md(body))?;
+            }
+        }
+    }
     writeln!(
         out,
         "\n## Evidence\n\n| signal | statistic | value | test | source |\n|---|---|---|---|---|"

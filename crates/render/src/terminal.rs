@@ -1,6 +1,6 @@
 //! The terminal report: verdict first, then why, then the numbers.
 
-use crate::{Report, client_rows, num, rel, t0};
+use crate::{Report, client_rows, failures, num, rel, t0};
 use llmscope_core::diagnose::DECISION_TABLE;
 use std::io::{self, Write};
 
@@ -33,6 +33,15 @@ pub fn write(r: &Report, out: &mut impl Write, color: bool) -> io::Result<()> {
             writeln!(out, "  {}. {}\n     why: {}", i + 1, rec.action, rec.reason)?;
         }
     }
+    if let Some((head, kinds)) = failures(r) {
+        writeln!(out, "\n{b}Failed requests{e}\n  {head}")?;
+        for (kind, bodies) in kinds {
+            writeln!(out, "  {kind}")?;
+            for body in bodies {
+                writeln!(out, "    server said: {body}")?;
+            }
+        }
+    }
     let zero = t0(r);
     if !d.evidence.is_empty() {
         writeln!(out, "\n{b}Evidence{e}")?;
@@ -54,7 +63,9 @@ pub fn write(r: &Report, out: &mut impl Write, color: bool) -> io::Result<()> {
     let others: Vec<_> = d
         .findings
         .iter()
-        .skip(usize::from(d.verdict.row.is_some()))
+        .skip(usize::from(d.findings.first().is_some_and(|f| {
+            f.bottleneck.is_some() && f.bottleneck == Some(d.verdict.bottleneck)
+        })))
         .collect();
     if !others.is_empty() {
         writeln!(out, "\n{b}Other findings{e}")?;
@@ -191,6 +202,12 @@ fn client(c: &serde_json::Value, out: &mut impl Write, b: &str, e: &str) -> io::
         g(&["throughput", "output_tokens_per_s"]),
     ) {
         writeln!(out, "  {rps:.2} req/s, {tps:.1} output tok/s")?;
+    }
+    if let Some(p) = g(&["tokens", "prompt_mean"]) {
+        writeln!(
+            out,
+            "  prompt {p:.1} tokens per request (server's usage.prompt_tokens)"
+        )?;
     }
     if let (Some(sent), Some(done), Some(failed)) = (
         g(&["requests", "sent"]),

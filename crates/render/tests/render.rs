@@ -193,3 +193,62 @@ fn which(bin: &str) -> Option<std::path::PathBuf> {
             .find(|p| p.is_file())
     })
 }
+
+/// Issue 12: every request rejected — each renderer leads with `failing_requests` and quotes the
+/// server, escaped.
+#[test]
+fn failing_requests_are_shown_with_the_servers_words_in_every_format() {
+    use llmscope_core::diagnose::failures::{FailureKind, RequestOutcome};
+    let mut i = input();
+    let body = "This model's maximum context length is 4096 tokens <b>";
+    i.load.requests = Some(RequestOutcome {
+        sent: 812,
+        ok: 0,
+        failed: 812,
+        kinds: vec![FailureKind {
+            kind: "http_400".into(),
+            status: Some(400),
+            count: 812,
+            bodies: vec![body.into()],
+        }],
+        stopped_early: Some("no request succeeded for 5 s".into()),
+    });
+    let d = diagnose(&i);
+    let r = report(&d, &i, None);
+    let mut text = Vec::new();
+    terminal::write(&r, &mut text, false).unwrap();
+    let text = String::from_utf8(text).unwrap();
+    assert!(text.contains("Verdict: failing_requests"), "{text}");
+    assert!(
+        text.contains("812 of 812 requests failed (100%); stopped early")
+            && text.contains(&format!("server said: {body}")),
+        "{text}"
+    );
+    assert_eq!(
+        text.matches("failing_requests:").count(),
+        0,
+        "not repeated: {text}"
+    );
+    let mut md = Vec::new();
+    markdown::write(&r, &mut md).unwrap();
+    let md = String::from_utf8(md).unwrap();
+    assert!(md.contains("## Verdict: `failing_requests`") && md.contains("## Failed requests"));
+    assert!(
+        md.contains("server said: This model's maximum context length is 4096 tokens &lt;b&gt;"),
+        "{md}"
+    );
+    let mut page = Vec::new();
+    html::write(&r, &mut page).unwrap();
+    let page = String::from_utf8(page).unwrap();
+    assert!(page.contains("<h2>Failed requests</h2>") && page.contains("4096 tokens &lt;b&gt;"));
+    assert!(!page.contains("4096 tokens <b>"));
+    let v = json::contract(&r);
+    assert_eq!(v["verdict"]["bottleneck"], "failing_requests");
+    assert_eq!(v["requests"]["kinds"][0]["bodies"][0], body);
+    assert!(
+        v["verdict"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("maximum context length")
+    );
+}

@@ -2,7 +2,8 @@
 //!
 //! Every rate is a probability in 0..1, all 0 by default. Request faults are drawn once per
 //! request from the seeded generator (so a run is reproducible): an HTTP 500 or 429 before
-//! streaming starts, or, during the stream, a disconnect (connection closed without the final
+//! streaming starts, an HTTP 400 with a vLLM-shaped body (a request the server rejects, as an
+//! over-long prompt is rejected), or, during the stream, a disconnect (connection closed without the final
 //! chunk), a stall (no bytes for `stall`), or one malformed SSE event. Metrics faults apply per
 //! scrape of either `/metrics` endpoint: 503 (down) or a garbage body.
 
@@ -14,6 +15,8 @@ use std::time::Duration;
 pub struct Faults {
     pub http_500: f64,
     pub http_429: f64,
+    /// Requests rejected with HTTP 400 and a vLLM `BadRequestError` body.
+    pub http_400: f64,
     pub disconnect: f64,
     pub stall: f64,
     pub stall_for: Duration,
@@ -27,6 +30,7 @@ impl Default for Faults {
         Self {
             http_500: 0.0,
             http_429: 0.0,
+            http_400: 0.0,
             disconnect: 0.0,
             stall: 0.0,
             stall_for: Duration::from_secs(30),
@@ -50,6 +54,7 @@ impl Faults {
         let rates = [
             ("--fault-500", self.http_500),
             ("--fault-429", self.http_429),
+            ("--fault-400", self.http_400),
             ("--fault-disconnect", self.disconnect),
             ("--fault-stall", self.stall),
             ("--fault-malformed", self.malformed),
@@ -71,6 +76,7 @@ pub enum RequestFault {
     None,
     Http500,
     Http429,
+    Http400,
     /// Close the connection after this many content chunks.
     DisconnectAfter(u32),
     /// Stop sending for the stall duration after this many content chunks.
@@ -87,6 +93,8 @@ impl Faults {
             RequestFault::Http500
         } else if rng.chance(self.http_429) {
             RequestFault::Http429
+        } else if rng.chance(self.http_400) {
+            RequestFault::Http400
         } else if rng.chance(self.disconnect) {
             RequestFault::DisconnectAfter(at(rng))
         } else if rng.chance(self.stall) {
@@ -142,6 +150,26 @@ mod tests {
             .filter(|_| f.draw(&mut rng, 50) == RequestFault::Http500)
             .count();
         assert!((4500..5500).contains(&n), "{n}");
+    }
+
+    #[test]
+    fn every_request_can_be_rejected_with_400() {
+        let f = Faults {
+            http_400: 1.0,
+            ..Faults::default()
+        };
+        let mut rng = Rng::new(3);
+        assert!((0..100).all(|_| f.draw(&mut rng, 50) == RequestFault::Http400));
+        let bad = Faults {
+            http_400: -0.1,
+            ..Faults::default()
+        };
+        assert!(
+            bad.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("--fault-400")
+        );
     }
 
     #[test]

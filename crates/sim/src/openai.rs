@@ -50,6 +50,34 @@ pub struct CompletionRequest {
     pub n: Option<u32>,
 }
 
+/// `POST /tokenize` (vLLM): a completion `prompt` or chat `messages`, counted as the generation
+/// endpoints count them.
+#[derive(Debug, Clone, Deserialize)]
+pub struct TokenizeRequest {
+    pub model: Option<String>,
+    pub prompt: Option<serde_json::Value>,
+    pub messages: Option<Vec<Message>>,
+}
+
+/// The body of a `/tokenize` answer: `{"count":N,"max_model_len":M,"tokens":[…]}` (the ids are
+/// stand-ins: the simulator counts tokens, it has no vocabulary).
+pub fn tokenize_response(count: u32, max_model_len: u32, key: u64) -> String {
+    let mut out = String::with_capacity(48 + count as usize * 6);
+    let _ = write!(
+        out,
+        "{{\"count\":{count},\"max_model_len\":{max_model_len},\"tokens\":["
+    );
+    for i in 0..u64::from(count) {
+        if i > 0 {
+            out.push(',');
+        }
+        let id = key.wrapping_add(i.wrapping_mul(0x9E37_79B9)) % 150_000;
+        let _ = write!(out, "{id}");
+    }
+    out.push_str("]}");
+    out
+}
+
 /// The text of a message `content`: a string, or an array of `{"type":"text","text":…}` parts.
 pub fn content_text(v: &serde_json::Value) -> String {
     match v {
@@ -327,6 +355,16 @@ mod tests {
             serde_json::from_str(&error_body("x", "NotFoundError", Some("model"), 404)).unwrap();
         assert_eq!(err["error"]["code"], 404);
         assert_eq!(err["error"]["param"], "model");
+    }
+
+    #[test]
+    fn tokenize_answers_count_and_ids() {
+        let v: serde_json::Value = serde_json::from_str(&tokenize_response(3, 4096, 7)).unwrap();
+        assert_eq!(
+            (v["count"].as_u64(), v["max_model_len"].as_u64()),
+            (Some(3), Some(4096))
+        );
+        assert_eq!(v["tokens"].as_array().unwrap().len(), 3);
     }
 
     #[test]

@@ -492,6 +492,7 @@ fn vllm_router(sh: Arc<Shared>) -> Router {
         .route("/v1/chat/completions", post(chat))
         .route("/v1/completions", post(completions))
         .route("/v1/models", get(models))
+        .route("/tokenize", post(tokenize))
         .route("/health", get(|| async { StatusCode::OK }))
         .route("/version", get(version))
         .route("/metrics", get(vllm_metrics))
@@ -586,25 +587,12 @@ async fn chat(State(sh): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) ->
     if req.messages.is_empty() {
         return bad_request("messages must not be empty");
     }
-    let (per_msg, template) = {
-        let e = lock(&sh.engine);
-        (e.model.per_message_tokens, e.model.chat_template_tokens)
-    };
-    let has_system = req.messages.iter().any(|m| m.role == "system");
-    let template = if has_system { per_msg } else { template };
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    let mut prompt = template;
-    for m in &req.messages {
-        let text = openai::content_text(&m.content);
-        prompt += per_msg + tokenizer::count_tokens(&text);
-        m.role.hash(&mut hasher);
-        text.hash(&mut hasher);
-    }
+    let (prompt, template, prompt_key) = chat_prompt(&sh, &req.messages);
     let g = Generation {
         endpoint: Endpoint::Chat,
         prompt_tokens: prompt,
         template_tokens: template,
-        prompt_key: hasher.finish(),
+        prompt_key,
         max_tokens: req.max_completion_tokens.or(req.max_tokens),
         ignore_eos: req.ignore_eos,
         stream: req.stream,
@@ -628,18 +616,14 @@ async fn completions(State(sh): State<Arc<Shared>>, headers: HeaderMap, body: By
     if let Some(r) = check_model(&sh, req.model.as_deref(), req.n) {
         return r;
     }
-    let text = match &req.prompt {
-        serde_json::Value::String(s) => s.clone(),
-        serde_json::Value::Array(a) if a.len() == 1 && a[0].is_string() => {
-            a[0].as_str().unwrap_or("").to_owned()
-        }
-        _ => return bad_request("prompt must be a string (batched prompts are not simulated)"),
+    let Some(text) = prompt_text(&req.prompt) else {
+        return bad_request("prompt must be a string (batched prompts are not simulated)");
     };
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     text.hash(&mut hasher);
     let g = Generation {
         endpoint: Endpoint::Completion,
-        prompt_tokens: tokenizer::count_tokens(&text).max(1) + 1,
+        prompt_tokens: completion_prompt_tokens(&text),
         template_tokens: 0,
         prompt_key: hasher.finish(),
         max_tokens: Some(req.max_tokens.unwrap_or(16)),
@@ -648,6 +632,67 @@ async fn completions(State(sh): State<Arc<Shared>>, headers: HeaderMap, body: By
         include_usage: req.stream_options.is_some_and(|o| o.include_usage),
     };
     generate(sh, g, &headers).await
+}
+
+/// A chat prompt's tokens as the engine sees them: the chat template (or, with a system message,
+/// its per-message share) plus each message's text and framing. Returns (prompt tokens, template
+/// tokens, prefix-cache key).
+fn chat_prompt(sh: &Shared, messages: &[openai::Message]) -> (u32, u32, u64) {
+    let (per_msg, template) = {
+        let e = lock(&sh.engine);
+        (e.model.per_message_tokens, e.model.chat_template_tokens)
+    };
+    let has_system = messages.iter().any(|m| m.role == "system");
+    let template = if has_system { per_msg } else { template };
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    let mut prompt = template;
+    for m in messages {
+        let text = openai::content_text(&m.content);
+        prompt += per_msg + tokenizer::count_tokens(&text);
+        m.role.hash(&mut hasher);
+        text.hash(&mut hasher);
+    }
+    (prompt, template, hasher.finish())
+}
+
+/// A completion prompt's tokens: its text and the BOS token.
+fn completion_prompt_tokens(text: &str) -> u32 {
+    tokenizer::count_tokens(text).max(1) + 1
+}
+
+/// A completion `prompt`: a string, or a list of exactly one string.
+fn prompt_text(v: &serde_json::Value) -> Option<String> {
+    match v {
+        serde_json::Value::String(s) => Some(s.clone()),
+        serde_json::Value::Array(a) if a.len() == 1 => a[0].as_str().map(str::to_owned),
+        _ => None,
+    }
+}
+
+/// vLLM's `POST /tokenize`: the count the generation endpoints would charge for the same prompt
+/// or messages, and `max_model_len`.
+async fn tokenize(State(sh): State<Arc<Shared>>, body: Bytes) -> Response {
+    let req: openai::TokenizeRequest = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => return bad_request(&format!("invalid request body: {e}")),
+    };
+    if let Some(r) = check_model(&sh, req.model.as_deref(), None) {
+        return r;
+    }
+    let (count, key) = match (&req.messages, &req.prompt) {
+        (Some(m), None) if !m.is_empty() => {
+            let (n, _, key) = chat_prompt(&sh, m);
+            (n, key)
+        }
+        (None, Some(p)) => match prompt_text(p) {
+            Some(t) => (completion_prompt_tokens(&t), t.len() as u64),
+            None => return bad_request("prompt must be a string"),
+        },
+        _ => return bad_request("give either prompt or messages"),
+    };
+    let max_model_len = lock(&sh.engine).cfg.max_model_len;
+    let body = openai::tokenize_response(count, max_model_len, key);
+    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
 /// A 404 for another model, a 400 for `n` ≠ 1; `None` when the request may go on.
@@ -702,6 +747,14 @@ async fn generate(sh: Arc<Shared>, g: Generation, headers: &HeaderMap) -> Respon
                 StatusCode::TOO_MANY_REQUESTS,
                 "simulated rate limit: too many requests",
                 "RateLimitError",
+                None,
+            );
+        }
+        RequestFault::Http400 => {
+            return json_error(
+                StatusCode::BAD_REQUEST,
+                "simulated rejection (--fault-400): the server refused this request",
+                "BadRequestError",
                 None,
             );
         }

@@ -115,3 +115,15 @@ pub fn prometheus(name: &str, jobs: &[String]) -> Option<RealPrometheus> {
         .unwrap()
         .block_on(RealPrometheus::start(name, jobs))
 }
+
+/// Waits (to a 20 s deadline) until something accepts connections on `host_port`.
+pub fn wait_until_listening(host_port: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::net::TcpStream::connect(host_port).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "nothing listens on {host_port}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}

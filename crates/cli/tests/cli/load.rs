@@ -177,3 +177,38 @@ fn bad_flags_are_usage_errors() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--burstiness"));
 }
+
+/// `llmscope load` against a server that rejects everything stops itself, exits 1 and says why,
+/// with the server's message in the JSON report.
+#[test]
+fn load_stops_when_every_request_is_rejected() {
+    let (_sim, vllm, _dcgm) = crate::common::sim_on_free_ports("1s", &["--fault-400", "1"]);
+    crate::common::wait_until_listening(&vllm);
+    let target = format!("http://{vllm}");
+    let out = crate::common::llmscope(&[
+        "load",
+        "--target",
+        &target,
+        "--concurrency",
+        "32",
+        "--duration",
+        "60s",
+        "--format",
+        "json",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("stopped early") && stderr.contains("http_400"),
+        "{stderr}"
+    );
+    let v = crate::common::json(&out);
+    assert!(v["requests"]["sent"].as_u64().unwrap() <= 32 * 20, "{v:#}");
+    assert!(
+        v["failures"]["http_400"]["bodies"][0]
+            .as_str()
+            .unwrap()
+            .contains("--fault-400"),
+        "{v:#}"
+    );
+}

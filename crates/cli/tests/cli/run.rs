@@ -384,3 +384,99 @@ fn run_reads_its_window_from_a_real_prometheus() {
     assert!(err.contains("no vLLM, SGLang or TGI series"), "{err}");
     assert!(!err.contains("load:"), "no load was sent: {err}");
 }
+
+/// Issue 12: a server that rejects every request. The run's verdict is `failing_requests` with
+/// the server's message — in JSON, and in the text report of the stored run — the load backs off
+/// and stops itself (hundreds of requests, not a million), and the exit code says so.
+#[test]
+fn a_server_rejecting_every_request_is_the_verdict_in_its_own_words() {
+    let (_sim, vllm, dcgm) = sim_on_free_ports("1s", &["--fault-400", "1"]);
+    crate::common::wait_until_listening(&vllm);
+    let db = temp_dir("run-400").join("r.db");
+    let (target, gpu) = (format!("http://{vllm}"), format!("http://{dcgm}/metrics"));
+    let started = std::time::Instant::now();
+    let out = llmscope(&[
+        "run",
+        "--target",
+        &target,
+        "--gpu-metrics",
+        &gpu,
+        "--max-num-seqs",
+        "16",
+        "--concurrency",
+        "64",
+        "--duration",
+        "60s",
+        "--baseline",
+        "1s",
+        "--dcgm-interval",
+        "1s",
+        "--db",
+        db.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(started.elapsed().as_secs() < 40, "stopped early: {stderr}");
+    assert!(stderr.contains("the load stopped early"), "{stderr}");
+    let v = json(&out);
+    assert_eq!(v["verdict"]["bottleneck"], "failing_requests", "{v:#}");
+    let summary = v["verdict"]["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("(100%): http_400")
+            && summary.contains("simulated rejection (--fault-400)"),
+        "{summary}"
+    );
+    let sent = v["requests"]["sent"].as_u64().unwrap();
+    assert!((20..=64 * 20).contains(&sent), "bounded: {sent} sent");
+    assert_eq!(v["requests"]["ok"], 0);
+    let run_id = v["run_id"].as_str().unwrap();
+    let text = llmscope(&["report", run_id, "--db", db.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("Verdict: failing_requests")
+            && text.contains("server said: simulated rejection (--fault-400)"),
+        "{text}"
+    );
+    let fail_on = llmscope(&[
+        "report",
+        run_id,
+        "--db",
+        db.to_str().unwrap(),
+        "--fail-on",
+        "error",
+    ]);
+    assert_eq!(fail_on.status.code(), Some(1));
+    std::fs::remove_dir_all(db.parent().unwrap()).ok();
+}
+
+/// Issue 12: prompt + max_tokens over the model's max_model_len is refused before the baseline,
+/// with the numbers (exit 2); 3,000 + 512 on the same 4,096-token model now fits.
+#[test]
+fn an_over_long_request_is_refused_before_the_run() {
+    let db = temp_dir("run-too-long").join("r.db");
+    let out = llmscope(&[
+        "run",
+        "--input-tokens",
+        "3700",
+        "--max-tokens",
+        "512",
+        "--duration",
+        "8s",
+        "--baseline",
+        "1s",
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("prompts of up to 3700 tokens")
+            && err.contains("max_tokens 512 = 4212")
+            && err.contains("max_model_len 4096")
+            && !err.contains("baseline:"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(db.parent().unwrap()).ok();
+}

@@ -46,6 +46,8 @@ pub enum Severity {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Bottleneck {
+    /// A real share of the requests failed (issue 12): the verdict before any other.
+    FailingRequests,
     GpuCompute,
     KvCacheCapacity,
     BatchLimit,
@@ -60,6 +62,7 @@ pub enum Bottleneck {
 impl Bottleneck {
     pub fn as_str(self) -> &'static str {
         match self {
+            Bottleneck::FailingRequests => "failing_requests",
             Bottleneck::GpuCompute => "gpu_compute",
             Bottleneck::KvCacheCapacity => "kv_cache_capacity",
             Bottleneck::BatchLimit => "batch_limit",
@@ -145,6 +148,25 @@ impl Context<'_> {
     pub fn queue_sustained(&self) -> bool {
         self.waiting()
             .is_some_and(|(mean, share)| share >= WAITING_SHARE && mean >= 0.5)
+    }
+
+    /// Requests the client kept in flight beyond the batch cap, when it kept clearly more:
+    /// demand above the cap, whether the excess waited in the scheduler's queue (the waiting
+    /// gauge) or in front of it (a starved API server holds requests the gauge never sees).
+    pub fn demand_over_cap(&self) -> Option<f64> {
+        let achieved = self.input.load.achieved_concurrency?;
+        let cap = self.batch_cap()?;
+        let over = achieved - cap;
+        (over >= (0.1 * cap).max(1.0)).then_some(over)
+    }
+
+    /// Requests in flight at the client that were neither running nor waiting in the engine, on
+    /// average over the steady window.
+    pub fn outside_engine(&self) -> Option<f64> {
+        let achieved = self.input.load.achieved_concurrency?;
+        let running = self.stat(Concept::Running)?.mean;
+        let waiting = self.stat(Concept::Waiting).map_or(0.0, |s| s.mean);
+        Some(achieved - running - waiting)
     }
 
     pub fn dram(&self) -> Option<Level> {
@@ -386,7 +408,8 @@ impl Detector for KvCapacity {
             (Some((plateau, _)), Some(cap)) => plateau < cap,
             _ => true,
         };
-        let primary = cx.queue_sustained() && (preempting.is_some() || below_cap);
+        let queued = cx.queue_sustained() || cx.demand_over_cap().is_some();
+        let primary = queued && (preempting.is_some() || below_cap);
         let msg = format!(
             "KV cache at {:.0}% (max {:.0}%){}: requests wait for KV blocks",
             mean * 100.0,
@@ -460,6 +483,7 @@ impl Detector for BatchLimit {
         let (plateau, share) = cx.running_plateau()?;
         let (waiting, _) = cx.waiting()?;
         let cap = cx.batch_cap();
+        // `waiting` must be exported (an absent queue gauge is a data-quality finding).
         // Pinned: the gauge sits at its ceiling in most scrapes, or — where scrapes fall between
         // the waves of a lockstep batch — the engine's counters show full batches step after step.
         let per_engine_cap = cx.input.engine.max_num_seqs.map(f64::from);
@@ -467,7 +491,8 @@ impl Detector for BatchLimit {
         let full_steps = batch
             .zip(per_engine_cap)
             .is_some_and(|(b, c)| b >= NEAR_CEILING * c);
-        if !cx.queue_sustained()
+        let queued = cx.queue_sustained() || cx.demand_over_cap().is_some();
+        if !queued
             || (share < PINNED_SHARE && !full_steps)
             || plateau < 1.0
             || cap.is_some_and(|c| c != plateau)
@@ -490,6 +515,16 @@ impl Detector for BatchLimit {
             ),
             cx.evidence(Concept::Waiting, "mean", waiting, ">=", Some(0.5)),
         ];
+        let over = cx.demand_over_cap();
+        if let Some(o) = over {
+            ev.push(cx.evidence(
+                Concept::Running,
+                "client_in_flight_over_cap",
+                o,
+                ">=",
+                cap.map(|c| (0.1 * c).max(1.0)),
+            ));
+        }
         let mut confidence =
             0.55 + 0.2 * ((share - PINNED_SHARE) / (1.0 - PINNED_SHARE)).clamp(-0.5, 1.0);
         if cap.is_some() {
@@ -556,13 +591,18 @@ impl Detector for BatchLimit {
             ),
         };
         let msg = format!(
-            "running is pinned at {plateau:.0} ({}at or near it in {:.0}% of samples) while {waiting:.1} requests wait on average, {headroom}: the batch limit caps throughput",
+            "running is pinned at {plateau:.0} ({}at or near it in {:.0}% of samples) while {waiting:.1} requests wait on average{}, {headroom}: the batch limit caps throughput",
             match (cap, cx.input.engines) {
                 (None, _) => String::new(),
                 (Some(_), 0 | 1) => "= --max-num-seqs; ".to_owned(),
                 (Some(_), n) => format!("= --max-num-seqs × {n} replicas; "),
             },
-            share * 100.0
+            share * 100.0,
+            match (over, cx.input.load.achieved_concurrency) {
+                (Some(_), Some(a)) if !cx.queue_sustained() =>
+                    format!(" in the engine and the client keeps {a:.1} in flight"),
+                _ => String::new(),
+            }
         );
         Some(finding(
             self.id(),
@@ -620,7 +660,7 @@ impl Detector for ClientLimited {
         // Server-side evidence outranks the client's self-check: a queue on the server proves the
         // load arrived, and a load shaped so that no queue could form (concurrency within the
         // cap) is "load not reached" whatever the client did.
-        if cx.queue_sustained() {
+        if cx.queue_sustained() || cx.demand_over_cap().is_some() {
             let msg = format!(
                 "the load generator fell short of its load{note}; the server still queued requests, so its limit was reached regardless"
             );
@@ -656,6 +696,50 @@ impl Detector for ClientLimited {
     }
 }
 
+/// Requests the client had in flight that the engine's gauges never saw: they waited in front of
+/// the scheduler — in the API server process (HTTP, tokenisation, detokenisation, streaming), or
+/// on the way to it. On a host short of CPU the API server is the hidden queue.
+pub struct FrontEndQueue;
+impl Detector for FrontEndQueue {
+    fn id(&self) -> &'static str {
+        "front_end_queue"
+    }
+    fn detect(&self, cx: &Context) -> Option<Finding> {
+        let achieved = cx.input.load.achieved_concurrency?;
+        let outside = cx.outside_engine()?;
+        if outside < (0.15 * achieved).max(2.0) {
+            return None;
+        }
+        let ev = vec![
+            cx.evidence(
+                Concept::Running,
+                "mean",
+                cx.stat(Concept::Running)?.mean,
+                "",
+                None,
+            ),
+            cx.evidence(
+                Concept::Waiting,
+                "mean",
+                cx.stat(Concept::Waiting).map_or(0.0, |s| s.mean),
+                "",
+                None,
+            ),
+            cx.evidence(
+                Concept::Running,
+                "client_in_flight_minus_running_and_waiting",
+                outside,
+                ">=",
+                Some((0.15 * achieved).max(2.0)),
+            ),
+        ];
+        let msg = format!(
+            "{outside:.1} of the {achieved:.1} requests in flight at the client were neither running nor waiting in the engine on average: they queued in front of the scheduler (the API server process or the way to it) — a host short of CPU, or a saturated API server"
+        );
+        Some(finding(self.id(), Severity::Warning, None, 0.7, msg, ev))
+    }
+}
+
 /// The load's own shape ruled a queue out: closed-loop concurrency at or below the batch cap.
 fn concurrency_within_cap(cx: &Context) -> bool {
     match (cx.input.load.concurrency, cx.batch_cap()) {
@@ -674,7 +758,10 @@ impl Detector for LoadNotReached {
         let (waiting, share) = cx.waiting()?;
         let running = cx.stat(Concept::Running)?;
         let by_design = concurrency_within_cap(cx);
-        if cx.queue_sustained() || (cx.input.load.client_limited && !by_design) {
+        if cx.queue_sustained()
+            || (cx.input.load.client_limited && !by_design)
+            || (!by_design && cx.demand_over_cap().is_some())
+        {
             return None;
         }
         let mut ev = vec![
@@ -814,6 +901,7 @@ impl DataQuality {
 /// Every bottleneck detector, in the decision table's order of precedence.
 pub fn detectors() -> Vec<Box<dyn Detector>> {
     vec![
+        Box::new(super::failures::FailingRequests),
         Box::new(KvCapacity),
         Box::new(TokenBudget),
         Box::new(MemoryBandwidth),
@@ -822,6 +910,7 @@ pub fn detectors() -> Vec<Box<dyn Detector>> {
         Box::new(ClientLimited),
         Box::new(LoadNotReached),
         Box::new(HostBound),
+        Box::new(FrontEndQueue),
     ]
 }
 

@@ -8,6 +8,7 @@
 pub mod build;
 pub mod detect;
 pub mod edges;
+pub mod failures;
 pub mod signal;
 pub mod verdict;
 pub mod window;
@@ -65,6 +66,7 @@ pub fn diagnose(input: &Input) -> Diagnosis {
         .iter()
         .filter_map(|d| d.detect(&cx))
         .collect();
+    failures::demote(&mut findings, input.load.requests.as_ref());
     let mut verdict = verdict::choose(&findings);
     if input.load.contended && verdict.bottleneck != Bottleneck::None {
         verdict.confidence = (verdict.confidence - CONTENDED_PENALTY).max(0.05);

@@ -64,7 +64,7 @@ fn row_of(b: Bottleneck) -> Option<usize> {
         Bottleneck::KvCacheCapacity => Some(1),
         Bottleneck::BatchLimit | Bottleneck::TokenBudget | Bottleneck::Host => Some(2),
         Bottleneck::LoadNotReached | Bottleneck::Client => Some(3),
-        Bottleneck::None => None,
+        Bottleneck::FailingRequests | Bottleneck::None => None,
     }
 }
 
@@ -108,6 +108,7 @@ fn rec(action: impl Into<String>, reason: impl Into<String>) -> Recommendation {
 /// What to change for the verdict, plus what the secondary findings call for.
 pub fn recommend(cx: &Context, verdict: &Verdict, findings: &[Finding]) -> Vec<Recommendation> {
     let mut out = match verdict.bottleneck {
+        Bottleneck::FailingRequests => super::failures::recommend(cx),
         Bottleneck::BatchLimit => batch_limit(cx),
         Bottleneck::KvCacheCapacity => kv_capacity(cx),
         Bottleneck::GpuCompute => gpu_compute(cx),

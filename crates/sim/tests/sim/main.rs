@@ -486,3 +486,85 @@ async fn version_answers_the_dialect_it_serves() {
         assert_eq!(got, format!(r#"{{"version":"{want}"}}"#));
     }
 }
+
+/// `/tokenize` counts a chat's messages (template included) and a completion's prompt exactly as
+/// the generation endpoints charge them in `usage.prompt_tokens`, and names `max_model_len`.
+#[tokio::test]
+async fn tokenize_agrees_with_usage_prompt_tokens() {
+    let sim = start(cfg()).await;
+    let messages = serde_json::json!([{"role": "user", "content": PROMPT}]);
+    let body = serde_json::json!({"model": "Qwen/Qwen2.5-3B-Instruct", "messages": messages});
+    let t = http(sim.vllm_addr, "POST", "/tokenize", &body.to_string(), "").await;
+    assert_eq!(t.status, 200, "{}", t.body);
+    let t: serde_json::Value = serde_json::from_str(&t.body).unwrap();
+    let chat = http(
+        sim.vllm_addr,
+        "POST",
+        "/v1/chat/completions",
+        &chat_body(2, false),
+        "",
+    )
+    .await;
+    let chat: serde_json::Value = serde_json::from_str(&chat.body).unwrap();
+    assert_eq!(t["count"], chat["usage"]["prompt_tokens"], "{t} vs {chat}");
+    assert_eq!(t["max_model_len"], 4096);
+    assert_eq!(
+        t["tokens"].as_array().unwrap().len() as u64,
+        t["count"].as_u64().unwrap()
+    );
+
+    let text = "the people of this city would like more water";
+    let tok = serde_json::json!({"model": "Qwen/Qwen2.5-3B-Instruct", "prompt": text});
+    let t = http(sim.vllm_addr, "POST", "/tokenize", &tok.to_string(), "").await;
+    let t: serde_json::Value = serde_json::from_str(&t.body).unwrap();
+    let body =
+        serde_json::json!({"model": "Qwen/Qwen2.5-3B-Instruct", "prompt": text, "max_tokens": 2});
+    let c = http(
+        sim.vllm_addr,
+        "POST",
+        "/v1/completions",
+        &body.to_string(),
+        "",
+    )
+    .await;
+    let c: serde_json::Value = serde_json::from_str(&c.body).unwrap();
+    assert_eq!(t["count"], c["usage"]["prompt_tokens"], "{t} vs {c}");
+    let bad = http(sim.vllm_addr, "POST", "/tokenize", "{\"model\":\"x\"}", "").await;
+    assert_eq!(bad.status, 404);
+    let models = http(sim.vllm_addr, "GET", "/v1/models", "", "").await;
+    let models: serde_json::Value = serde_json::from_str(&models.body).unwrap();
+    assert_eq!(models["data"][0]["max_model_len"], 4096);
+    sim.shutdown().await;
+}
+
+/// `--fault-400 1`: every generation is refused with 400 and vLLM's error body.
+#[tokio::test]
+async fn fault_400_rejects_every_request_with_a_vllm_body() {
+    let mut c = cfg();
+    c.faults = Faults {
+        http_400: 1.0,
+        ..Faults::default()
+    };
+    let sim = start(c).await;
+    for stream in [true, false] {
+        let r = http(
+            sim.vllm_addr,
+            "POST",
+            "/v1/chat/completions",
+            &chat_body(3, stream),
+            "",
+        )
+        .await;
+        assert_eq!(r.status, 400);
+        let v: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+        assert_eq!(v["error"]["type"], "BadRequestError");
+        assert!(
+            v["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("--fault-400"),
+            "{v}"
+        );
+    }
+    sim.shutdown().await;
+}

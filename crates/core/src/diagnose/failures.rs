@@ -1,0 +1,331 @@
+//! Failing requests as a verdict (issue 12): when the server refused a real share of the load,
+//! that is what the run found, in the server's own words — not a bottleneck read from a window
+//! that never carried the load it was meant to.
+//!
+//! [`RequestOutcome`] is what the load generator counted ([`super::signal::LoadFacts::requests`]):
+//! sent, ok, failed, and per error kind a count and the first distinct server messages.
+//! [`FailingRequests`] fires at [`FAILING_SHARE`] of finished requests (or when none succeeded);
+//! [`demote`] strips the bottleneck from every other finding when the failures are massive
+//! ([`MASSIVE_SHARE`]), with a note; [`recommend`] reads the messages for what to fix.
+
+use super::detect::{Bottleneck, Context, Detector, Evidence, Finding, Severity};
+use super::verdict::Recommendation;
+use serde::{Deserialize, Serialize};
+
+/// Share of finished requests failing at which failures are the verdict.
+pub const FAILING_SHARE: f64 = 0.05;
+/// Share at which the window did not carry the intended load: no bottleneck is drawn from it.
+pub const MASSIVE_SHARE: f64 = 0.5;
+
+/// What happened to the requests of a load.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RequestOutcome {
+    pub sent: u64,
+    pub ok: u64,
+    pub failed: u64,
+    /// Per error kind, most frequent first.
+    pub kinds: Vec<FailureKind>,
+    /// The load stopped itself because nothing succeeded (the load generator's sentence).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_early: Option<String>,
+}
+
+/// One error kind of a load.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FailureKind {
+    /// `http_400`, `timeout`, `stream_cut`, …
+    pub kind: String,
+    /// The HTTP status, for `http_*` kinds.
+    pub status: Option<u16>,
+    pub count: u64,
+    /// The first distinct messages the server gave (sanitised, size-capped).
+    pub bodies: Vec<String>,
+}
+
+impl RequestOutcome {
+    /// Failed share of finished requests; `None` when nothing finished.
+    pub fn failed_share(&self) -> Option<f64> {
+        let finished = self.ok + self.failed;
+        (finished > 0).then(|| self.failed as f64 / finished as f64)
+    }
+
+    /// Whether failures are the verdict.
+    pub fn failing(&self) -> bool {
+        self.failed > 0 && (self.ok == 0 || self.failed_share().is_some_and(|s| s >= FAILING_SHARE))
+    }
+
+    fn massive(&self) -> bool {
+        self.failing() && self.failed_share().is_some_and(|s| s >= MASSIVE_SHARE)
+    }
+
+    /// The most frequent error kind.
+    pub fn worst(&self) -> Option<&FailureKind> {
+        self.kinds.iter().max_by_key(|k| k.count)
+    }
+}
+
+/// Requests failed: the server (or the path to it) refused the load.
+pub struct FailingRequests;
+impl Detector for FailingRequests {
+    fn id(&self) -> &'static str {
+        "failing_requests"
+    }
+    fn detect(&self, cx: &Context) -> Option<Finding> {
+        let o = cx.input.load.requests.as_ref()?;
+        if !o.failing() {
+            return None;
+        }
+        let share = o.failed_share()?;
+        let severity = if o.massive() {
+            Severity::Critical
+        } else {
+            Severity::Error
+        };
+        Some(Finding {
+            id: self.id(),
+            severity,
+            message: message(o, share),
+            bottleneck: Some(Bottleneck::FailingRequests),
+            confidence: 0.95,
+            evidence: evidence(cx, o, share),
+        })
+    }
+}
+
+/// `1,369,308 of 1,369,308 requests failed (100%): http_400 × 1,369,308 — the server said: "…"`.
+fn message(o: &RequestOutcome, share: f64) -> String {
+    let kinds: Vec<String> = o
+        .kinds
+        .iter()
+        .map(|k| format!("{} × {}", k.kind, k.count))
+        .collect();
+    let said: Vec<String> = o
+        .kinds
+        .iter()
+        .flat_map(|k| {
+            k.bodies
+                .iter()
+                .take(2)
+                .map(move |b| format!("{}: \"{b}\"", k.kind))
+        })
+        .take(3)
+        .collect();
+    let said = if said.is_empty() {
+        " (the server gave no message)".to_owned()
+    } else {
+        format!(" — the server said: {}", said.join("; "))
+    };
+    let stopped = o.stopped_early.as_ref().map_or(String::new(), |_| {
+        "; the load stopped itself early".to_owned()
+    });
+    format!(
+        "{} of {} requests failed ({:.0}%): {}{said}{stopped}",
+        o.failed,
+        o.ok + o.failed,
+        share * 100.0,
+        kinds.join(", ")
+    )
+}
+
+fn evidence(cx: &Context, o: &RequestOutcome, share: f64) -> Vec<Evidence> {
+    let ev = |statistic, value, test, threshold| Evidence {
+        signal: "requests",
+        source: "load generator".to_owned(),
+        window: cx.input.load.window,
+        statistic,
+        value,
+        test,
+        threshold,
+    };
+    vec![
+        ev("failed_share", share, ">=", Some(FAILING_SHARE)),
+        ev("failed", o.failed as f64, "", None),
+        ev("ok", o.ok as f64, "", None),
+    ]
+}
+
+/// Massive failures: no other finding is a verdict; each says why.
+pub fn demote(findings: &mut [Finding], outcome: Option<&RequestOutcome>) {
+    let Some(o) = outcome.filter(|o| o.massive()) else {
+        return;
+    };
+    let share = o.failed_share().unwrap_or(1.0) * 100.0;
+    for f in findings.iter_mut().filter(|f| f.id != "failing_requests") {
+        if f.bottleneck.take().is_some() {
+            f.message.push_str(&format!(
+                " (not a verdict: {share:.0}% of requests failed, so the window did not carry the intended load)"
+            ));
+        }
+    }
+}
+
+/// What to fix, read from the server's messages.
+pub fn recommend(cx: &Context) -> Vec<Recommendation> {
+    let Some(o) = cx.input.load.requests.as_ref() else {
+        return Vec::new();
+    };
+    let mut out: Vec<Recommendation> = o.kinds.iter().filter_map(advice).collect();
+    out.dedup();
+    out.push(Recommendation {
+        action: "Re-run once requests succeed; read no bottleneck from this run".to_owned(),
+        reason: "the server refused the load, so the metrics show a server doing little".to_owned(),
+    });
+    out
+}
+
+fn rec(action: &str, reason: String) -> Recommendation {
+    Recommendation {
+        action: action.to_owned(),
+        reason,
+    }
+}
+
+/// One kind's advice, from its message where the message says what is wrong.
+fn advice(k: &FailureKind) -> Option<Recommendation> {
+    let body = k.bodies.first().map(String::as_str).unwrap_or("");
+    let lower = body.to_ascii_lowercase();
+    let quote = || format!("the server said: \"{body}\"");
+    if lower.contains("maximum context length") || lower.contains("max_model_len") {
+        return Some(rec(
+            "Shorten the prompt (--input-tokens) or lower --max-tokens: prompt + max_tokens exceed the model's max_model_len",
+            quote(),
+        ));
+    }
+    if lower.contains("does not exist") || k.status == Some(404) {
+        return Some(rec(
+            "Pass a model the server serves (--model; see GET /v1/models) and check the target URL",
+            quote(),
+        ));
+    }
+    match k.status {
+        Some(401 | 403) => Some(rec(
+            "Check the API key (--api-key / OPENAI_API_KEY)",
+            quote(),
+        )),
+        Some(429) => Some(rec(
+            "Lower --concurrency or --rate below the server's rate limit, or raise the limit",
+            quote(),
+        )),
+        Some(s) if s >= 500 => Some(rec(
+            "Read the server's logs: it failed requests with 5xx",
+            quote(),
+        )),
+        Some(_) => Some(rec("Fix the request the server rejects", quote())),
+        None => match k.kind.as_str() {
+            "connect" | "connection_closed" => Some(rec(
+                "Check that the server is up and reachable at --target",
+                format!("{} requests could not connect or were closed", k.count),
+            )),
+            "timeout" | "stall" => Some(rec(
+                "Raise --timeout / --idle-timeout, or lower the load: the server stopped answering in time",
+                format!("{} requests timed out or stalled", k.count),
+            )),
+            _ => None,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::signal::{Concept, Input, Signal};
+    use crate::diagnose::{detect::Bottleneck, diagnose};
+
+    fn rejected(ok: u64, failed: u64) -> RequestOutcome {
+        RequestOutcome {
+            sent: ok + failed,
+            ok,
+            failed,
+            kinds: vec![FailureKind {
+                kind: "http_400".into(),
+                status: Some(400),
+                count: failed,
+                bodies: vec!["This model's maximum context length is 4096 tokens. However, you requested 512 output tokens and your prompt contains 3700 input tokens".into()],
+            }],
+            stopped_early: None,
+        }
+    }
+
+    /// A batch-limited window (running pinned at 16, a queue, GPU and KV with headroom).
+    fn batch_limited() -> Input {
+        let mut i = Input {
+            scrape_interval_s: Some(1.0),
+            ..Input::default()
+        };
+        let on = |t: f64| (15.0..95.0).contains(&t);
+        for (c, v) in [
+            (Concept::Running, 16.0),
+            (Concept::Waiting, 8.0),
+            (Concept::KvUsage, 0.03),
+            (Concept::GpuUtil, 30.0),
+        ] {
+            let pts = (0..120)
+                .map(|k| (k as f64, if on(k as f64) { v } else { 0.0 }))
+                .collect();
+            i.signals.insert(c, Signal::new(c.name(), pts));
+        }
+        i.engine.max_num_seqs = Some(16);
+        i
+    }
+
+    #[test]
+    fn every_request_failing_is_the_verdict_with_the_servers_words() {
+        let mut input = batch_limited();
+        assert_eq!(diagnose(&input).verdict.bottleneck, Bottleneck::BatchLimit);
+        input.load.requests = Some(rejected(0, 1_369_308));
+        let d = diagnose(&input);
+        assert_eq!(d.verdict.bottleneck, Bottleneck::FailingRequests, "{d:#?}");
+        let s = &d.verdict.summary;
+        assert!(
+            s.starts_with("1369308 of 1369308 requests failed (100%): http_400 × 1369308")
+                && s.contains("maximum context length is 4096"),
+            "{s}"
+        );
+        assert_eq!(d.findings[0].severity, Severity::Critical);
+        let batch = d.findings.iter().find(|f| f.id == "batch_limit").unwrap();
+        assert!(batch.bottleneck.is_none() && batch.message.contains("not a verdict"));
+        assert!(
+            d.recommendations[0].action.contains("max_model_len"),
+            "{:?}",
+            d.recommendations
+        );
+        assert_eq!(d.evidence[0].statistic, "failed_share");
+    }
+
+    #[test]
+    fn a_few_failures_are_not_a_verdict_and_some_are() {
+        let mut input = batch_limited();
+        input.load.requests = Some(rejected(990, 10));
+        assert_eq!(diagnose(&input).verdict.bottleneck, Bottleneck::BatchLimit);
+        input.load.requests = Some(rejected(900, 100));
+        let d = diagnose(&input);
+        assert_eq!(d.verdict.bottleneck, Bottleneck::FailingRequests);
+        assert_eq!(d.findings[0].severity, Severity::Error);
+        // Under the massive share the batch limit stays a (secondary) bottleneck finding.
+        let batch = d.findings.iter().find(|f| f.id == "batch_limit").unwrap();
+        assert_eq!(batch.bottleneck, Some(Bottleneck::BatchLimit));
+        input.load.requests = Some(RequestOutcome::default());
+        assert_eq!(diagnose(&input).verdict.bottleneck, Bottleneck::BatchLimit);
+    }
+
+    #[test]
+    fn advice_follows_the_status_and_the_message() {
+        let k = |status, body: &str| FailureKind {
+            kind: format!("http_{status}"),
+            status: Some(status),
+            count: 1,
+            bodies: vec![body.to_owned()],
+        };
+        let a = |f| advice(&f).unwrap().action;
+        assert!(a(k(404, "The model `x` does not exist.")).contains("--model"));
+        assert!(a(k(429, "slow down")).contains("rate limit"));
+        assert!(a(k(503, "overloaded")).contains("logs"));
+        assert!(a(k(401, "")).contains("API key"));
+        let timeout = FailureKind {
+            kind: "timeout".into(),
+            count: 3,
+            ..Default::default()
+        };
+        assert!(a(timeout).contains("--timeout"));
+    }
+}
