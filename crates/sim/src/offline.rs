@@ -203,6 +203,7 @@ pub fn to_input(trace: &Trace, engine: &Engine, load: LoadFacts) -> Input {
                 size_tokens: Some(engine.memory.kv_tokens),
                 gpu_memory_utilization: Some(engine.cfg.gpu_memory_utilization),
                 prefix_caching: Some(engine.cfg.enable_prefix_caching),
+                memory_bytes: engine.cfg.kv_cache_memory_bytes,
                 ..KvCacheConfig::default()
             }),
         },

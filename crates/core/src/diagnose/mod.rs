@@ -13,6 +13,9 @@ pub mod signal;
 pub mod verdict;
 pub mod window;
 
+#[cfg(test)]
+mod real_runs;
+
 pub use detect::{Bottleneck, Evidence, Finding, Severity};
 pub use signal::{Concept, EngineFacts, Input, KvCacheConfig, LoadFacts, Signal};
 pub use verdict::{DECISION_TABLE, Recommendation, Verdict};

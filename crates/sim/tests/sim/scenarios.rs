@@ -29,11 +29,17 @@ fn run_case(path: &std::path::Path) -> Result<(), String> {
         "max_num_batched_tokens",
         p.engine.max_num_batched_tokens as u64,
     ) as u32;
+    if let Some(len) = engine.get("max_model_len").and_then(Value::as_u64) {
+        p.engine.max_model_len = len as u32;
+    }
+    if let Some(bytes) = engine.get("kv_cache_memory_bytes").and_then(Value::as_u64) {
+        p.engine.kv_cache_memory_bytes = Some(bytes);
+    }
     let w = &case["workload"];
     let load = ClosedLoop {
         clients: u(w, "clients", 32) as u32,
         prompt_tokens: u(w, "prompt_tokens", 55) as u32,
-        template_tokens: 24,
+        template_tokens: u(w, "template_tokens", 24) as u32,
         max_tokens: u(w, "max_tokens", 512) as u32,
         ignore_eos: w
             .get("ignore_eos")
@@ -55,7 +61,8 @@ fn run_case(path: &std::path::Path) -> Result<(), String> {
         .and_then(Value::as_str)
         .map(str::to_owned);
     let facts = LoadFacts {
-        concurrency: Some(load.clients),
+        // What the test asked for; a client that kept fewer in flight says so in its note.
+        concurrency: Some(u(w, "target_concurrency", u64::from(load.clients)) as u32),
         window: Some(trace.load_window),
         client_limited: note.is_some(),
         client_note: note,
