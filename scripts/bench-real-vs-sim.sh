@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The simulator against the real engine: the same workloads on a real vLLM 0.32.0 (CPU build, the
 # real tier's tiny model; scripts/real-vllm.sh) and on `llmscope sim --preset cpu-tiny`, printed
-# side by side — output tok/s at 1 and 32 streams, TTFT p50 at --max-num-seqs 16 and 32,
+# side by side (90-token prompts sized on each server's tokenizer, 64-token answers) — output tok/s at 1 and 32 streams, TTFT p50 at --max-num-seqs 16 and 32,
 # running / waiting / KV in each regime, and the verdict. Target: throughput within 15 %, the
 # same verdict in every regime.
 #
@@ -12,6 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION="${DURATION:-20s}"
 OUT="${OUT:-$(mktemp -d)}"
+mkdir -p "$OUT"
 [ "${BUILD:-1}" = 0 ] || cargo build -q --release -p llmscope
 BIN=target/release/llmscope
 scripts/real-vllm.sh status >/dev/null || { echo "install the real tier first: scripts/real-vllm.sh install" >&2; exit 2; }
@@ -42,12 +43,14 @@ sim_flags() {
 }
 
 run_one() { # engine regime url clients cap
-  local file="$OUT/$1-$(echo "$2" | tr -c 'a-z0-9' '_').json"
+  local file="$OUT/$1-$(printf '%s' "$2" | tr -c 'a-z0-9' '_').json"
   "$BIN" run --target "$3" --concurrency "$4" --max-num-seqs "$5" --duration "$DURATION" \
-    --baseline 3s --interval 1s --max-tokens 64 --db "$OUT/runs.db" --format json > "$file" 2>"$file.err" || true
+    --baseline 3s --interval 1s --input-tokens 90 --max-tokens 64 --db "$OUT/runs.db" --format json > "$file" 2>"$file.err" || true
   echo "$file"
 }
 
+# The real server first, each configuration started once, then the simulator alone: an idle
+# vLLM CPU worker still polls (~50 % of a core), so the two never share the machine.
 current=""
 stop_real() { [ -z "$current" ] || scripts/real-vllm.sh stop bench >/dev/null; current=""; }
 trap stop_real EXIT
@@ -63,6 +66,11 @@ for r in "${REGIMES[@]}"; do
   fi
   echo "real: $name" >&2
   run_one real "$name" "http://127.0.0.1:$port" "$clients" "$cap" > /dev/null
+done
+stop_real
+for r in "${REGIMES[@]}"; do
+  IFS='|' read -r name cfg clients <<<"$r"
+  cap=$(echo "$cfg" | sed -E 's/.*--max-num-seqs ([0-9]+).*/\1/')
   sport=$(free_port)
   # shellcheck disable=SC2046
   "$BIN" sim --port "$sport" --dcgm-port 0 $(sim_flags "$cfg") > "$OUT/sim.log" 2>&1 &
@@ -72,7 +80,6 @@ for r in "${REGIMES[@]}"; do
   run_one sim "$name" "http://127.0.0.1:$sport" "$clients" "$cap" > /dev/null
   kill "$sim"; wait "$sim" 2>/dev/null || true
 done
-stop_real
 
 python3 - "$OUT" "${REGIMES[@]}" <<'PY'
 import json, re, sys
