@@ -293,6 +293,10 @@ async fn execute(plan: &ObservePlan) -> Result<Outcome> {
         },
         tool_version: env!("CARGO_PKG_VERSION").into(),
         config: plan.config.clone(),
+        planned_s: match plan.window {
+            Window::Live { duration } => Some(duration.as_secs_f64()),
+            Window::Past { .. } => None,
+        },
     })?;
     for s in &sources {
         let spec = SourceSpec {

@@ -156,6 +156,7 @@ async fn run_async(args: RunArgs) -> Result<ExitCode> {
         window: None,
         tool_version: env!("CARGO_PKG_VERSION").to_owned(),
         config: config_json(&args, &plan),
+        planned_s: Some(args.duration.as_secs_f64()),
     })?;
     let sources: Vec<ScrapeSource> = plan
         .scrape
