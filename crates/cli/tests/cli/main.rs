@@ -6,5 +6,6 @@ mod common;
 
 mod check;
 mod generate;
+mod interrupted;
 mod load;
 mod run;
