@@ -8,4 +8,5 @@ mod check;
 mod generate;
 mod interrupted;
 mod load;
+mod refuse;
 mod run;
