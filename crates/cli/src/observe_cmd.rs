@@ -147,6 +147,12 @@ fn window(args: &ObserveArgs, now: f64) -> Result<Window> {
             bail!("give either --duration (live) or --from/--to (past window), not both")
         }
         (Some(duration), None) => {
+            if duration.is_zero() {
+                // Issue 12: it stored an empty failed run and said nothing.
+                bail!(
+                    "--duration must be above 0 (e.g. --duration 60s): a live window of 0 s records nothing"
+                );
+            }
             if args.to.is_some() {
                 bail!("--to goes with --from (a past window), not with --duration");
             }
@@ -670,6 +676,14 @@ mod tests {
             ("--duration 5s", "nothing to observe"),
             ("--scrape http://x/m", "say how long"),
             ("--scrape http://x/m --duration 5s --from -5m", "not both"),
+            (
+                "--scrape http://x/m --duration 0",
+                "--duration must be above 0",
+            ),
+            (
+                "--scrape http://x/m --duration 0s",
+                "--duration must be above 0",
+            ),
             (
                 "--scrape a=http://x/m --scrape a=http://y/m --duration 5s",
                 "two sources are named `a`",

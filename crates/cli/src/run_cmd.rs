@@ -146,6 +146,9 @@ async fn run_async(args: RunArgs) -> Result<ExitCode> {
             format_duration(args.interval * 8)
         );
     }
+    // Against the in-process simulator both ends of every connection are ours.
+    let per_connection = if args.target.is_none() { 2 } else { 1 };
+    crate::load_cmd::fd_preflight(u64::from(args.concurrency), per_connection)?;
     let mut plan = resolve(&args).await?;
     let client = HttpClient::new(None).context("setting up the HTTP client")?;
     preflight(&args, &plan, &client).await?;
