@@ -9,8 +9,8 @@ use llmscope_core::diagnose::build::{kv_cache_config, signals_from_series};
 use llmscope_core::diagnose::failures::{FailureKind, RequestOutcome};
 use llmscope_core::diagnose::{Diagnosis, EngineFacts, Input, LoadFacts, Severity, diagnose};
 use llmscope_loadgen::{ErrorKind, LoadReport};
-use llmscope_render::{Report, html, json, markdown, terminal};
-use llmscope_store::{Finding, RunId, Store};
+use llmscope_render::{Interruption, Report, html, json, markdown, terminal};
+use llmscope_store::{Finding, RunId, RunStatus, RunSummary, Store};
 use serde::{Deserialize, Serialize};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -82,6 +82,21 @@ pub struct Analysed {
     pub diagnosis: Diagnosis,
     /// Which metric name each concept was read from.
     pub used: Vec<String>,
+    /// When and how far, if the run was stopped before its end.
+    pub interrupted: Option<Interruption>,
+}
+
+/// What a report says about a run stopped before its end (`None` for one that was not).
+pub fn interruption(run: &RunSummary) -> Option<Interruption> {
+    if run.status != RunStatus::Interrupted {
+        return None;
+    }
+    let at = run.interrupted_at.or(run.ended_at)?;
+    Some(Interruption {
+        at: llmscope_collect::time::format_rfc3339(at),
+        done_s: run.done_s,
+        planned_s: run.planned_s,
+    })
 }
 
 /// Reads the run's series and facts from the store and diagnoses them.
@@ -98,7 +113,9 @@ pub fn analyse(store: &Store, run: RunId) -> Result<Analysed> {
         .find(|f| f.code == FACTS_CODE)
         .and_then(|f| serde_json::from_value(f.evidence).ok())
         .unwrap_or_default();
-    Ok(analyse_series(run, &series, facts))
+    let mut a = analyse_series(run, &series, facts);
+    a.interrupted = interruption(&store.run(run)?);
+    Ok(a)
 }
 
 pub fn analyse_series(
@@ -140,6 +157,7 @@ pub fn analyse_series(
         input,
         diagnosis,
         used,
+        interrupted: None,
     }
 }
 
@@ -208,6 +226,7 @@ pub fn render(
         diagnosis: &a.diagnosis,
         input: &a.input,
         client: a.facts.client.as_ref(),
+        interrupted: a.interrupted.clone(),
     };
     if let Some(path) = html_path {
         let mut file = std::io::BufWriter::new(

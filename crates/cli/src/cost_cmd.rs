@@ -6,7 +6,8 @@
 
 use crate::prom_flags::PromFlags;
 use anyhow::{Context, Result, bail};
-use llmscope_collect::prom::PromClient;
+use llmscope_collect::http::FetchError;
+use llmscope_collect::prom::{PromClient, PromError};
 use llmscope_core::cost::{self, BusyBasis, CostInput, CostReport, Price, TeamCost};
 use llmscope_core::series::Series;
 use std::collections::BTreeMap;
@@ -84,7 +85,9 @@ pub fn run(args: CostArgs) -> Result<ExitCode> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let mut warnings = rt.block_on(read(&client, &mut input, args.step.as_secs_f64()))?;
+    let url = llmscope_collect::url::redact(args.prom.prometheus.as_deref().unwrap_or(""));
+    let step = args.step.as_secs_f64();
+    let mut warnings = rt.block_on(read(&client, &mut input, step, &url))?;
     let mut report = cost::compute(&input);
     warnings.append(&mut report.warnings);
     report.warnings = warnings;
@@ -129,41 +132,73 @@ fn pairs(items: &[String], flag: &str) -> Result<BTreeMap<String, String>> {
         .collect()
 }
 
-/// Reads every input; a failed query is a warning naming it, never zeros.
-async fn read(client: &PromClient, input: &mut CostInput, step: f64) -> Result<Vec<String>> {
+/// Reads every input. A Prometheus that cannot be reached, or refuses us, is an error naming it
+/// and the fix (issue 12, point 5: it printed a total of `-0.00`); a query the API itself
+/// rejects leaves that input missing, named in the report, never zeros.
+async fn read(
+    client: &PromClient,
+    input: &mut CostInput,
+    step: f64,
+    url: &str,
+) -> Result<Vec<String>> {
     let (from, to) = (input.from, input.to);
     let mut warnings = Vec::new();
-    let mut q = async |query: &str| -> Vec<Series> {
+    let mut missing = Vec::new();
+    let mut q = async |what: &str, query: &str| -> Result<Vec<Series>> {
         match client.query_range(query, from, to, step).await {
             Ok(r) => {
                 warnings.extend(r.warnings);
-                r.data
+                Ok(r.data)
             }
-            Err(e) => {
-                warnings.push(format!("query `{query}` failed: {e}"));
-                Vec::new()
+            Err(e @ PromError::Api { .. }) => {
+                missing.push(format!("{what} (query `{query}` failed: {e})"));
+                Ok(Vec::new())
             }
+            Err(e) => Err(unreadable(url, &e)),
         }
     };
     let gpu = r#"resource="nvidia.com/gpu",replica_role!="follower""#;
-    input.local_queue_reservations =
-        q(&format!("kueue_local_queue_resource_reservation{{{gpu}}}")).await;
-    input.cluster_queue_reservations = q(&format!(
-        "kueue_cluster_queue_resource_reservation{{{gpu}}}"
-    ))
-    .await;
-    input.namespace_labels = q("kube_namespace_labels").await;
-    input.gpu_busy = q("DCGM_FI_PROF_GR_ENGINE_ACTIVE").await;
+    let local = format!("kueue_local_queue_resource_reservation{{{gpu}}}");
+    input.local_queue_reservations = q("Kueue LocalQueue GPU reservations", &local).await?;
+    let cluster = format!("kueue_cluster_queue_resource_reservation{{{gpu}}}");
+    input.cluster_queue_reservations = q("Kueue ClusterQueue GPU reservations", &cluster).await?;
+    input.namespace_labels = q("namespace teams", "kube_namespace_labels").await?;
+    input.gpu_busy = q("GPU utilisation", "DCGM_FI_PROF_GR_ENGINE_ACTIVE").await?;
     if input.gpu_busy.is_empty() {
-        input.gpu_busy = q("DCGM_FI_DEV_GPU_UTIL / 100").await;
+        input.gpu_busy = q("GPU utilisation", "DCGM_FI_DEV_GPU_UTIL / 100").await?;
     }
-    input.generated_tokens = q("vllm:generation_tokens_total").await;
+    input.generated_tokens = q("generated tokens", "vllm:generation_tokens_total").await?;
+    input.missing = missing;
     Ok(warnings)
+}
+
+/// What failed, at which URL, and what to do about it.
+fn unreadable(url: &str, e: &PromError) -> anyhow::Error {
+    let fix = match e {
+        PromError::Http {
+            status: 401 | 403, ..
+        } => {
+            "it refused the credentials: give --bearer-token, or --basic-user and --basic-password, or the --header its proxy needs"
+        }
+        PromError::Fetch(FetchError::Connect(_) | FetchError::Request(_)) => {
+            "check that Prometheus runs there and that --prometheus is its address (e.g. http://prometheus:9090)"
+        }
+        PromError::Fetch(FetchError::Timeout(_)) => {
+            "it did not answer in time: check the address, or raise --query-timeout"
+        }
+        _ => {
+            "check that --prometheus is the Prometheus API's base URL (a proxy or a wrong path answers otherwise)"
+        }
+    };
+    anyhow::anyhow!(
+        "cannot read Prometheus at {url}: {e}; {fix}. No cost is computed from missing data"
+    )
 }
 
 fn write(r: &CostReport, format: CostFormat) -> Result<()> {
     let mut out = std::io::stdout().lock();
-    let f = |v: Option<f64>, d: usize| v.map_or("—".to_owned(), |v| format!("{v:.d$}"));
+    // `+ 0.0` turns a -0.0 into 0.0: `-0.00` is never printed.
+    let f = |v: Option<f64>, d: usize| v.map_or("—".to_owned(), |v| format!("{:.d$}", v + 0.0));
     let basis = |t: &TeamCost| match t.busy_basis {
         Some(BusyBasis::Workload) => "workload",
         Some(BusyBasis::Fleet) => "fleet",
@@ -207,6 +242,12 @@ fn write(r: &CostReport, format: CostFormat) -> Result<()> {
                 llmscope_collect::time::format_rfc3339(r.from),
                 llmscope_collect::time::format_rfc3339(r.to)
             )?;
+            for m in &r.missing {
+                writeln!(out, "partial: missing {m}")?;
+            }
+            if r.teams.is_empty() {
+                writeln!(out, "no team held GPUs in the window (see the warnings)")?;
+            }
             writeln!(
                 out,
                 "{:<14} {:>10} {:>10} {:>10} {:>10} {:>10} {:>12} {:>10}",
@@ -219,12 +260,13 @@ fn write(r: &CostReport, format: CostFormat) -> Result<()> {
                 "out tokens",
                 "$/1M tok"
             )?;
-            for t in r.teams.iter().chain([&r.totals]) {
+            let totals = Some(&r.totals).filter(|_| !r.teams.is_empty());
+            for t in r.teams.iter().chain(totals) {
                 writeln!(
                     out,
-                    "{:<14} {:>10.2} {:>10} {:>10} {:>10} {:>10} {:>12} {:>10}",
+                    "{:<14} {:>10} {:>10} {:>10} {:>10} {:>10} {:>12} {:>10}",
                     t.team,
-                    t.gpu_hours,
+                    f(Some(t.gpu_hours), 2),
                     // Busy hours from the fleet average, not the team's own GPUs, are marked.
                     match t.busy_basis {
                         Some(BusyBasis::Fleet) => format!("{}*", f(t.busy_gpu_hours, 2)),

@@ -9,6 +9,7 @@ mod analysis;
 mod check_cmd;
 mod cost_cmd;
 mod dashboard_cmd;
+mod interrupt;
 mod inventory_cmd;
 mod load_cmd;
 mod observe_cmd;

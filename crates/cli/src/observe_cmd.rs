@@ -147,6 +147,12 @@ fn window(args: &ObserveArgs, now: f64) -> Result<Window> {
             bail!("give either --duration (live) or --from/--to (past window), not both")
         }
         (Some(duration), None) => {
+            if duration.is_zero() {
+                // Issue 12: it stored an empty failed run and said nothing.
+                bail!(
+                    "--duration must be above 0 (e.g. --duration 60s): a live window of 0 s records nothing"
+                );
+            }
             if args.to.is_some() {
                 bail!("--to goes with --from (a past window), not with --duration");
             }
@@ -293,6 +299,10 @@ async fn execute(plan: &ObservePlan) -> Result<Outcome> {
         },
         tool_version: env!("CARGO_PKG_VERSION").into(),
         config: plan.config.clone(),
+        planned_s: match plan.window {
+            Window::Live { duration } => Some(duration.as_secs_f64()),
+            Window::Past { .. } => None,
+        },
     })?;
     for s in &sources {
         let spec = SourceSpec {
@@ -366,7 +376,7 @@ async fn collect_all(
             out.push(r);
         }
     }
-    progress.finish();
+    progress.finish().await;
     ctrl_c.abort();
     out.sort_by_key(|(i, _, _)| *i);
     out.into_iter().map(|(_, n, r)| (n, r)).collect()
@@ -383,6 +393,8 @@ impl Progress {
             return Progress { task: None };
         };
         let counter = writer.progress_counter();
+        // How far the window got goes with the writer's heartbeats: a killed run says so.
+        let store = writer.sender();
         let terminal = std::io::stderr().is_terminal();
         let task = tokio::spawn(async move {
             let started = tokio::time::Instant::now();
@@ -393,6 +405,7 @@ impl Progress {
             };
             loop {
                 tokio::time::sleep(every).await;
+                store.send_progress(started.elapsed().as_secs_f64());
                 let line = format!(
                     "observe: {}/{} elapsed, {} samples stored",
                     format_duration(started.elapsed()),
@@ -410,9 +423,11 @@ impl Progress {
         Progress { task: Some(task) }
     }
 
-    fn finish(self) {
+    /// Stops the progress task and waits until it is gone (with its sender to the writer).
+    async fn finish(self) {
         if let Some(t) = self.task {
             t.abort();
+            let _ = t.await;
             if std::io::stderr().is_terminal() {
                 eprint!("\r\x1b[K");
             }
@@ -461,6 +476,10 @@ fn finish(
     let status = status(stopped, &stats, &findings, sources.len());
     store.add_findings(run, &findings)?;
     store.set_server_versions(run, &versions)?;
+    if status == RunStatus::Interrupted {
+        // Sources stop at Ctrl-C: the end of what they delivered is when, its length how far.
+        store.interrupt_run(run, window.1, Some((window.1 - window.0).max(0.0)))?;
+    }
     store.finish_run(run, status, unix_now(), Some(window))?;
     Ok(Outcome {
         run,
@@ -657,6 +676,14 @@ mod tests {
             ("--duration 5s", "nothing to observe"),
             ("--scrape http://x/m", "say how long"),
             ("--scrape http://x/m --duration 5s --from -5m", "not both"),
+            (
+                "--scrape http://x/m --duration 0",
+                "--duration must be above 0",
+            ),
+            (
+                "--scrape http://x/m --duration 0s",
+                "--duration must be above 0",
+            ),
             (
                 "--scrape a=http://x/m --scrape a=http://y/m --duration 5s",
                 "two sources are named `a`",
@@ -870,9 +897,12 @@ mod tests {
         assert_eq!(runs.len(), 1);
         assert_eq!(
             runs[0].status,
-            RunStatus::Running,
-            "a killed run stays `running`"
+            RunStatus::Interrupted,
+            "a killed run reads back as interrupted"
         );
+        let at = runs[0].interrupted_at.expect("when");
+        assert!(at >= runs[0].started_at, "{:?}", runs[0]);
+        assert_eq!(runs[0].planned_s, Some(60.0));
         assert!(runs[0].samples >= 500, "{:?}", runs[0]);
         assert_eq!(runs[0].sources, ["vllm", "dcgm"]);
         let stats = store.source_stats(runs[0].id, 0.1).unwrap();

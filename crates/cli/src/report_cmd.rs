@@ -153,6 +153,7 @@ pub fn diagnose(args: DiagnoseArgs) -> Result<ExitCode> {
         window: Some((from, to)),
         tool_version: env!("CARGO_PKG_VERSION").to_owned(),
         config: serde_json::json!({"prometheus": llmscope_collect::url::redact(args.prom.prometheus.as_deref().unwrap_or("")), "step_s": args.step.as_secs_f64(), "match": args.matchers}),
+        planned_s: None,
     })?;
     let url = llmscope_collect::url::redact(args.prom.prometheus.as_deref().unwrap_or(""));
     store.add_source(

@@ -7,6 +7,7 @@
 //! store and diagnosed ([`crate::analysis`]) → reports.
 
 use crate::analysis::{self, ReportOutput, RunFacts};
+use crate::interrupt::{Interrupt, load_done_s};
 use crate::prom_flags::PromFlags;
 use crate::sim_cmd::EngineFlags;
 use anyhow::{Context, Result, bail};
@@ -16,9 +17,10 @@ use llmscope_collect::{HttpClient, Source, Stop, Window};
 use llmscope_core::diagnose::Concept;
 use llmscope_core::duration::{format_duration, parse_duration};
 use llmscope_loadgen::{
-    LoadPlan, LoadReport, LoadSpec, Observer, Progress, RequestRecord, RunControl, TokenSpec,
+    LoadPlan, LoadReport, LoadSpec, Observer, Progress, RequestRecord, TokenSpec,
 };
 use llmscope_sim::serve::{self, SimConfig, SimHandle};
+use llmscope_store::writer::BatchSender;
 use llmscope_store::{NewRun, RequestRow, RunStatus, SourceSpec, Store};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -144,6 +146,9 @@ async fn run_async(args: RunArgs) -> Result<ExitCode> {
             format_duration(args.interval * 8)
         );
     }
+    // Against the in-process simulator both ends of every connection are ours.
+    let per_connection = if args.target.is_none() { 2 } else { 1 };
+    crate::load_cmd::fd_preflight(u64::from(args.concurrency), per_connection)?;
     let mut plan = resolve(&args).await?;
     let client = HttpClient::new(None).context("setting up the HTTP client")?;
     preflight(&args, &plan, &client).await?;
@@ -156,6 +161,7 @@ async fn run_async(args: RunArgs) -> Result<ExitCode> {
         window: None,
         tool_version: env!("CARGO_PKG_VERSION").to_owned(),
         config: config_json(&args, &plan),
+        planned_s: Some(args.duration.as_secs_f64()),
     })?;
     let sources: Vec<ScrapeSource> = plan
         .scrape
@@ -183,6 +189,7 @@ async fn run_async(args: RunArgs) -> Result<ExitCode> {
         )?;
     }
     let observed_from = llmscope_collect::time::unix_now();
+    let interrupt = Interrupt::watch(say);
     let writer = llmscope_store::writer::spawn(store, run).context("starting the store writer")?;
     let (stop_handle, stop) = Stop::new();
     let sender = writer.sender();
@@ -205,20 +212,22 @@ async fn run_async(args: RunArgs) -> Result<ExitCode> {
         "baseline: {} idle",
         format_duration(args.baseline)
     ));
-    tokio::time::sleep(args.baseline).await;
+    interrupt.sleep(args.baseline).await;
     say(&format!(
         "load: {} workers for {}",
         args.concurrency,
         format_duration(args.duration)
     ));
-    let (report, records) = load(&load_plan).await?;
-    let load_window = (
-        report.started_unix_ns as f64 / 1e9,
-        report.started_unix_ns as f64 / 1e9 + report.total.duration_s,
-    );
-    say("drain: waiting for the server to go idle");
-    drain(&client, &plan, args.drain_timeout).await;
-    tokio::time::sleep(plan.after).await;
+    let report = load(&load_plan, &interrupt, writer.sender()).await?;
+    let load_started = report.started_unix_ns as f64 / 1e9;
+    let load_window = (load_started, load_started + report.total.duration_s);
+    if interrupt.at().is_none() {
+        say("drain: waiting for the server to go idle");
+        interrupt
+            .race(drain(&client, &plan, args.drain_timeout))
+            .await;
+        interrupt.sleep(plan.after).await;
+    }
     stop_handle.stop();
     for t in tasks {
         if let Ok(Err(e)) = t.await {
@@ -228,6 +237,11 @@ async fn run_async(args: RunArgs) -> Result<ExitCode> {
     // The writer finishes when every sender is gone: the sources' clones went with their tasks.
     drop(sink);
     let (mut store, _totals) = writer.finish().context("finishing the store writes")?;
+    let interrupted_at = interrupt.at();
+    if let Some(at) = interrupted_at {
+        let done = load_done_s(at, load_started, args.duration);
+        store.interrupt_run(run, at, Some(done))?;
+    }
     if let Some(prom) = &plan.prom {
         let step = args.interval.as_secs_f64();
         let to = llmscope_collect::time::unix_now();
@@ -249,7 +263,6 @@ async fn run_async(args: RunArgs) -> Result<ExitCode> {
         }
         store.write(run, &[batch])?;
     }
-    store.add_requests(run, &records.iter().map(request_row).collect::<Vec<_>>())?;
     let facts = RunFacts {
         max_num_seqs: plan.max_num_seqs,
         max_num_batched_tokens: plan.max_num_batched_tokens,
@@ -270,17 +283,17 @@ async fn run_async(args: RunArgs) -> Result<ExitCode> {
         .into_iter()
         .map(|(_, s)| s)
         .collect();
-    let analysed = analysis::analyse_series(run, &series, facts);
+    let mut analysed = analysis::analyse_series(run, &series, facts);
     analysis::store_findings(&mut store, &analysed)?;
-    store.finish_run(
-        run,
-        RunStatus::Completed,
-        llmscope_collect::time::unix_now(),
-        None,
-    )?;
+    let status = match interrupted_at {
+        Some(_) => RunStatus::Interrupted,
+        None => RunStatus::Completed,
+    };
+    store.finish_run(run, status, llmscope_collect::time::unix_now(), None)?;
     if let Some(sim) = plan.sim.take() {
         sim.shutdown().await;
     }
+    analysed.interrupted = analysis::interruption(&store.run(run)?);
     let code = args.out.finish(&analysed, &format!("llmscope run {run}"))?;
     match &report.stopped_early {
         Some(why) => {
@@ -611,20 +624,22 @@ fn config_json(args: &RunArgs, plan: &Plan) -> serde_json::Value {
     })
 }
 
-/// Keeps every record and prints a plain progress line every few seconds.
-#[derive(Default)]
+/// Streams every finished record and the load's progress to the store writer (so a killed run
+/// keeps what completed), and prints a plain progress line every few seconds.
 struct RunObserver {
-    records: Vec<RequestRecord>,
+    store: BatchSender,
     last_line: f64,
 }
 
 impl Observer for RunObserver {
     fn records(&mut self, batch: &[RequestRecord]) {
-        self.records.extend_from_slice(batch);
+        self.store
+            .send_requests(batch.iter().map(request_row).collect());
     }
 
     fn progress(&mut self, p: &Progress) {
         let elapsed = p.elapsed.as_secs_f64();
+        self.store.send_progress(elapsed);
         if elapsed - self.last_line >= 10.0 {
             self.last_line = elapsed;
             say(&format!(
@@ -668,32 +683,21 @@ async fn prepare_load(args: &RunArgs, target: &str) -> Result<LoadPlan> {
     Ok(plan)
 }
 
-async fn load(plan: &LoadPlan) -> Result<(LoadReport, Vec<RequestRecord>)> {
-    let control = RunControl::new();
-    let ctrl_c = {
-        let control = control.clone();
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                say(
-                    "Ctrl-C: stopping the load; in-flight requests drain, then the run is diagnosed",
-                );
-                control.stop();
-            }
-        })
-    };
+async fn load(plan: &LoadPlan, interrupt: &Interrupt, store: BatchSender) -> Result<LoadReport> {
     // The load runs on its own runtime, whose threads are named for the load generator: its
     // self-check then measures the client alone, not the simulator or the scrapers beside it.
     let rt =
         llmscope_loadgen::client::runtime(None).context("starting the load generator's runtime")?;
-    let (plan, run_control) = (plan.clone(), control.clone());
+    let (plan, run_control) = (plan.clone(), interrupt.control.clone());
     let task = rt.spawn(async move {
-        let mut observer = RunObserver::default();
-        let report = llmscope_loadgen::run(&plan, &mut observer, &run_control).await;
-        (report, observer.records)
+        let mut observer = RunObserver {
+            store,
+            last_line: 0.0,
+        };
+        llmscope_loadgen::run(&plan, &mut observer, &run_control).await
     });
     let out = task.await.context("the load task failed");
     rt.shutdown_background();
-    ctrl_c.abort();
     out
 }
 

@@ -1,7 +1,8 @@
 //! `llmscope runs`: the runs kept in the store — a list, or one run's sources and findings.
 //!
 //! Read-only in spirit: it opens the store (WAL lets it read while `observe` writes) and prints.
-//! A run still `running` whose process is gone was killed; its committed samples are all there.
+//! Opening the store marks a `running` run whose process is gone `interrupted`; its committed
+//! samples and requests are all there, and every interrupted run says when and how far it got.
 
 use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
@@ -78,6 +79,9 @@ fn list(store: &Store, format: Format, out: &mut impl Write) -> Result<()> {
     )?;
     for r in &runs {
         writeln!(out, "{}", line(r))?;
+        if let Some(i) = crate::analysis::interruption(r) {
+            writeln!(out, "      {}", i.notice())?;
+        }
     }
     Ok(())
 }
@@ -106,11 +110,17 @@ fn show(store: &Store, id: i64, args: &RunsArgs, out: &mut impl Write) -> Result
     let stats = store.source_stats(id, args.interval.as_secs_f64())?;
     let findings = store.findings(id)?;
     if args.format == Format::Json {
-        let json = serde_json::json!({"run": run, "sources": stats, "findings": findings});
+        let interrupted = crate::analysis::interruption(&run).map(|i| {
+            serde_json::json!({"at": i.at, "done_s": i.done_s, "planned_s": i.planned_s, "notice": i.notice()})
+        });
+        let json = serde_json::json!({"run": run, "interrupted": interrupted, "sources": stats, "findings": findings});
         writeln!(out, "{}", serde_json::to_string_pretty(&json)?)?;
         return Ok(());
     }
     writeln!(out, "{}", line(&run))?;
+    if let Some(i) = crate::analysis::interruption(&run) {
+        writeln!(out, "  {}", i.notice())?;
+    }
     for s in &stats {
         writeln!(
             out,

@@ -130,6 +130,7 @@ fn new_run() -> NewRun {
         window: None,
         tool_version: env!("CARGO_PKG_VERSION").into(),
         config: serde_json::json!({}),
+        planned_s: None,
     }
 }
 

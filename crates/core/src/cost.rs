@@ -152,6 +152,9 @@ pub struct CostInput {
     /// `vllm:generation_tokens_total` (or another engine's) series with a namespace label.
     pub generated_tokens: Vec<Series>,
     pub prices: Vec<Price>,
+    /// Inputs the caller could not read (`GPU utilisation: query … failed: …`): the answer is
+    /// partial, and says so in [`CostReport::missing`].
+    pub missing: Vec<String>,
 }
 
 /// One team's figures.
@@ -181,6 +184,8 @@ pub struct CostReport {
     pub teams: Vec<TeamCost>,
     pub totals: TeamCost,
     pub warnings: Vec<String>,
+    /// What could not be read: figures that depend on it are absent, never 0.
+    pub missing: Vec<String>,
 }
 
 fn label<'a>(s: &'a Series, names: &[&str]) -> Option<&'a str> {
@@ -322,6 +327,7 @@ pub fn compute(input: &CostInput) -> CostReport {
         teams,
         totals,
         warnings,
+        missing: input.missing.clone(),
     }
 }
 
@@ -434,14 +440,19 @@ fn advice(t: &TeamCost, window_s: f64, busy: Option<f64>) -> String {
     }
 }
 
+/// The totals row. Sums start at +0.0 (`Sum for f64` starts at -0.0, printed `-0.00`), and a
+/// total over no team is unknown, not 0 (issue 12, point 5).
 fn sum(teams: &[TeamCost]) -> TeamCost {
-    let opt_sum = |f: &dyn Fn(&TeamCost) -> Option<f64>| teams.iter().map(f).sum::<Option<f64>>();
+    let opt_sum = |f: &dyn Fn(&TeamCost) -> Option<f64>| {
+        let first = f(teams.first()?);
+        teams[1..].iter().fold(first, |acc, t| Some(acc? + f(t)?))
+    };
     let cost = opt_sum(&|t| t.cost);
     let tokens = opt_sum(&|t| t.output_tokens);
     TeamCost {
         team: "total".to_owned(),
         namespaces: teams.iter().flat_map(|t| t.namespaces.clone()).collect(),
-        gpu_hours: teams.iter().map(|t| t.gpu_hours).sum(),
+        gpu_hours: teams.iter().fold(0.0, |acc, t| acc + t.gpu_hours),
         busy_gpu_hours: opt_sum(&|t| t.busy_gpu_hours),
         busy_basis: None,
         idle_gpu_hours: opt_sum(&|t| t.idle_gpu_hours),
@@ -623,6 +634,30 @@ mod tests {
         assert!(none.warnings.iter().any(
             |w| w.contains("LocalQueueMetrics") && w.contains("kueue_quota_reserved_resources")
         ));
+    }
+
+    /// Issue 12: with no team, the totals printed `-0.00` (an empty f64 sum is -0.0).
+    #[test]
+    fn totals_over_no_team_are_unknown_never_negative_zero() {
+        let none = compute(&CostInput {
+            to: 10.0,
+            missing: vec!["GPU reservations".into()],
+            ..CostInput::default()
+        });
+        let t = &none.totals;
+        assert!(t.gpu_hours.is_sign_positive() && t.gpu_hours == 0.0);
+        assert_eq!(
+            (t.cost, t.busy_gpu_hours, t.idle_gpu_hours),
+            (None, None, None)
+        );
+        assert_eq!((t.idle_cost, t.output_tokens), (None, None));
+        assert_eq!(none.missing, ["GPU reservations"]);
+        let some = compute(&input());
+        assert_eq!(
+            some.totals.gpu_hours,
+            some.teams.iter().map(|t| t.gpu_hours).sum::<f64>()
+        );
+        assert!(some.totals.busy_gpu_hours.is_some());
     }
 
     #[test]

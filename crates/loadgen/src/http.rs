@@ -357,7 +357,7 @@ impl Client {
         uri: Uri,
         body: Bytes,
     ) -> Result<(Conn, Response<Incoming>), ErrorKind> {
-        let mut conn = self.checkout().await.map_err(|_| ErrorKind::Connect)?;
+        let mut conn = self.checkout().await.map_err(|e| connect_error(&e))?;
         let post = |uri: Uri, body: Bytes| {
             let mut req = self.request(Method::POST, uri, body);
             req.headers_mut().insert(
@@ -373,7 +373,7 @@ impl Client {
         {
             Ok(resp) => Ok((conn, resp)),
             Err(_) if conn.idle_since.is_some() => {
-                let mut conn = self.connect().await.map_err(|_| ErrorKind::Connect)?;
+                let mut conn = self.connect().await.map_err(|e| connect_error(&e))?;
                 let resp = conn
                     .send
                     .send_request(post(uri, body))
@@ -383,6 +383,15 @@ impl Client {
             }
             Err(_) => Err(ErrorKind::ConnectionClosed),
         }
+    }
+}
+
+/// A failed connect: the client's own descriptor exhaustion is not the server refusing.
+fn connect_error(e: &std::io::Error) -> ErrorKind {
+    use nix::errno::Errno;
+    match e.raw_os_error().map(Errno::from_raw) {
+        Some(Errno::EMFILE | Errno::ENFILE) => ErrorKind::ClientFds,
+        _ => ErrorKind::Connect,
     }
 }
 
@@ -555,6 +564,16 @@ impl Limited {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_clients_own_fd_exhaustion_is_not_a_connect_error() {
+        let emfile = std::io::Error::from_raw_os_error(nix::errno::Errno::EMFILE as i32);
+        let enfile = std::io::Error::from_raw_os_error(nix::errno::Errno::ENFILE as i32);
+        let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        assert_eq!(connect_error(&emfile), ErrorKind::ClientFds);
+        assert_eq!(connect_error(&enfile), ErrorKind::ClientFds);
+        assert_eq!(connect_error(&refused), ErrorKind::Connect);
+    }
 
     #[test]
     fn parses_targets() {

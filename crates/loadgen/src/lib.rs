@@ -7,7 +7,7 @@
 //! ([`response`]) — and every request ends as one [`RequestRecord`] on a channel to one
 //! aggregator ([`stats`]), which hands batches to an [`Observer`] (progress, records file) and
 //! returns a serialisable [`LoadReport`]. The client watches itself ([`client`]) and says when it
-//! limited the result.
+//! limited the result; [`limits`] raises and checks its descriptor limit before a run.
 //!
 //! # Definitions
 //! - A chunk's arrival time is the kernel's receive timestamp of its bytes (`SO_TIMESTAMPNS`,
@@ -34,6 +34,7 @@ pub mod failure;
 #[cfg(feature = "fake-server")]
 pub mod fake;
 pub mod http;
+pub mod limits;
 pub mod net;
 pub mod plan;
 pub mod prompts;

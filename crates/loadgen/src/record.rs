@@ -15,6 +15,9 @@ use std::str::FromStr;
 pub enum ErrorKind {
     /// The TCP connection could not be opened.
     Connect,
+    /// The client itself ran out of file descriptors (EMFILE/ENFILE) opening a connection: the
+    /// load generator's limit, not the server's doing (issue 12, point 6).
+    ClientFds,
     /// The whole request took longer than the request timeout.
     Timeout,
     /// The response stopped sending bytes for longer than the idle timeout.
@@ -38,8 +41,9 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
-    const NAMES: [(&'static str, ErrorKind); 10] = [
+    const NAMES: [(&'static str, ErrorKind); 11] = [
         ("connect", ErrorKind::Connect),
+        ("client_fds", ErrorKind::ClientFds),
         ("timeout", ErrorKind::Timeout),
         ("stall", ErrorKind::Stall),
         ("connection_closed", ErrorKind::ConnectionClosed),
@@ -188,6 +192,7 @@ mod tests {
             ErrorKind::Http(503),
             ErrorKind::StreamCut,
             ErrorKind::Connect,
+            ErrorKind::ClientFds,
         ] {
             assert_eq!(k.to_string().parse::<ErrorKind>().unwrap(), k);
             let json = serde_json::to_string(&k).unwrap();

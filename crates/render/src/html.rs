@@ -31,7 +31,7 @@ h1{font-size:1.5em}h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid 
 .verdict{font-size:1.25em;padding:.6em .9em;background:#fff4e5;border-left:5px solid #e8590c}\
 table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ddd;padding:.25em .6em;text-align:right}\
 td:first-child,th:first-child{text-align:left}.hit{background:#ffe8cc;font-weight:bold}\
-.sim{color:#666;font-style:italic}svg text{font:12px system-ui,sans-serif}";
+.sim{color:#666;font-style:italic}.interrupted{padding:.5em .9em;background:#fff0f0;border-left:5px solid #c92a2a}svg text{font:12px system-ui,sans-serif}";
 
 pub fn write(r: &Report, out: &mut impl Write) -> io::Result<()> {
     let mut s = String::with_capacity(64 * 1024);
@@ -51,6 +51,13 @@ pub fn write(r: &Report, out: &mut impl Write) -> io::Result<()> {
             let _ = write!(s, "<li>{}</li>", esc(line));
         }
         s.push_str("</ul>");
+    }
+    if let Some(i) = &r.interrupted {
+        let _ = write!(
+            s,
+            "<p class=\"interrupted\"><b>Run {}</b></p>",
+            esc(&i.warning())
+        );
     }
     let _ = write!(
         s,

@@ -4,11 +4,15 @@ use crate::Report;
 use serde_json::{Value, json};
 
 /// The contract: `verdict.{bottleneck,confidence}`, `evidence`, `recommendations`
-/// (`action`, `reason`), `timeline`, `window_stats`, `run_id`, plus findings and the client view.
+/// (`action`, `reason`), `timeline`, `window_stats`, `run_id`, `interrupted` (null, or when and
+/// how far a stopped run got), plus findings and the client view.
 pub fn contract(r: &Report) -> Value {
     let d = r.diagnosis;
     json!({
         "run_id": r.run_id,
+        "interrupted": r.interrupted.as_ref().map(|i| json!({
+            "at": i.at, "done_s": i.done_s, "planned_s": i.planned_s, "notice": i.notice(),
+        })),
         "simulated": r.simulated,
         "context": r.context,
         "verdict": {

@@ -29,6 +29,40 @@ pub struct Report<'a> {
     pub input: &'a Input,
     /// The load generator's report (`llmscope load --format json`), if a load ran.
     pub client: Option<&'a serde_json::Value>,
+    /// Set when the run was stopped before its end: every format says so before the verdict.
+    pub interrupted: Option<Interruption>,
+}
+
+/// A run stopped before its end (Ctrl-C, or its process was killed), issue 12 point 4.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Interruption {
+    /// When, as the caller shows times (RFC 3339).
+    pub at: String,
+    /// Seconds of the timed part (the load) done and planned; `None` when unknown.
+    pub done_s: Option<f64>,
+    pub planned_s: Option<f64>,
+}
+
+impl Interruption {
+    /// `interrupted at 2026-05-01T10:00:12.000Z, 12 s of 30 s`; an unknown part is said so.
+    pub fn notice(&self) -> String {
+        let secs = |v: f64| format!("{v:.0} s");
+        let how_far = match (self.done_s, self.planned_s) {
+            (Some(d), Some(p)) => format!(", {} of {}", secs(d), secs(p)),
+            (Some(d), None) => format!(", after {}", secs(d)),
+            (None, Some(p)) => format!(", how far into the planned {} is unknown", secs(p)),
+            (None, None) => String::new(),
+        };
+        format!("interrupted at {}{how_far}", self.at)
+    }
+
+    /// The notice with what it means for the verdict.
+    pub fn warning(&self) -> String {
+        format!(
+            "{}: the verdict covers only what was measured before",
+            self.notice()
+        )
+    }
 }
 
 /// Each error kind (`http_400 × 812`) with the server's first messages.

@@ -25,6 +25,9 @@ pub fn write(r: &Report, out: &mut impl Write) -> io::Result<()> {
     for line in &r.context {
         writeln!(out, "- {}", md(line))?;
     }
+    if let Some(i) = &r.interrupted {
+        writeln!(out, "\n> **Run {}**", md(&i.warning()))?;
+    }
     writeln!(
         out,
         "\n## Verdict: `{}` (confidence {:.0}%)\n",

@@ -19,6 +19,9 @@ pub fn write(r: &Report, out: &mut impl Write, color: bool) -> io::Result<()> {
     for line in &r.context {
         writeln!(out, "  {line}")?;
     }
+    if let Some(i) = &r.interrupted {
+        writeln!(out, "\n{b}Run {}{e}", i.warning())?;
+    }
     writeln!(out)?;
     writeln!(
         out,

@@ -53,6 +53,7 @@ fn report<'a>(
         diagnosis: d,
         input: i,
         client,
+        interrupted: None,
     }
 }
 
@@ -251,4 +252,49 @@ fn failing_requests_are_shown_with_the_servers_words_in_every_format() {
             .unwrap()
             .contains("maximum context length")
     );
+}
+
+/// Issue 12 point 4: an interrupted run says so, with when and how far, in every format, before
+/// the verdict; unknown progress is said to be unknown, not shown as 0.
+#[test]
+fn an_interrupted_run_says_so_in_every_format() {
+    use llmscope_render::Interruption;
+    let i = input();
+    let d = diagnose(&i);
+    let mut r = report(&d, &i, None);
+    r.interrupted = Some(Interruption {
+        at: "2026-05-01T10:00:12.000Z".into(),
+        done_s: Some(12.4),
+        planned_s: Some(30.0),
+    });
+    let says = "interrupted at 2026-05-01T10:00:12.000Z, 12 s of 30 s";
+    let mut text = Vec::new();
+    terminal::write(&r, &mut text, false).unwrap();
+    let text = String::from_utf8(text).unwrap();
+    let at = text.find(says).unwrap_or_else(|| panic!("{text}"));
+    assert!(at < text.find("Verdict:").unwrap(), "{text}");
+    let mut md = Vec::new();
+    markdown::write(&r, &mut md).unwrap();
+    let md = String::from_utf8(md).unwrap();
+    assert!(
+        md.find(says).unwrap() < md.find("## Verdict").unwrap(),
+        "{md}"
+    );
+    let mut page = Vec::new();
+    html::write(&r, &mut page).unwrap();
+    let page = String::from_utf8(page).unwrap();
+    assert!(page.find(says).unwrap() < page.find("Verdict:").unwrap());
+    let v = json::contract(&r);
+    assert_eq!(v["interrupted"]["notice"], says);
+    assert_eq!(v["interrupted"]["done_s"], 12.4);
+    let unknown = Interruption {
+        at: "T".into(),
+        done_s: None,
+        planned_s: Some(30.0),
+    };
+    assert_eq!(
+        unknown.notice(),
+        "interrupted at T, how far into the planned 30 s is unknown"
+    );
+    assert!(json::contract(&report(&d, &i, None))["interrupted"].is_null());
 }

@@ -4,17 +4,21 @@
 //! [`Store::create_run`] → [`Store::add_source`] per source → [`Store::write`] batches of
 //! samples and scrape health as they arrive (each call one transaction) →
 //! [`Store::add_findings`] / [`Store::add_requests`] → [`Store::finish_run`]. Because every batch
-//! is committed on its own, a process killed mid-run leaves every completed batch readable, and
-//! the run stays `running` (see [`RunStatus`]). [`writer`] runs the writes on their own thread,
-//! draining a channel in batches, so async collectors never wait for the disk.
+//! is committed on its own, a process killed mid-run leaves every completed batch readable. A
+//! run records its owner process ([`owner`]); when a store is opened, a `running` run whose owner
+//! is gone is marked `interrupted` (see [`RunStatus`]). [`writer`] runs the writes on their own
+//! thread, draining a channel in batches (samples, request records, progress), so async
+//! collectors and the load generator never wait for the disk.
 //!
-//! Modules: [`schema`] (tables, versioned migrations), `write` (inserts), `read`
+//! Modules: [`schema`] (tables, versioned migrations), [`owner`] (is a run's process alive),
+//! `write` (inserts), `read`
 //! ([`Store::runs`], [`Store::source_stats`], [`Store::series`] …), [`writer`].
 //!
 //! The store keeps what it is given: callers remove secrets from configurations and URLs before
 //! they get here.
 
 mod block;
+pub mod owner;
 mod read;
 pub mod schema;
 mod write;
@@ -64,7 +68,8 @@ pub enum StoreError {
     Json(#[from] serde_json::Error),
 }
 
-/// The life of a run. A run that stays `Running` after its process ended was killed.
+/// The life of a run. A `Running` run whose owner process is gone is marked `Interrupted` when the
+/// store is next opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RunStatus {
@@ -73,7 +78,7 @@ pub enum RunStatus {
     Completed,
     /// Finished, but at least one source failed (see the run's findings).
     Partial,
-    /// Stopped early by the user (Ctrl-C).
+    /// Stopped early: by the user (Ctrl-C), or its process was killed.
     Interrupted,
     /// Nothing could be collected.
     Failed,
@@ -115,6 +120,8 @@ pub struct NewRun {
     pub tool_version: String,
     /// The resolved configuration, secrets already removed.
     pub config: serde_json::Value,
+    /// Seconds the timed part is planned to take (the load of `run`, a live `observe` window).
+    pub planned_s: Option<f64>,
 }
 
 /// A source of a run.
@@ -202,12 +209,14 @@ impl Store {
         // block that uses it in the same transaction, and enforcing costs a probe per row.
         conn.pragma_update(None, "foreign_keys", false)?;
         schema::migrate(&mut conn)?;
-        Ok(Store {
+        let mut store = Store {
             conn,
             sources: HashMap::new(),
             series_ids: write::SeriesIds::default(),
             block_buf: Vec::new(),
-        })
+        };
+        store.mark_abandoned_runs()?;
+        Ok(store)
     }
 
     /// The schema version of the open store.
@@ -233,7 +242,7 @@ mod tests {
         }
     }
 
-    /// A v1 store (a row per sample, NaN as NULL) opens as v2 with every point intact.
+    /// A v1 store (a row per sample, NaN as NULL) opens as current with every point intact.
     #[test]
     fn a_v1_store_is_migrated_with_its_samples() {
         let dir = tempfile::tempdir().unwrap();
@@ -243,7 +252,8 @@ mod tests {
             conn.execute_batch(schema::V1).unwrap();
             conn.pragma_update(None, "user_version", 1).unwrap();
             conn.execute_batch(
-                "INSERT INTO runs VALUES (1, 'observe', 'completed', 0, 9, 0, 9, '0.1.0', '{}', '{}');
+                "INSERT INTO runs VALUES (1, 'observe', 'completed', 0, 9, 0, 9, '0.1.0', '{}', '{}'),
+                                         (2, 'run', 'running', 0, NULL, NULL, NULL, '0.1.0', '{}', '{}');
                  INSERT INTO sources VALUES (1, 1, 'vllm', 'scrape', 'http://x'), (2, 1, 'dcgm', 'scrape', 'http://y');
                  INSERT INTO series VALUES (1, 1, 'a', '[]'), (2, 1, 'b', '[]'), (3, 2, 'c', '[]');
                  INSERT INTO samples VALUES (1, 1.0, 10), (1, 2.0, NULL), (1, 4.0, 40),
@@ -275,6 +285,13 @@ mod tests {
         );
         let stats = store.source_stats(1, 1.0).unwrap();
         assert_eq!((stats[0].samples, stats[0].gaps), (4, 1));
+        // v3's columns: unknown for old runs, and a run with no recorded owner is not guessed at.
+        let old = store.run(2).unwrap();
+        assert_eq!(old.status, RunStatus::Running);
+        assert_eq!(
+            (old.interrupted_at, old.done_s, old.planned_s),
+            (None, None, None)
+        );
     }
 
     #[test]

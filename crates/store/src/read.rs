@@ -26,6 +26,12 @@ pub struct RunSummary {
     pub samples: u64,
     pub requests: u64,
     pub findings: u64,
+    /// When the run was stopped early (Ctrl-C, or its process found gone), Unix seconds.
+    pub interrupted_at: Option<f64>,
+    /// Seconds of the timed part (the load of `run`, a live `observe` window) done and planned;
+    /// `None` when unknown (never 0 for unknown).
+    pub done_s: Option<f64>,
+    pub planned_s: Option<f64>,
 }
 
 /// What one source of a run delivered.
@@ -50,7 +56,8 @@ const RUN_COLUMNS: &str = "id, kind, status, started_at, ended_at, window_from, 
     (SELECT coalesce(sum(b.n), 0) FROM blocks b
         JOIN sources so ON so.id = b.source_id WHERE so.run_id = runs.id),
     (SELECT count(*) FROM requests WHERE run_id = runs.id),
-    (SELECT count(*) FROM findings WHERE run_id = runs.id)";
+    (SELECT count(*) FROM findings WHERE run_id = runs.id),
+    interrupted_at, done_s, planned_s";
 
 impl Store {
     /// Every run, newest first.
@@ -263,6 +270,9 @@ fn run_summary(r: &Row<'_>) -> rusqlite::Result<Result<RunSummary, StoreError>> 
         samples: count(r, 11)?,
         requests: count(r, 12)?,
         findings: count(r, 13)?,
+        interrupted_at: r.get(14)?,
+        done_s: r.get(15)?,
+        planned_s: r.get(16)?,
     }))
 }
 

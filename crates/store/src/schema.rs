@@ -15,6 +15,12 @@
 //! - `scrapes`: the health of every scrape or query of a source.
 //! - `requests`: per-request records of the load generator (key columns + the whole record).
 //! - `findings`: what went wrong or was found, with severity, code and evidence (JSON).
+//!
+//! v3 adds to `runs` who owns a running run and how far it got (issue 12, point 4):
+//! `owner_pid`, `owner_start` (field 22 of `/proc/<pid>/stat`), `owner_boot` (boot id);
+//! `heartbeat_at` (Unix seconds of the writer's last commit); `planned_s` / `done_s` (seconds of
+//! the timed part — the load of `run`, the live window of `observe` — planned and done);
+//! `interrupted_at`. Runs stored before v3 have none of them (NULL): unknown, not 0.
 
 use crate::StoreError;
 use crate::block;
@@ -28,7 +34,7 @@ pub enum Migration {
 }
 
 /// Migration `i` goes from schema version `i` to `i + 1`.
-pub const MIGRATIONS: &[Migration] = &[Migration::Sql(V1), Migration::Code(v2)];
+pub const MIGRATIONS: &[Migration] = &[Migration::Sql(V1), Migration::Code(v2), Migration::Sql(V3)];
 
 /// The schema version this build writes.
 pub const CURRENT_VERSION: u32 = MIGRATIONS.len() as u32;
@@ -102,6 +108,17 @@ CREATE TABLE findings (
     message  TEXT NOT NULL,
     evidence TEXT NOT NULL DEFAULT '{}'
 );
+";
+
+/// v2 → v3: the owner and progress of a run (see the module documentation).
+pub(crate) const V3: &str = "
+ALTER TABLE runs ADD COLUMN owner_pid INTEGER;
+ALTER TABLE runs ADD COLUMN owner_start INTEGER;
+ALTER TABLE runs ADD COLUMN owner_boot TEXT;
+ALTER TABLE runs ADD COLUMN heartbeat_at REAL;
+ALTER TABLE runs ADD COLUMN planned_s REAL;
+ALTER TABLE runs ADD COLUMN done_s REAL;
+ALTER TABLE runs ADD COLUMN interrupted_at REAL;
 ";
 
 /// The store's schema version.

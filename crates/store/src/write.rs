@@ -5,6 +5,7 @@
 //! one packed `blocks` row per batch (see `block.rs`) instead of a row per sample.
 
 use crate::block;
+use crate::owner::Owner;
 use crate::{Finding, NewRun, RequestRow, RunId, RunStatus, SourceSpec, Store, StoreError};
 use llmscope_core::series::{Batch, ScrapeHealth, SeriesKey};
 use rusqlite::{OptionalExtension, Transaction, params};
@@ -61,12 +62,14 @@ pub struct WriteStats {
 }
 
 impl Store {
-    /// Starts a run in status `running`.
+    /// Starts a run in status `running`, owned by this process.
     pub fn create_run(&mut self, run: &NewRun) -> Result<RunId, StoreError> {
         let (from, to) = run.window.unzip();
+        let owner = Owner::current();
         self.conn.execute(
-            "INSERT INTO runs (kind, status, started_at, window_from, window_to, tool_version, config)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            "INSERT INTO runs (kind, status, started_at, window_from, window_to, tool_version, config,
+               planned_s, owner_pid, owner_start, owner_boot)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
             params![
                 run.kind,
                 RunStatus::Running.as_str(),
@@ -74,10 +77,88 @@ impl Store {
                 from,
                 to,
                 run.tool_version,
-                run.config.to_string()
+                run.config.to_string(),
+                run.planned_s,
+                owner.as_ref().map(|o| o.pid),
+                owner.as_ref().map(|o| o.start_ticks as i64),
+                owner.as_ref().map(|o| o.boot_id.as_str()),
             ],
         )?;
         Ok(self.conn.last_insert_rowid())
+    }
+
+    /// Marks every `running` run whose owner process is gone (or whose pid now belongs to another
+    /// process) `interrupted`, at its last heartbeat; returns their ids. [`Store::open`] calls it.
+    /// Runs without a recorded owner (stored before schema v3) are left as they are.
+    pub fn mark_abandoned_runs(&mut self) -> Result<Vec<RunId>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT id, owner_pid, owner_start, owner_boot FROM runs
+             WHERE status = 'running' AND owner_pid IS NOT NULL",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            let owner = Owner {
+                pid: r.get(1)?,
+                start_ticks: r.get::<_, i64>(2)? as u64,
+                boot_id: r.get(3)?,
+            };
+            Ok((r.get::<_, RunId>(0)?, owner))
+        })?;
+        let mut gone = Vec::new();
+        for row in rows {
+            let (id, owner) = row?;
+            if !owner.is_alive() {
+                gone.push(id);
+            }
+        }
+        drop(stmt);
+        for &id in &gone {
+            // Another process opening the store at the same time may have done it already.
+            self.conn.execute(
+                "UPDATE runs SET status = 'interrupted',
+                   interrupted_at = coalesce(heartbeat_at, started_at),
+                   ended_at = coalesce(ended_at, heartbeat_at, started_at)
+                 WHERE id = ?1 AND status = 'running'",
+                [id],
+            )?;
+        }
+        Ok(gone)
+    }
+
+    /// Records that `run` is alive at `at`, with `done_s` seconds of its timed part done (if
+    /// known): if its process dies, this is when and how far, as far as the store knows.
+    pub fn heartbeat(
+        &mut self,
+        run: RunId,
+        at: f64,
+        done_s: Option<f64>,
+    ) -> Result<(), StoreError> {
+        let n = self.conn.execute(
+            "UPDATE runs SET heartbeat_at = ?2, done_s = coalesce(?3, done_s) WHERE id = ?1",
+            params![run, at, done_s],
+        )?;
+        if n == 0 {
+            return Err(StoreError::NoSuchRun(run));
+        }
+        Ok(())
+    }
+
+    /// Records that `run` was stopped early at `at`, with `done_s` seconds of its timed part done;
+    /// its status becomes `interrupted` ([`Store::finish_run`] later sets when it ended).
+    pub fn interrupt_run(
+        &mut self,
+        run: RunId,
+        at: f64,
+        done_s: Option<f64>,
+    ) -> Result<(), StoreError> {
+        let n = self.conn.execute(
+            "UPDATE runs SET status = 'interrupted', interrupted_at = ?2,
+               done_s = coalesce(?3, done_s) WHERE id = ?1",
+            params![run, at, done_s],
+        )?;
+        if n == 0 {
+            return Err(StoreError::NoSuchRun(run));
+        }
+        Ok(())
     }
 
     /// Registers a source of `run` (again: returns the existing id).

@@ -1,12 +1,14 @@
-//! The store writer thread: collectors send [`Batch`]es on a channel; one thread owns the
-//! [`Store`] and commits whatever has queued up as one transaction.
+//! The store writer thread: collectors send [`Batch`]es, the load generator its completed
+//! request records and progress, on one channel; one thread owns the [`Store`] and commits
+//! whatever has queued up.
 //!
-//! A commit takes the first batch and whatever else arrives within [`LINGER`] (100 ms), so the
+//! A commit takes the first message and whatever else arrives within [`LINGER`] (100 ms), so the
 //! commit rate stays at most ~10/s however many targets are scraped, and a killed process loses
-//! at most the last 100 ms. Sending never blocks (the channel is unbounded), so async scrape
-//! loops never wait for the disk.
+//! at most the last 100 ms. Each commit is also the run's heartbeat (with the latest progress), so
+//! a run whose process died is marked interrupted at its last commit. Sending never blocks (the
+//! channel is unbounded), so async scrape loops and load workers never wait for the disk.
 
-use crate::{RunId, Store, StoreError, WriteStats};
+use crate::{RequestRow, RunId, Store, StoreError, WriteStats};
 use llmscope_core::series::Batch;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -28,17 +30,38 @@ pub struct WriterTotals {
     pub samples: u64,
     pub series: u64,
     pub health: u64,
+    pub requests: u64,
     pub commits: u64,
 }
 
-/// Where collectors send batches. Cheap to clone; sending fails only once the writer stopped.
+/// What the writer is sent.
+#[derive(Debug)]
+enum Msg {
+    Batch(Batch),
+    Requests(Vec<RequestRow>),
+    /// Seconds of the run's timed part done.
+    Progress(f64),
+}
+
+/// Where collectors send batches (and the load generator its records). Cheap to clone; sending
+/// fails only once the writer stopped.
 #[derive(Debug, Clone)]
-pub struct BatchSender(Sender<Batch>);
+pub struct BatchSender(Sender<Msg>);
 
 impl BatchSender {
     /// Queues a batch; `false` when the writer has stopped (after a database error).
     pub fn send(&self, batch: Batch) -> bool {
-        self.0.send(batch).is_ok()
+        self.0.send(Msg::Batch(batch)).is_ok()
+    }
+
+    /// Queues completed request records.
+    pub fn send_requests(&self, rows: Vec<RequestRow>) -> bool {
+        rows.is_empty() || self.0.send(Msg::Requests(rows)).is_ok()
+    }
+
+    /// Queues how many seconds of the run's timed part are done (kept with the next heartbeat).
+    pub fn send_progress(&self, done_s: f64) -> bool {
+        self.0.send(Msg::Progress(done_s)).is_ok()
     }
 }
 
@@ -88,34 +111,67 @@ impl Writer {
     }
 }
 
+/// What queued up for one commit.
+#[derive(Default)]
+struct Pending {
+    batches: Vec<Batch>,
+    rows: Vec<RequestRow>,
+    progress: Option<f64>,
+    messages: usize,
+}
+
+impl Pending {
+    fn push(&mut self, m: Msg) {
+        self.messages += 1;
+        match m {
+            Msg::Batch(b) => self.batches.push(b),
+            Msg::Requests(r) => self.rows.extend(r),
+            Msg::Progress(p) => self.progress = Some(p),
+        }
+    }
+}
+
 fn drain(
     mut store: Store,
     run: RunId,
-    rx: Receiver<Batch>,
+    rx: Receiver<Msg>,
     committed: &AtomicU64,
 ) -> Result<(Store, WriterTotals), StoreError> {
     let mut totals = WriterTotals::default();
-    let mut pending = Vec::new();
     while let Ok(first) = rx.recv() {
+        let mut pending = Pending::default();
         pending.push(first);
         gather(&rx, &mut pending);
-        let stats = store.write(run, &pending)?;
-        pending.clear();
-        add(&mut totals, stats);
-        committed.fetch_add(stats.samples, Ordering::Relaxed);
+        if !pending.batches.is_empty() {
+            let stats = store.write(run, &pending.batches)?;
+            add(&mut totals, stats);
+            committed.fetch_add(stats.samples, Ordering::Relaxed);
+        }
+        if !pending.rows.is_empty() {
+            store.add_requests(run, &pending.rows)?;
+            totals.requests += pending.rows.len() as u64;
+        }
+        store.heartbeat(run, unix_now(), pending.progress)?;
+        totals.commits += 1;
     }
     Ok((store, totals))
 }
 
-/// Takes what else arrives within [`LINGER`] of the first batch (up to [`MAX_COALESCED`]).
+fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// Takes what else arrives within [`LINGER`] of the first message (up to [`MAX_COALESCED`]).
 ///
 /// Sleeps through the linger and then takes what queued, rather than waking for each batch:
 /// at 1,000 targets a second the wake-ups cost more than the inserts.
-fn gather(rx: &Receiver<Batch>, pending: &mut Vec<Batch>) {
+fn gather(rx: &Receiver<Msg>, pending: &mut Pending) {
     std::thread::sleep(LINGER);
-    while pending.len() < MAX_COALESCED {
+    while pending.messages < MAX_COALESCED {
         match rx.try_recv() {
-            Ok(b) => pending.push(b),
+            Ok(m) => pending.push(m),
             Err(_) => break,
         }
     }
@@ -125,5 +181,4 @@ fn add(totals: &mut WriterTotals, s: WriteStats) {
     totals.samples += s.samples;
     totals.series += s.new_series;
     totals.health += s.health;
-    totals.commits += 1;
 }

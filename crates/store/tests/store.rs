@@ -14,6 +14,102 @@ fn key(name: &str, pairs: &[(&str, &str)]) -> Arc<SeriesKey> {
     Arc::new(SeriesKey::new(name, labels))
 }
 
+/// A store file with one `running` run owned by `pid` started at `start_ticks` of this boot.
+fn store_with_owner(dir: &tempfile::TempDir, pid: u32, start_ticks: u64) -> std::path::PathBuf {
+    let path = dir.path().join("owned.db");
+    let mut store = Store::open(&path).unwrap();
+    let run = store.create_run(&new_run()).unwrap();
+    store.heartbeat(run, 1005.0, Some(3.0)).unwrap();
+    drop(store);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute(
+        "UPDATE runs SET owner_pid = ?1, owner_start = ?2",
+        rusqlite::params![pid, start_ticks as i64],
+    )
+    .unwrap();
+    path
+}
+
+#[test]
+fn a_run_whose_owner_is_alive_stays_running() {
+    let Some(me) = llmscope_store::owner::Owner::current() else {
+        return; // no /proc
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = store_with_owner(&dir, me.pid, me.start_ticks);
+    let run = &Store::open(&path).unwrap().runs().unwrap()[0];
+    assert_eq!((run.status, run.interrupted_at), (RunStatus::Running, None));
+    assert_eq!((run.done_s, run.planned_s), (Some(3.0), Some(30.0)));
+}
+
+#[test]
+fn a_run_whose_pid_was_reused_is_interrupted_at_its_heartbeat() {
+    let Some(me) = llmscope_store::owner::Owner::current() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    // Our pid, another start time: the owner died and the pid went to this process.
+    let path = store_with_owner(&dir, me.pid, me.start_ticks + 7);
+    let mut store = Store::open(&path).unwrap();
+    let run = store.runs().unwrap().remove(0);
+    assert_eq!(run.status, RunStatus::Interrupted);
+    assert_eq!(run.interrupted_at, Some(1005.0));
+    assert_eq!((run.done_s, run.planned_s), (Some(3.0), Some(30.0)));
+    assert!(store.mark_abandoned_runs().unwrap().is_empty(), "once");
+}
+
+#[test]
+fn a_stopped_run_keeps_when_and_how_far() {
+    let mut store = Store::open_in_memory().unwrap();
+    let run = store.create_run(&new_run()).unwrap();
+    store.interrupt_run(run, 1012.5, Some(12.0)).unwrap();
+    store
+        .finish_run(run, RunStatus::Interrupted, 1020.0, None)
+        .unwrap();
+    let r = store.run(run).unwrap();
+    assert_eq!(r.status, RunStatus::Interrupted);
+    assert_eq!((r.interrupted_at, r.ended_at), (Some(1012.5), Some(1020.0)));
+    assert_eq!((r.done_s, r.planned_s), (Some(12.0), Some(30.0)));
+    assert!(store.interrupt_run(99, 0.0, None).is_err());
+}
+
+#[test]
+fn the_writer_stores_request_records_and_progress_as_they_come() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("req.db");
+    let mut store = Store::open(&path).unwrap();
+    let run = store.create_run(&new_run()).unwrap();
+    let w = writer::spawn(store, run).unwrap();
+    let tx = w.sender();
+    let row = |id| RequestRow {
+        stage: 0,
+        id,
+        sent_unix_ns: id,
+        end_unix_ns: id + 1,
+        first_token_unix_ns: None,
+        status: Some(200),
+        error: None,
+        prompt_tokens: Some(3),
+        output_tokens: Some(5),
+        record: serde_json::json!({"id": id}),
+    };
+    assert!(tx.send_requests(vec![row(1), row(2)]));
+    assert!(tx.send_progress(4.5));
+    // Committed while the writer still runs: another connection sees them.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let seen = || Store::open(&path).unwrap().run(run).unwrap();
+    while seen().requests < 2 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let r = seen();
+    assert_eq!((r.requests, r.done_s), (2, Some(4.5)));
+    assert!(tx.send_requests(vec![row(3)]));
+    drop(tx);
+    let (store, totals) = w.finish().unwrap();
+    assert_eq!(totals.requests, 3);
+    assert_eq!(store.request_count(run).unwrap(), 3);
+}
+
 fn new_run() -> NewRun {
     NewRun {
         kind: "observe".into(),
@@ -21,6 +117,7 @@ fn new_run() -> NewRun {
         window: None,
         tool_version: "0.1.0".into(),
         config: serde_json::json!({"interval": "1s"}),
+        planned_s: Some(30.0),
     }
 }
 
@@ -257,6 +354,9 @@ fn kill_child_writer(path: &str) {
             ));
         }
         store.write(run, &[b]).unwrap();
+        store
+            .heartbeat(run, 2000.0 + i as f64, Some(i as f64 + 1.0))
+            .unwrap();
         writeln!(out, "committed {}", i + 1).unwrap();
         out.flush().unwrap();
         std::thread::sleep(Duration::from_millis(2));
@@ -298,7 +398,15 @@ fn a_killed_writer_leaves_every_committed_batch_readable() {
     let runs = store.runs().unwrap();
     assert_eq!(runs.len(), 1);
     let run = &runs[0];
-    assert_eq!(run.status, RunStatus::Running, "killed runs stay `running`");
+    assert_eq!(
+        run.status,
+        RunStatus::Interrupted,
+        "a run whose process is gone is interrupted"
+    );
+    let (at, done) = (run.interrupted_at.unwrap(), run.done_s.unwrap());
+    assert!(done >= committed as f64, "{done} < {committed}");
+    assert_eq!(at, 2000.0 + done - 1.0, "at the last heartbeat");
+    assert_eq!(run.ended_at, Some(at));
     let samples = run.samples as usize;
     assert!(
         samples >= committed * PER_BATCH,

@@ -6,5 +6,7 @@ mod common;
 
 mod check;
 mod generate;
+mod interrupted;
 mod load;
+mod refuse;
 mod run;

@@ -8,6 +8,7 @@
 //!
 //! Without the install (`scripts/real-vllm.sh install`) the tests say they skipped; with
 //! `CI=true` they fail, naming the command that installs it.
+#![allow(clippy::print_stderr)] // a tier's verdicts and skips are said on stderr
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};

@@ -216,6 +216,13 @@ fn advice(k: &FailureKind) -> Option<Recommendation> {
                 "Check that the server is up and reachable at --target",
                 format!("{} requests could not connect or were closed", k.count),
             )),
+            "client_fds" => Some(rec(
+                "Raise the client's open-file limit (ulimit -n) or lower --concurrency: the load generator ran out of file descriptors",
+                format!(
+                    "{} requests could not open a connection on the client",
+                    k.count
+                ),
+            )),
             "timeout" | "stall" => Some(rec(
                 "Raise --timeout / --idle-timeout, or lower the load: the server stopped answering in time",
                 format!("{} requests timed out or stalled", k.count),

@@ -1,0 +1,146 @@
+//! Issue 12, points 5–6, through the binary: a dead or refusing Prometheus is an error (exit 2,
+//! naming it), never a number; inputs the CLI must refuse before doing anything.
+
+use crate::common::{free_port, llmscope, temp_dir};
+use std::io::{Read, Write};
+use std::net::TcpListener;
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Before: `total -0.00 …` on stdout and exit 0.
+#[test]
+fn cost_against_a_dead_prometheus_is_an_error_naming_it() {
+    let url = format!("http://127.0.0.1:{}", free_port()); // bound, then closed: refuses
+    let out = llmscope(&["cost", "--prometheus", &url, "--from", "-1h"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains(&url) && err.contains("cannot connect"),
+        "{err}"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !stdout.contains("-0.00") && !stdout.contains("total"),
+        "{stdout}"
+    );
+}
+
+/// A server answering every request with 401, on a port of its own.
+fn refusing_server() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut c) = conn else { continue };
+            let mut buf = [0u8; 8192];
+            let _ = c.read(&mut buf);
+            let _ = c.write_all(
+                b"HTTP/1.1 401 Unauthorized\r\nContent-Length: 12\r\nConnection: close\r\n\r\nunauthorized",
+            );
+        }
+    });
+    format!("http://{addr}")
+}
+
+#[test]
+fn cost_refused_with_401_is_an_error_saying_how_to_authenticate() {
+    let url = refusing_server();
+    let out = llmscope(&[
+        "cost",
+        "--prometheus",
+        &url,
+        "--from",
+        "-1h",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains(&url) && err.contains("401"), "{err}");
+    assert!(err.contains("--bearer-token"), "{err}");
+    assert!(out.stdout.is_empty(), "no report from missing data");
+}
+
+/// Before: exit 0, nothing on stderr, and an empty `failed` run in the store.
+#[test]
+fn observe_for_0_s_is_refused_before_any_run_is_stored() {
+    let dir = temp_dir("observe-0");
+    let db = dir.join("runs.db");
+    let out = llmscope(&[
+        "observe",
+        "--scrape",
+        &format!("http://127.0.0.1:{}/metrics", free_port()),
+        "--duration",
+        "0",
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("--duration must be above 0"),
+        "{}",
+        stderr(&out)
+    );
+    let runs = if db.exists() {
+        llmscope_store::Store::open(&db)
+            .unwrap()
+            .runs()
+            .unwrap()
+            .len()
+    } else {
+        0
+    };
+    assert_eq!(runs, 0, "no run is stored");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Before: the client hit its descriptor limit and counted that as the server's `connect`
+/// errors. Under `ulimit -n 256` (soft and hard), 1,000,000 connections are refused up front.
+#[test]
+fn load_beyond_the_descriptor_limit_is_refused_with_the_numbers() {
+    let bin = env!("CARGO_BIN_EXE_llmscope");
+    let url = format!("http://127.0.0.1:{}", free_port());
+    let out = std::process::Command::new("bash")
+        .args(["-c", r#"ulimit -n 256 && exec "$0" "$@""#, bin])
+        .args([
+            "load",
+            "--target",
+            &url,
+            "--concurrency",
+            "1000000",
+            "--duration",
+            "1s",
+        ])
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("1000000 concurrent connections")
+            && err.contains("may open 256")
+            && err.contains("at most 192"),
+        "{err}"
+    );
+    // Within the limit it gets as far as the (absent) server: a different error.
+    let out = std::process::Command::new("bash")
+        .args(["-c", r#"ulimit -n 256 && exec "$0" "$@""#, bin])
+        .args([
+            "load",
+            "--target",
+            &url,
+            "--concurrency",
+            "100",
+            "--duration",
+            "1s",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        !stderr(&out).contains("file descriptors"),
+        "{}",
+        stderr(&out)
+    );
+}
