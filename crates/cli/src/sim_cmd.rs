@@ -65,6 +65,10 @@ pub struct EngineFlags {
     /// Host time per new token per step, e.g. 500ns.
     #[arg(long, value_parser = duration_arg, help_heading = "Model constants")]
     pub host_token_overhead: Option<Duration>,
+    /// API-server time per streamed token, e.g. 465us: a step lasts at least this × sequences
+    /// sampled (a front end sharing the engine's cores).
+    #[arg(long, value_parser = duration_arg, help_heading = "Model constants")]
+    pub frontend_token_overhead: Option<Duration>,
     /// Fixed GPU time per step, e.g. 500us.
     #[arg(long, value_parser = duration_arg, help_heading = "Model constants")]
     pub gpu_step_overhead: Option<Duration>,
@@ -122,6 +126,10 @@ impl EngineFlags {
         set(
             &mut k.host_token_s,
             self.host_token_overhead.map(|d| d.as_secs_f64()),
+        );
+        set(
+            &mut k.frontend_token_s,
+            self.frontend_token_overhead.map(|d| d.as_secs_f64()),
         );
         set(
             &mut k.gpu_step_s,

@@ -488,6 +488,8 @@ impl Engine {
         } else {
             plan.t_host + plan.t_gpu
         };
+        // A front end that cannot stream the step's tokens as fast as they come paces the steps.
+        plan.duration = plan.duration.max(k.frontend_token_s * samples);
         plan.bytes = bytes;
         plan.flops = flops;
         plan.compute_share = if roof > 0.0 { t_flop / roof } else { 0.0 };

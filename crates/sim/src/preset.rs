@@ -130,6 +130,11 @@ pub struct ModelConstants {
     pub host_step_s: f64,
     pub host_seq_s: f64,
     pub host_token_s: f64,
+    /// API-server (front-end) time per streamed token (s): detokenising and sending each token
+    /// costs the server process CPU on the cores the engine shares. When the front end cannot
+    /// keep up, a step's tokens leave no faster than it streams them: a step lasts at least
+    /// `frontend_token_s × sequences sampled`. 0 (a front end with cores of its own) by default.
+    pub frontend_token_s: f64,
     /// Answer length when the model stops at EOS: lognormal with this mean (tokens) and log-sigma.
     pub output_mean_tokens: f64,
     pub output_sigma: f64,
@@ -157,6 +162,7 @@ impl Default for ModelConstants {
             host_step_s: 0.003,
             host_seq_s: 0.000_03,
             host_token_s: 0.000_000_5,
+            frontend_token_s: 0.0,
             output_mean_tokens: 50.0,
             output_sigma: 0.6,
             cuda_context_mib: 470.0,
@@ -429,15 +435,18 @@ pub fn presets() -> Vec<Preset> {
 }
 
 /// The step model of vLLM's CPU build serving the tiny model on 2 cores, fitted to the real
-/// server (`scripts/bench-real-vs-sim.sh`): a decode step costs about 2 ms plus 0.24 ms per
-/// running sequence, all of it CPU time (one core runs the engine, the other the API server);
-/// prefill tokens cost little next to that. Answers run to `max_tokens` (random weights rarely
+/// server (`scripts/bench-real-vs-sim.sh`, 2026-12-01): a decode step costs about 2 ms plus
+/// 0.24 ms per running sequence and 20 µs per prefill token, all of it CPU time (one core runs
+/// the engine). The API server streams at most ~2,270 tokens/s on the other core (0.44 ms a
+/// token): the real server gives 2,127 tok/s at --max-num-seqs 16 and only 1,935 at 32, with ~9
+/// of 32 requests held in front of the scheduler. Answers run to `max_tokens` (random weights rarely
 /// emit EOS), so the EOS length is set far beyond any test's `max_tokens`.
 fn cpu_tiny_constants() -> ModelConstants {
     ModelConstants {
         host_step_s: 0.0021,
         host_seq_s: 0.000_24,
-        host_token_s: 0.000_002,
+        host_token_s: 0.000_02,
+        frontend_token_s: 0.000_44,
         gpu_step_s: 0.0,
         gpu_layer_s: 0.0,
         output_mean_tokens: 100_000.0,
