@@ -176,8 +176,9 @@ fn recommendations(report: &Value) -> String {
 }
 
 /// `--max-num-seqs 16`: batch limit at 32 clients; load not reached at 16 (as many as the cap)
-/// and 8 (fewer); requests turned away by `--max-num-queued-reqs 40` at 64 clients; what
-/// `inventory` and `check` say about the live page.
+/// and 8 (fewer, with 500-token prompts sized on the server's tokenizer); requests turned away
+/// by `--max-num-queued-reqs 40` at 64 clients; what `inventory` and `check` say about the live
+/// page.
 #[test]
 fn a_real_vllm_with_max_num_seqs_16() {
     if !installed("a_real_vllm_with_max_num_seqs_16") {
@@ -212,14 +213,23 @@ fn a_real_vllm_with_max_num_seqs_16() {
         || r["verdict"].to_string(),
     );
 
-    for clients in ["16", "8"] {
-        let (r, out) = run(
-            &server,
-            &db,
-            &["--concurrency", clients, "--max-num-seqs", "16"],
-        );
+    // The 8-client run also sizes its prompts on the server's own tokenizer (POST /tokenize).
+    for (clients, prompt) in [("16", None), ("8", Some("500"))] {
+        let mut load = vec!["--concurrency", clients, "--max-num-seqs", "16"];
+        if let Some(n) = prompt {
+            load.extend(["--input-tokens", n]);
+        }
+        let (r, out) = run(&server, &db, &load);
         let regime = format!("{clients} clients, cap 16");
         checks.verdict(&regime, &r, &out, "load_not_reached");
+        if prompt.is_some() {
+            let mean = r["client"]["tokens"]["prompt_mean"].as_f64().unwrap_or(0.0);
+            checks.expect(
+                &format!("{regime}: --input-tokens 500 lands within ±2 % on vLLM's tokenizer"),
+                (490.0..=510.0).contains(&mean),
+                || format!("mean prompt tokens (usage.prompt_tokens) {mean}"),
+            );
+        }
         let recs = recommendations(&r);
         checks.expect(
             &format!("{regime}: advice raises the concurrency above the cap"),
