@@ -564,6 +564,92 @@ impl Limited {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// Reads one request (head and `content-length` body) from `s`.
+    async fn read_request(s: &mut TcpStream) -> std::io::Result<()> {
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 4096];
+        loop {
+            let n = s.read(&mut chunk).await?;
+            if n == 0 {
+                return Err(std::io::ErrorKind::UnexpectedEof.into());
+            }
+            buf.extend_from_slice(&chunk[..n]);
+            let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
+                continue;
+            };
+            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+            let len: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0);
+            if buf.len() >= end + 4 + len {
+                return Ok(());
+            }
+        }
+    }
+
+    /// A server whose first connection answers one request and then closes on the next one
+    /// without answering — as uvicorn's keep-alive timeout fires on an idle connection while a
+    /// request is on its way. Later connections answer every request.
+    async fn closing_server() -> SocketAddr {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let mut first = true;
+            while let Ok((mut s, _)) = listener.accept().await {
+                let closes = std::mem::take(&mut first);
+                tokio::spawn(async move {
+                    let mut answered = 0;
+                    while read_request(&mut s).await.is_ok() {
+                        if closes && answered == 1 {
+                            return;
+                        }
+                        let body = r#"{"choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"length"}],"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}}"#;
+                        let resp = format!(
+                            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+                            body.len()
+                        );
+                        if s.write_all(resp.as_bytes()).await.is_err() {
+                            return;
+                        }
+                        answered += 1;
+                    }
+                });
+            }
+        });
+        addr
+    }
+
+    /// A pooled keep-alive connection that the server closes as the next request arrives fails
+    /// before any byte of a response: the request goes again on a new connection and succeeds.
+    #[tokio::test]
+    async fn a_connection_the_server_closed_while_idle_is_not_a_failed_request() {
+        let addr = closing_server().await;
+        let target: Target = format!("http://{addr}").parse().unwrap();
+        let client = Client::new(&target, vec![addr], None, &[]);
+        let body = Bytes::from_static(br#"{"model":"m","prompt":"x","max_tokens":1}"#);
+        let idle = Duration::from_secs(5);
+        let streamed = AtomicU64::new(0);
+        let mut out = Outcome::default();
+        let uri = target.uri("/v1/completions");
+        client
+            .execute(uri.clone(), body.clone(), false, idle, &mut out, &streamed)
+            .await
+            .expect("the first request");
+        let mut out = Outcome::default();
+        let second = client
+            .execute(uri, body, false, idle, &mut out, &streamed)
+            .await;
+        assert_eq!(
+            second,
+            Ok(()),
+            "the pooled connection was closed by the server"
+        );
+        assert_eq!(out.status, Some(200));
+    }
 
     #[test]
     fn the_clients_own_fd_exhaustion_is_not_a_connect_error() {
