@@ -43,10 +43,19 @@ pub struct RunFacts {
 /// count and the server's first messages.
 pub fn request_outcome(r: &LoadReport) -> RequestOutcome {
     let q = &r.total.requests;
+    // Requests the client cancelled when the run ended (their grace ran out) are its own
+    // decision, not the server failing them: they are not failures to judge the server by.
+    let cancelled = r
+        .total
+        .errors
+        .get(&ErrorKind::Cancelled)
+        .copied()
+        .unwrap_or(0);
     let mut kinds: Vec<FailureKind> = r
         .total
         .errors
         .iter()
+        .filter(|(kind, _)| **kind != ErrorKind::Cancelled)
         .map(|(kind, count)| FailureKind {
             kind: kind.to_string(),
             status: match kind {
@@ -66,7 +75,7 @@ pub fn request_outcome(r: &LoadReport) -> RequestOutcome {
     RequestOutcome {
         sent: q.sent,
         ok: q.completed,
-        failed: q.failed,
+        failed: q.failed.saturating_sub(cancelled),
         kinds,
         stopped_early: r.stopped_early.clone(),
     }
@@ -296,5 +305,27 @@ pub fn exit_code(d: &Diagnosis, fail_on: FailOn) -> std::process::ExitCode {
         std::process::ExitCode::from(1)
     } else {
         std::process::ExitCode::SUCCESS
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Requests the client cancelled when the run's grace ran out are not the server failing
+    /// them: a deep queue drained at the end must not read as failing requests.
+    #[test]
+    fn cancellations_at_the_end_of_a_run_are_not_failures() {
+        let mut r = LoadReport::default();
+        r.total.requests.sent = 151;
+        r.total.requests.completed = 100;
+        r.total.requests.failed = 51;
+        r.total.errors.insert(ErrorKind::Cancelled, 50);
+        r.total.errors.insert(ErrorKind::Http(400), 1);
+        let o = request_outcome(&r);
+        assert_eq!((o.ok, o.failed), (100, 1));
+        assert_eq!(o.kinds.len(), 1);
+        assert_eq!(o.kinds[0].kind, "http_400");
+        assert!(!o.failing(), "1 failure in 101 is under the failing share");
     }
 }

@@ -110,7 +110,12 @@ pub struct LoadArgs {
     /// Limit for one whole request.
     #[arg(long, value_parser = duration, default_value = "10m")]
     timeout: Duration,
-    /// Limit for a response that stops sending (counted as `stall`).
+    /// Limit for the wait before a response's first token — queued on the server, then prefill
+    /// (counted as `ttft_timeout`). Generous on purpose: a saturated server keeps a request
+    /// queued as long as it takes, and that queue is what a test measures.
+    #[arg(long, value_parser = duration, default_value = "10m")]
+    ttft_timeout: Duration,
+    /// Limit for a pause between chunks once tokens flow (counted as `stall`).
     #[arg(long, value_parser = duration, default_value = "30s")]
     idle_timeout: Duration,
     /// After sending stops, how long requests in flight may take before they are cancelled.
@@ -201,6 +206,7 @@ impl LoadArgs {
             max_tokens: self.max_tokens,
             slo: self.slo.unwrap_or_default(),
             timeout: self.timeout,
+            ttft_timeout: self.ttft_timeout,
             idle_timeout: self.idle_timeout,
             grace: self.grace,
             seed: self.seed,

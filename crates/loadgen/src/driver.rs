@@ -21,7 +21,7 @@
 
 use crate::client::{AssessInput, LoadReach, Monitor, assess};
 use crate::clock::anchor;
-use crate::http::Client;
+use crate::http::{Client, ReadLimits};
 use crate::plan::{LoadPlan, StagePlan};
 use crate::record::{ErrorKind, RequestRecord};
 use crate::report::{ClientReport, LoadReport, StageReport};
@@ -133,7 +133,7 @@ struct StageCtx {
     uri: Uri,
     bodies: Arc<[Bytes]>,
     stream: bool,
-    idle: Duration,
+    limits: ReadLimits,
     timeout: Duration,
     stage: u32,
     warmup_end: Instant,
@@ -350,7 +350,10 @@ async fn run_stage(
         uri: plan.target.uri(plan.endpoint.path()),
         bodies: plan.bodies.clone(),
         stream: plan.stream,
-        idle: plan.idle_timeout,
+        limits: ReadLimits {
+            first_token: plan.ttft_timeout,
+            idle: plan.idle_timeout,
+        },
         timeout: plan.timeout,
         stage: index,
         warmup_end: started + sp.warmup,
@@ -469,7 +472,11 @@ impl Aggregator<'_> {
                 }
                 now = tick.tick() => {
                     let now = now.into_std();
-                    if self.sending_ended.is_some_and(|t| now.duration_since(t) >= self.plan.grace) {
+                    // The grace bounds the drain of a timed stage or of a stop asked for; a stage
+                    // of N requests waits for all N (each still bounded by the request timeout):
+                    // a deep queue is what it measures, not a reason to cancel.
+                    let drain_bounded = self.sp.duration.is_some() || *signals.borrow() != Signal::Run;
+                    if drain_bounded && self.sending_ended.is_some_and(|t| now.duration_since(t) >= self.plan.grace) {
                         self.cancel_in_flight();
                     }
                     self.give_up_if_hopeless(now);
@@ -819,7 +826,7 @@ async fn request(ctx: Arc<StageCtx>, intended: Option<Instant>, worker: Worker, 
     let result = tokio::select! {
         biased;
         _ = abort.wait_for(|a| *a) => Err(ErrorKind::Cancelled),
-        r = tokio::time::timeout(ctx.timeout, ctx.client.execute(ctx.uri.clone(), body, ctx.stream, ctx.idle, &mut out, &ctx.gauge.streamed)) => {
+        r = tokio::time::timeout(ctx.timeout, ctx.client.execute(ctx.uri.clone(), body, ctx.stream, ctx.limits, &mut out, &ctx.gauge.streamed)) => {
             r.unwrap_or(Err(ErrorKind::Timeout))
         }
     };

@@ -317,15 +317,20 @@ impl Client {
         uri: Uri,
         body: Bytes,
         stream: bool,
-        idle: Duration,
+        limits: ReadLimits,
         out: &mut Outcome,
         streamed: &AtomicU64,
     ) -> Result<(), ErrorKind> {
-        let (conn, resp) = self.send_post(uri, body).await?;
+        let started = Instant::now();
+        // A server may hold the response head back until the first token: that wait is queueing.
+        let (conn, resp) =
+            tokio::time::timeout_at(started + limits.first_token, self.send_post(uri, body))
+                .await
+                .map_err(|_| ErrorKind::TtftTimeout)??;
         let status = resp.status();
         out.status = Some(status.as_u16());
         let is_sse = content_type(&resp).starts_with("text/event-stream");
-        let body = Frames::new(resp.into_body(), idle, conn.stamp.clone());
+        let body = Frames::new(resp.into_body(), limits, started, conn.stamp.clone());
         let result = if !status.is_success() {
             let read = read_error(body).await;
             out.error_body = read.as_deref().ok().and_then(crate::failure::message);
@@ -395,6 +400,16 @@ fn connect_error(e: &std::io::Error) -> ErrorKind {
     }
 }
 
+/// How long a response may keep the client waiting: for its first token (the request may sit
+/// in the server's queue that long), and between chunks once tokens flow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadLimits {
+    /// From sending the request to its first token ([`ErrorKind::TtftTimeout`]).
+    pub first_token: Duration,
+    /// Between two chunks after the first token ([`ErrorKind::Stall`]).
+    pub idle: Duration,
+}
+
 fn content_type(resp: &Response<Incoming>) -> String {
     resp.headers()
         .get(header::CONTENT_TYPE)
@@ -403,12 +418,18 @@ fn content_type(resp: &Response<Incoming>) -> String {
         .to_ascii_lowercase()
 }
 
-/// A response body read frame by frame, failing with [`ErrorKind::Stall`] after `idle` without
-/// bytes. The stall timer is re-armed only when it fires, not on every frame: at hundreds of
-/// thousands of frames per second, per-frame timer churn shows in profiles.
+/// A response body read frame by frame. Until the first token it may take up to
+/// `limits.first_token` from the request's start ([`ErrorKind::TtftTimeout`]: queued is not
+/// stalled); after it, a gap longer than `limits.idle` is a [`ErrorKind::Stall`]. The timer is
+/// re-armed only when it fires, not on every frame: at hundreds of thousands of frames per
+/// second, per-frame timer churn shows in profiles.
 struct Frames {
     body: Incoming,
-    idle: Duration,
+    limits: ReadLimits,
+    /// When the request was sent.
+    started: Instant,
+    /// Tokens have begun to stream.
+    tokens: bool,
     last: Instant,
     timer: Pin<Box<Sleep>>,
     stamp: RxStamp,
@@ -423,14 +444,36 @@ struct Frame {
 }
 
 impl Frames {
-    fn new(body: Incoming, idle: Duration, stamp: RxStamp) -> Self {
-        let last = Instant::now();
+    fn new(body: Incoming, limits: ReadLimits, started: Instant, stamp: RxStamp) -> Self {
         Frames {
             body,
-            idle,
-            last,
-            timer: Box::pin(tokio::time::sleep_until(last + idle)),
+            limits,
+            started,
+            tokens: false,
+            last: Instant::now(),
+            timer: Box::pin(tokio::time::sleep_until(started + limits.first_token)),
             stamp,
+        }
+    }
+
+    /// When waiting runs out, and what it is then.
+    fn deadline(&self) -> (Instant, ErrorKind) {
+        if self.tokens {
+            (self.last + self.limits.idle, ErrorKind::Stall)
+        } else {
+            (
+                self.started + self.limits.first_token,
+                ErrorKind::TtftTimeout,
+            )
+        }
+    }
+
+    /// The first token arrived: from now on a gap is a stall.
+    fn tokens_started(&mut self) {
+        if !self.tokens {
+            self.tokens = true;
+            let (due, _) = self.deadline();
+            self.timer.as_mut().reset(due);
         }
     }
 
@@ -450,9 +493,9 @@ impl Frames {
                 biased;
                 f = self.body.frame() => f,
                 _ = self.timer.as_mut() => {
-                    let due = self.last + self.idle;
+                    let (due, kind) = self.deadline();
                     if Instant::now() >= due {
-                        return Err(ErrorKind::Stall);
+                        return Err(kind);
                     }
                     self.timer.as_mut().reset(due);
                     continue;
@@ -501,6 +544,7 @@ async fn read_stream(
                     break Err(e);
                 }
                 if lag.is_none() && reader.outcome().first_token.is_some() {
+                    body.tokens_started();
                     lag = Some(f.seen.saturating_duration_since(f.arrived));
                     behind = body.stamp.behind();
                     body.stamp.set_precise(false);
@@ -631,7 +675,10 @@ mod tests {
         let target: Target = format!("http://{addr}").parse().unwrap();
         let client = Client::new(&target, vec![addr], None, &[]);
         let body = Bytes::from_static(br#"{"model":"m","prompt":"x","max_tokens":1}"#);
-        let idle = Duration::from_secs(5);
+        let idle = ReadLimits {
+            first_token: Duration::from_secs(10),
+            idle: Duration::from_secs(5),
+        };
         let streamed = AtomicU64::new(0);
         let mut out = Outcome::default();
         let uri = target.uri("/v1/completions");

@@ -52,6 +52,9 @@ pub struct LoadSpec {
     pub max_tokens: Option<u32>,
     pub slo: Slo,
     pub timeout: Duration,
+    /// Longest wait for a response's first token (queued, then prefill): `ttft_timeout`.
+    pub ttft_timeout: Duration,
+    /// Longest gap between chunks once tokens flow: `stall`.
     pub idle_timeout: Duration,
     pub grace: Duration,
     pub seed: u64,
@@ -81,6 +84,8 @@ impl Default for LoadSpec {
             max_tokens: None,
             slo: Slo::default(),
             timeout: Duration::from_secs(600),
+            // As long as the whole request may take: a saturated server queues that long.
+            ttft_timeout: Duration::from_secs(600),
             idle_timeout: Duration::from_secs(30),
             grace: Duration::from_secs(30),
             seed: 1,
@@ -129,6 +134,9 @@ pub struct LoadPlan {
     pub bodies: Arc<[Bytes]>,
     pub slo: Slo,
     pub timeout: Duration,
+    /// Longest wait for a response's first token (queued, then prefill): `ttft_timeout`.
+    pub ttft_timeout: Duration,
+    /// Longest gap between chunks once tokens flow: `stall`.
     pub idle_timeout: Duration,
     pub grace: Duration,
     pub seed: u64,
@@ -450,6 +458,7 @@ pub async fn resolve(spec: &LoadSpec) -> Result<LoadPlan, PlanError> {
         bodies: prompts::build_bodies(&prompts, &opts).into(),
         slo: spec.slo,
         timeout: spec.timeout,
+        ttft_timeout: spec.ttft_timeout,
         idle_timeout: spec.idle_timeout,
         grace: spec.grace,
         seed: spec.seed,

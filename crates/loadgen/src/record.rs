@@ -20,8 +20,12 @@ pub enum ErrorKind {
     ClientFds,
     /// The whole request took longer than the request timeout.
     Timeout,
-    /// The response stopped sending bytes for longer than the idle timeout.
+    /// Tokens had begun to stream, then none came for longer than the idle timeout.
     Stall,
+    /// No first token within the first-token limit (`--ttft-timeout`): the request was still
+    /// queued (or in prefill) when the client gave up on it. Queueing is not stalling: a
+    /// saturated server keeps a request queued for as long as it takes (issue 16).
+    TtftTimeout,
     /// The server answered with a non-2xx status (429 and 5xx included).
     Http(u16),
     /// The connection closed before the response began.
@@ -41,11 +45,12 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
-    const NAMES: [(&'static str, ErrorKind); 11] = [
+    const NAMES: [(&'static str, ErrorKind); 12] = [
         ("connect", ErrorKind::Connect),
         ("client_fds", ErrorKind::ClientFds),
         ("timeout", ErrorKind::Timeout),
         ("stall", ErrorKind::Stall),
+        ("ttft_timeout", ErrorKind::TtftTimeout),
         ("connection_closed", ErrorKind::ConnectionClosed),
         ("stream_cut", ErrorKind::StreamCut),
         ("malformed_sse", ErrorKind::MalformedSse),

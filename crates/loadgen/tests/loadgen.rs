@@ -695,3 +695,34 @@ async fn over_long_requests_are_refused_before_the_load() {
         "{e}"
     );
 }
+
+/// Issue 16: queued is not stalled. One sequence at a time and four clients: the last request
+/// waits ~36 s in the server's queue for its first token — beyond the 30 s idle limit — and with
+/// the default limits every request completes; none is cancelled as a stall.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deep_queue_completes_its_queued_requests_with_the_default_limits() {
+    let mut p = llmscope_sim::preset::preset("bench-tiny").unwrap();
+    p.engine.max_num_seqs = 1;
+    p.constants.host_step_s = 0.1;
+    let sim = llmscope_sim::serve::start(llmscope_sim::serve::SimConfig::new(p))
+        .await
+        .expect("sim starts");
+    let s = LoadSpec {
+        target: sim.vllm_url(),
+        concurrency: vec![4],
+        requests: Some(4),
+        output_tokens: Some(120),
+        ..Default::default()
+    };
+    assert_eq!(
+        s.idle_timeout,
+        Duration::from_secs(30),
+        "the default limits"
+    );
+    let r = load(&s).await;
+    sim.shutdown().await;
+    assert_accounted(&r);
+    assert_eq!(r.total.requests.completed, 4, "{:?}", r.total.errors);
+    let worst = r.total.latency_ms.ttft.max.unwrap_or(0.0);
+    assert!(worst > 30_000.0, "the deepest request queued {worst} ms");
+}

@@ -223,6 +223,13 @@ fn advice(k: &FailureKind) -> Option<Recommendation> {
                     k.count
                 ),
             )),
+            "ttft_timeout" => Some(rec(
+                "Raise --ttft-timeout (or lower the load): the client gave up on requests still waiting for their first token",
+                format!(
+                    "{} requests had no first token within --ttft-timeout: they were queued on the server, not stalled",
+                    k.count
+                ),
+            )),
             "timeout" | "stall" => Some(rec(
                 "Raise --timeout / --idle-timeout, or lower the load: the server stopped answering in time",
                 format!("{} requests timed out or stalled", k.count),
