@@ -36,10 +36,11 @@ facts = {}
 for code, evidence in c.execute("select code, evidence from findings where run_id = ?", (run,)):
     if code == "run_facts":
         facts = json.loads(evidence)
-load = (facts.get("client") or {}).get("load", {})
+report = facts.get("client") or {}
+load, client = report.get("load", {}), report.get("client", {})
 print(f"# source: {source}")
 print(f"# facts: max_num_seqs={facts.get('max_num_seqs')} concurrency={facts.get('concurrency')} "
-      f"achieved_concurrency={load.get('achieved')} contended={str(facts.get('contended', False)).lower()}")
+      f"achieved_concurrency={load.get('achieved')} contended={str(client.get('contended', False)).lower()}")
 if info:
     keep = ["block_size", "num_gpu_blocks", "kv_cache_size_tokens", "kv_cache_memory_bytes",
             "kv_cache_max_concurrency", "gpu_memory_utilization", "enable_prefix_caching"]

@@ -24,19 +24,13 @@ pub struct RunFacts {
     pub load_window: Option<(f64, f64)>,
     pub client_limited: bool,
     pub client_note: Option<String>,
-    /// Other work competed for the client's cores (data quality, not a bottleneck).
-    #[serde(default)]
-    pub contended: bool,
-    #[serde(default)]
-    pub contention: Option<String>,
     pub scrape_interval_s: Option<f64>,
     pub simulated: bool,
     pub context: Vec<String>,
-    /// The load generator's report, as `llmscope load --format json` prints it.
+    /// The load generator's report, as `llmscope load --format json` prints it: the request
+    /// outcome, the concurrency kept and the contention are read from it (one source, so runs
+    /// stored before those were read get them too).
     pub client: Option<serde_json::Value>,
-    /// What happened to the requests (sent/ok/failed, per kind with the server's messages).
-    #[serde(default)]
-    pub requests: Option<RequestOutcome>,
 }
 
 /// The request outcome of a load report: counts, and per error kind (most frequent first) its
@@ -133,6 +127,10 @@ pub fn analyse_series(
     facts: RunFacts,
 ) -> Analysed {
     let (mut input, res) = signals_from_series(series);
+    let report = facts
+        .client
+        .clone()
+        .and_then(|c| serde_json::from_value::<LoadReport>(c).ok());
     input.engine = EngineFacts {
         max_num_seqs: facts.max_num_seqs,
         max_num_batched_tokens: facts.max_num_batched_tokens,
@@ -144,14 +142,11 @@ pub fn analyse_series(
         window: facts.load_window,
         client_limited: facts.client_limited,
         client_note: facts.client_note.clone(),
-        achieved_concurrency: achieved_concurrency(&facts),
-        contended: facts.contended,
-        contention: facts.contention.clone(),
-        // Runs stored before the field existed: from the stored load report.
-        requests: facts.requests.clone().or_else(|| {
-            let report = serde_json::from_value::<LoadReport>(facts.client.clone()?).ok()?;
-            Some(request_outcome(&report))
-        }),
+        achieved_concurrency: report.as_ref().and_then(achieved_concurrency),
+        contention: report
+            .as_ref()
+            .and_then(|r| r.total.client.contention.clone()),
+        requests: report.as_ref().map(request_outcome),
     };
     input.scrape_interval_s = facts.scrape_interval_s;
     let diagnosis = diagnose(&input);
@@ -170,9 +165,8 @@ pub fn analyse_series(
     }
 }
 
-/// The closed-loop concurrency the client kept while sending, from its stored report.
-fn achieved_concurrency(facts: &RunFacts) -> Option<f64> {
-    let report = serde_json::from_value::<LoadReport>(facts.client.clone()?).ok()?;
+/// The closed-loop concurrency the client kept while sending.
+fn achieved_concurrency(report: &LoadReport) -> Option<f64> {
     let load = &report.total.load;
     (load.unit == "concurrency").then_some(load.achieved?)
 }

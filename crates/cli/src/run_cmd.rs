@@ -270,13 +270,10 @@ async fn run_async(args: RunArgs) -> Result<ExitCode> {
         load_window: Some(load_window),
         client_limited: report.total.client.limited,
         client_note: Some(report.total.client.verdict.clone()).filter(|v| !v.is_empty()),
-        contended: report.total.client.contended,
-        contention: report.total.client.contention.clone(),
         scrape_interval_s: Some(args.interval.as_secs_f64()),
         simulated: plan.sim.is_some(),
         context: plan.context.clone(),
         client: Some(serde_json::to_value(&report)?),
-        requests: Some(analysis::request_outcome(&report)),
     };
     let series: Vec<_> = store
         .series(run, None)?

@@ -14,4 +14,5 @@ pub mod catalog;
 pub mod cost;
 pub mod diagnose;
 pub mod duration;
+pub mod number;
 pub mod series;

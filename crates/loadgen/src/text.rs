@@ -1,6 +1,7 @@
 //! The human summary of a [`LoadReport`], written to any `impl Write` (the CLI passes stdout).
 
 use crate::report::{LoadReport, StageReport, Summary};
+use llmscope_core::number::thousands;
 use std::io::{self, Write};
 
 /// Writes the summary table: one block per stage, then the total when there are several.
@@ -204,19 +205,6 @@ fn ms(v: Option<f64>) -> String {
         Some(v) if v >= 1.0 => format!("{v:.1}"),
         Some(v) => format!("{v:.3}"),
     }
-}
-
-/// `12345.6` → `12,346`.
-fn thousands(v: f64) -> String {
-    let s = format!("{:.0}", v.max(0.0));
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 #[cfg(test)]

@@ -827,14 +827,9 @@ impl DataQuality {
                 ));
             }
         }
-        if cx.input.load.contended {
+        if let Some(c) = cx.input.load.contention.as_deref() {
             let msg = format!(
-                "the machine was contended while measuring{}: client-side timings are less exact and the verdict's confidence is lowered",
-                cx.input
-                    .load
-                    .contention
-                    .as_deref()
-                    .map_or(String::new(), |c| format!(" ({c})"))
+                "the machine was contended while measuring ({c}): client-side timings are less exact and the verdict's confidence is lowered"
             );
             out.push(finding(
                 "contended-machine",
@@ -1084,7 +1079,6 @@ mod tests {
     fn a_contended_machine_lowers_confidence_and_is_not_a_bottleneck() {
         let calm = diagnose(&loaded(16.0, 16.0));
         let mut i = loaded(16.0, 16.0);
-        i.load.contended = true;
         i.load.contention = Some("its threads waited for a core 600 ms per second".into());
         let busy = diagnose(&i);
         assert_eq!(busy.verdict.bottleneck, calm.verdict.bottleneck);

@@ -71,7 +71,7 @@ pub fn diagnose(input: &Input) -> Diagnosis {
         .collect();
     failures::demote(&mut findings, input.load.requests.as_ref());
     let mut verdict = verdict::choose(&findings);
-    if input.load.contended && verdict.bottleneck != Bottleneck::None {
+    if input.load.contention.is_some() && verdict.bottleneck != Bottleneck::None {
         verdict.confidence = (verdict.confidence - CONTENDED_PENALTY).max(0.05);
     }
     // Primary first; the rest keep precedence order.

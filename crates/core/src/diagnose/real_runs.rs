@@ -84,7 +84,10 @@ fn run(case: &Case) -> Diagnosis {
     input.engine.kv_cache = kv_cache_config(&case.series);
     input.load.concurrency = fact(case, "concurrency");
     input.load.achieved_concurrency = fact(case, "achieved_concurrency");
-    input.load.contended = fact(case, "contended").unwrap_or(false);
+    // The fixture keeps whether the client said the machine was contended, not its words.
+    input.load.contention = fact(case, "contended")
+        .filter(|c: &bool| *c)
+        .map(|_| "recorded as contended when the run was cut".to_owned());
     input.scrape_interval_s = Some(1.0);
     diagnose(&input)
 }

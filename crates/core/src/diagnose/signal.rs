@@ -245,10 +245,9 @@ pub struct LoadFacts {
     /// Requests the client kept in flight on average while sending (closed loop), if known.
     /// Beyond the engine's running + waiting, the rest waited in front of its scheduler.
     pub achieved_concurrency: Option<f64>,
-    /// Other work competed for the cores while measuring (the client kept its load or not):
-    /// a data-quality fact that lowers confidence, never a bottleneck.
-    pub contended: bool,
-    /// The client's words on the contention ("its threads waited for a core 115 ms per second").
+    /// Other work competed for the cores while measuring (the client kept its load or not),
+    /// in the client's words ("its threads waited for a core 115 ms per second"): a data-quality
+    /// fact that lowers confidence, never a bottleneck.
     pub contention: Option<String>,
     /// What happened to the requests: sent, ok, failed, per error kind with the server's words.
     pub requests: Option<super::failures::RequestOutcome>,

@@ -10,6 +10,7 @@
 
 use super::detect::{Bottleneck, Context, Finding, KV_HIGH};
 use super::signal::Concept;
+use crate::number::thousands;
 use serde::Serialize;
 
 /// The primary bottleneck and how sure we are.
@@ -236,7 +237,7 @@ fn pool_knob(cx: &Context) -> Recommendation {
     let sizing = match (kv, &need) {
         (Some(k), Some(n)) => format!(
             "the pool holds {} tokens{}; each running request holds about {:.0} tokens, so {} sequences need at least {:.0} tokens to stay under {:.0}%",
-            thousands(n.pool_tokens),
+            thousands(n.pool_tokens as f64),
             k.num_blocks
                 .zip(k.block_size)
                 .map_or(String::new(), |(b, s)| format!(" ({b} blocks of {s})")),
@@ -247,7 +248,7 @@ fn pool_knob(cx: &Context) -> Recommendation {
         ),
         (Some(k), None) => k.size_tokens.map_or(
             "the KV pool is what is left after weights and activations".to_owned(),
-            |t| format!("the pool holds {} tokens", thousands(t)),
+            |t| format!("the pool holds {} tokens", thousands(t as f64)),
         ),
         (None, _) => "the KV pool is what is left after weights and activations".to_owned(),
     };
@@ -318,18 +319,6 @@ fn mib(bytes: f64) -> String {
     } else {
         format!("{:.0} MiB", m.ceil())
     }
-}
-
-fn thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 fn gpu_compute(cx: &Context) -> Vec<Recommendation> {
