@@ -564,6 +564,8 @@ async fn read_stream(
 }
 
 async fn read_body(mut body: Frames, out: &mut Outcome) -> Result<(), ErrorKind> {
+    // A whole (non-streamed) answer's head means the answer is ready: a gap from here is a stall.
+    body.tokens_started();
     let mut buf = Vec::new();
     while let Some(Frame { data, .. }) = body.next().await? {
         if buf.len() + data.len() > MAX_BODY_BYTES {
@@ -577,6 +579,8 @@ async fn read_body(mut body: Frames, out: &mut Outcome) -> Result<(), ErrorKind>
 /// Reads an error body to its end (capped), so the connection can be reused, keeping its first
 /// [`crate::failure::MAX_READ_BYTES`].
 async fn read_error(mut body: Frames) -> Result<Vec<u8>, ErrorKind> {
+    // The server has answered: nothing is queued any more.
+    body.tokens_started();
     let (mut seen, mut kept) = (0, Vec::new());
     while let Some(Frame { data, .. }) = body.next().await? {
         seen += data.len();
@@ -665,6 +669,43 @@ mod tests {
             }
         });
         addr
+    }
+
+    /// A whole (non-streamed) answer whose body stops half-way is a stall after the idle limit,
+    /// not a wait for the (much longer) first-token limit.
+    #[tokio::test]
+    async fn a_whole_answer_that_stops_half_way_is_a_stall() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            read_request(&mut s).await.unwrap();
+            let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{\"choices\"";
+            s.write_all(head.as_bytes()).await.unwrap();
+            // Hold the connection open with the body unfinished.
+            tokio::time::sleep(Duration::from_secs(30)).await;
+        });
+        let target: Target = format!("http://{addr}").parse().unwrap();
+        let client = Client::new(&target, vec![addr], None, &[]);
+        let limits = ReadLimits {
+            first_token: Duration::from_secs(60),
+            idle: Duration::from_millis(200),
+        };
+        let mut out = Outcome::default();
+        let got = tokio::time::timeout(
+            Duration::from_secs(20),
+            client.execute(
+                target.uri("/v1/completions"),
+                Bytes::from_static(b"{}"),
+                false,
+                limits,
+                &mut out,
+                &AtomicU64::new(0),
+            ),
+        )
+        .await
+        .expect("the idle limit ends the wait, not the first-token limit");
+        assert_eq!(got, Err(ErrorKind::Stall));
     }
 
     /// A pooled keep-alive connection that the server closes as the next request arrives fails
