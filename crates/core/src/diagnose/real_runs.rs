@@ -5,7 +5,8 @@
 //!
 //! Format: `# facts: max_num_seqs=16 concurrency=32 achieved_concurrency=31.4 contended=false`,
 //! optional `# cache_config_info: block_size=128,…`, `# expect: <bottleneck>`, any number of
-//! `# advice: <text the first recommendation contains>`, then a TSV with a `t` column and one
+//! `# advice: <text the first recommendation contains>`, any number of `# finding: <id>` (a
+//! finding that must be among the run's), then a TSV with a `t` column and one
 //! column per metric (an empty cell is no sample).
 
 use super::build::{kv_cache_config, signals_from_series};
@@ -17,6 +18,7 @@ struct Case {
     facts: Vec<(String, String)>,
     expect: String,
     advice: Vec<String>,
+    findings: Vec<String>,
 }
 
 fn parse(text: &str) -> Case {
@@ -25,6 +27,7 @@ fn parse(text: &str) -> Case {
         facts: Vec::new(),
         expect: String::new(),
         advice: Vec::new(),
+        findings: Vec::new(),
     };
     let mut header: Vec<String> = Vec::new();
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
@@ -48,6 +51,8 @@ fn parse(text: &str) -> Case {
             case.expect = rest.trim().to_owned();
         } else if let Some(rest) = line.strip_prefix("# advice:") {
             case.advice.push(rest.trim().to_owned());
+        } else if let Some(rest) = line.strip_prefix("# finding:") {
+            case.findings.push(rest.trim().to_owned());
         } else if line.starts_with('#') {
         } else if header.is_empty() {
             header = line.split('\t').map(str::to_owned).collect();
@@ -114,12 +119,19 @@ fn real_runs_get_the_verdict_a_person_expects() {
             .map(|r| format!("{} — {}", r.action, r.reason))
             .unwrap_or_default();
         let advice_ok = case.advice.iter().all(|a| first.contains(a.as_str()));
-        if got != case.expect || !advice_ok || d.verdict.bottleneck == Bottleneck::None {
+        let ids: Vec<&str> = d.findings.iter().map(|f| f.id).collect();
+        let findings_ok = case.findings.iter().all(|id| ids.contains(&id.as_str()));
+        if got != case.expect
+            || !advice_ok
+            || !findings_ok
+            || d.verdict.bottleneck == Bottleneck::None
+        {
             wrong.push(format!(
-                "{}: expected {} (advice {:?}), got {got} ({:.2}): {}\n  first advice: {first}",
+                "{}: expected {} (advice {:?}, findings {:?}), got {got} ({:.2}): {}\n  findings: {ids:?}\n  first advice: {first}",
                 f.display(),
                 case.expect,
                 case.advice,
+                case.findings,
                 d.verdict.confidence,
                 d.verdict.summary
             ));
