@@ -17,7 +17,9 @@ step="${3:-15s}"
 out="$(mktemp -d -t llmscope-bench-diagnose.XXXXXX)"
 trap 'kill "${fake_pid:-}" 2>/dev/null || true; rm -rf "$out"' EXIT
 
-cargo build -q --release -p llmscope -p llmscope-collect --example fake_prometheus
+# (two builds: with --example, cargo builds only the example of the packages named)
+cargo build -q --release -p llmscope
+cargo build -q --release -p llmscope-collect --example fake_prometheus
 target/release/examples/fake_prometheus "$pods" >"$out/addr" &
 fake_pid=$!
 for _ in $(seq 50); do [[ -s $out/addr ]] && break; sleep 0.1; done

@@ -5,7 +5,6 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
-mod analysis;
 mod check_cmd;
 mod cost_cmd;
 mod dashboard_cmd;
@@ -13,6 +12,7 @@ mod interrupt;
 mod inventory_cmd;
 mod load_cmd;
 mod observe_cmd;
+mod output;
 mod prom_flags;
 mod report_cmd;
 mod rules_cmd;

@@ -2,9 +2,12 @@
 //! re-diagnosed from their series (the diagnosis is pure, so this is exactly what `run` said,
 //! or what a newer llmscope says about the same data) and rendered.
 
-use crate::analysis::{self, Analysed, ReportFormat, ReportOutput, RunFacts};
+use crate::output::{ReportFormat, ReportOutput};
 use crate::prom_flags::PromFlags;
 use anyhow::{Context, Result};
+use llmscope_ops::analysis::{self, Analysed, RunFacts};
+use llmscope_ops::diagnose::{WindowDiagnosis, diagnose_window};
+use llmscope_ops::window::WindowQuery;
 use llmscope_store::{RunId, Store};
 use std::io::Write;
 use std::path::PathBuf;
@@ -41,7 +44,7 @@ fn load(store: &Store, run: RunId, db: &std::path::Path) -> Result<Analysed> {
             db.display()
         )
     })?;
-    analysis::analyse(store, run)
+    Ok(analysis::analyse(store, run)?)
 }
 
 pub fn report(args: ReportArgs) -> Result<ExitCode> {
@@ -119,78 +122,33 @@ pub fn diagnose(args: DiagnoseArgs) -> Result<ExitCode> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let (series, warnings) = rt.block_on(crate::prom_flags::read_window(
-        &client,
-        from,
-        to,
-        args.step.as_secs_f64(),
-        &args.matchers,
-    ))?;
-    for w in &warnings {
-        eprintln!("warning: Prometheus: {w}");
-    }
-    if series.is_empty() {
-        anyhow::bail!(
-            "Prometheus at {} has no engine or GPU series in that window{} (looked for the catalog's vLLM, SGLang, TGI and dcgm-exporter names); check the window{} and that the targets are scraped",
-            llmscope_collect::url::redact(args.prom.prometheus.as_deref().unwrap_or("")),
-            if args.matchers.is_empty() {
-                String::new()
-            } else {
-                format!(" matching {}", args.matchers.join(" or "))
-            },
-            if args.matchers.is_empty() {
-                ""
-            } else {
-                ", the matchers"
-            }
-        );
-    }
-    let mut store = Store::open(&args.out.db)
-        .with_context(|| format!("opening the run store {}", args.out.db.display()))?;
-    let run = store.create_run(&llmscope_store::NewRun {
-        kind: "diagnose".to_owned(),
-        started_at: now,
-        window: Some((from, to)),
-        tool_version: env!("CARGO_PKG_VERSION").to_owned(),
-        config: serde_json::json!({"prometheus": llmscope_collect::url::redact(args.prom.prometheus.as_deref().unwrap_or("")), "step_s": args.step.as_secs_f64(), "match": args.matchers}),
-        planned_s: None,
-    })?;
     let url = llmscope_collect::url::redact(args.prom.prometheus.as_deref().unwrap_or(""));
-    store.add_source(
-        run,
-        &llmscope_store::SourceSpec {
-            name: "prometheus".to_owned(),
-            kind: "prometheus".to_owned(),
-            url: url.clone(),
-        },
-    )?;
-    let mut batch = llmscope_core::series::Batch::new("prometheus");
-    for s in series.iter().cloned() {
-        batch.push_series(s);
-    }
-    store.write(run, &[batch])?;
     let facts = RunFacts {
         max_num_seqs: args.max_num_seqs,
         max_num_batched_tokens: args.max_num_batched_tokens,
         concurrency: args.concurrency,
-        scrape_interval_s: Some(args.step.as_secs_f64()),
-        context: vec![format!(
-            "Prometheus {url}, window {} … {}",
-            llmscope_collect::time::format_rfc3339(from),
-            llmscope_collect::time::format_rfc3339(to)
-        )],
         ..RunFacts::default()
     };
-    let a = analysis::analyse_series(run, &series, facts);
-    analysis::store_findings(&mut store, &a)?;
-    store.finish_run(
-        run,
-        llmscope_store::RunStatus::Completed,
-        llmscope_collect::time::unix_now(),
-        Some((from, to)),
-    )?;
+    let d = rt.block_on(diagnose_window(
+        &client,
+        WindowDiagnosis {
+            url,
+            window: WindowQuery {
+                from,
+                to,
+                step: args.step.as_secs_f64(),
+                matchers: &args.matchers,
+            },
+            facts,
+            db: &args.out.db,
+        },
+    ))?;
+    for w in &d.read.warnings {
+        eprintln!("warning: Prometheus: {w}");
+    }
+    let run = d.analysed.run;
     args.out
-        .finish(&a, &format!("llmscope diagnose (run {run})"))
+        .finish(&d.analysed, &format!("llmscope diagnose (run {run})"))
 }
 
 /// Compare two stored runs (before/after a change).

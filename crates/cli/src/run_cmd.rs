@@ -6,8 +6,8 @@
 //! generator runs between the baseline and the drain → the run's series are read back from the
 //! store and diagnosed ([`crate::analysis`]) → reports.
 
-use crate::analysis::{self, ReportOutput, RunFacts};
 use crate::interrupt::{Interrupt, load_done_s};
+use crate::output::ReportOutput;
 use crate::prom_flags::PromFlags;
 use crate::sim_cmd::EngineFlags;
 use anyhow::{Context, Result, bail};
@@ -15,10 +15,13 @@ use llmscope_collect::prom::PromClient;
 use llmscope_collect::scrape::{ScrapeConfig, ScrapeSource, ScrapeTarget};
 use llmscope_collect::{HttpClient, Source, Stop, Window};
 use llmscope_core::diagnose::Concept;
+use llmscope_core::diagnose::build::signals_from_series;
 use llmscope_core::duration::{format_duration, parse_duration};
 use llmscope_loadgen::{
     LoadPlan, LoadReport, LoadSpec, Observer, Progress, RequestRecord, TokenSpec,
 };
+use llmscope_ops::analysis::{self, RunFacts};
+use llmscope_ops::window::{WindowQuery, read_window};
 use llmscope_sim::serve::{self, SimConfig, SimHandle};
 use llmscope_store::writer::BatchSender;
 use llmscope_store::{NewRun, RequestRow, RunStatus, SourceSpec, Store};
@@ -246,22 +249,29 @@ async fn run_async(args: RunArgs) -> Result<ExitCode> {
         let step = args.interval.as_secs_f64();
         let to = llmscope_collect::time::unix_now();
         say("reading the window from Prometheus");
-        let (series, warnings) =
-            crate::prom_flags::read_window(prom, observed_from - step, to, step, &args.matchers)
-                .await?;
-        for w in &warnings {
+        let window = WindowQuery {
+            from: observed_from - step,
+            to,
+            step,
+            matchers: &args.matchers,
+        };
+        let read = read_window(prom, &window, |series| {
+            let mut batch = llmscope_core::series::Batch::new("prometheus");
+            for s in series {
+                batch.push_series(s);
+            }
+            store.write(run, &[batch])?;
+            Ok(())
+        })
+        .await?;
+        for w in &read.warnings {
             eprintln!("warning: Prometheus: {w}");
         }
-        if series.is_empty() {
+        if read.series == 0 {
             bail!(
                 "Prometheus returned no engine or GPU series for the run's window: it held them before the load, so check that it still scrapes the targets (and the --match matchers)"
             );
         }
-        let mut batch = llmscope_core::series::Batch::new("prometheus");
-        for s in series {
-            batch.push_series(s);
-        }
-        store.write(run, &[batch])?;
     }
     let facts = RunFacts {
         max_num_seqs: plan.max_num_seqs,
@@ -280,7 +290,8 @@ async fn run_async(args: RunArgs) -> Result<ExitCode> {
         .into_iter()
         .map(|(_, s)| s)
         .collect();
-    let mut analysed = analysis::analyse_series(run, &series, facts);
+    let (input, res) = signals_from_series(&series);
+    let mut analysed = analysis::analyse_input(run, input, &res, facts)?;
     analysis::store_findings(&mut store, &analysed)?;
     let status = match interrupted_at {
         Some(_) => RunStatus::Interrupted,
@@ -539,7 +550,7 @@ async fn prometheus_preflight(prom: &PromClient, args: &RunArgs) -> Result<()> {
     let matchers: Vec<String> = args
         .matchers
         .iter()
-        .map(|m| format!("{{{}}}", crate::prom_flags::matcher_body(m)))
+        .map(|m| format!("{{{}}}", llmscope_ops::window::matcher_body(m)))
         .collect();
     let refs: Vec<&str> = matchers.iter().map(String::as_str).collect();
     let names = prom

@@ -79,7 +79,7 @@ fn list(store: &Store, format: Format, out: &mut impl Write) -> Result<()> {
     )?;
     for r in &runs {
         writeln!(out, "{}", line(r))?;
-        if let Some(i) = crate::analysis::interruption(r) {
+        if let Some(i) = llmscope_ops::analysis::interruption(r) {
             writeln!(out, "      {}", i.notice())?;
         }
     }
@@ -110,7 +110,7 @@ fn show(store: &Store, id: i64, args: &RunsArgs, out: &mut impl Write) -> Result
     let stats = store.source_stats(id, args.interval.as_secs_f64())?;
     let findings = store.findings(id)?;
     if args.format == Format::Json {
-        let interrupted = crate::analysis::interruption(&run).map(|i| {
+        let interrupted = llmscope_ops::analysis::interruption(&run).map(|i| {
             serde_json::json!({"at": i.at, "done_s": i.done_s, "planned_s": i.planned_s, "notice": i.notice()})
         });
         let json = serde_json::json!({"run": run, "interrupted": interrupted, "sources": stats, "findings": findings});
@@ -118,7 +118,7 @@ fn show(store: &Store, id: i64, args: &RunsArgs, out: &mut impl Write) -> Result
         return Ok(());
     }
     writeln!(out, "{}", line(&run))?;
-    if let Some(i) = crate::analysis::interruption(&run) {
+    if let Some(i) = llmscope_ops::analysis::interruption(&run) {
         writeln!(out, "  {}", i.notice())?;
     }
     for s in &stats {

@@ -89,10 +89,12 @@ struct RangeQuery {
     step: f64,
 }
 
-/// The names a `{__name__=~"a|b|…", …}` selector asks for.
+/// The names a `{__name__="a", …}` or `{__name__=~"a|b|…", …}` selector asks for.
 fn requested(query: &str) -> Vec<&str> {
-    query
-        .split_once("__name__=~\"")
+    let exact = query.split_once("__name__=\"");
+    let any = query.split_once("__name__=~\"");
+    exact
+        .or(any)
         .and_then(|(_, rest)| rest.split_once('"'))
         .map(|(names, _)| names.split('|').collect())
         .unwrap_or_default()

@@ -147,7 +147,10 @@ async fn read_response(
     };
     let content_type = text(header::CONTENT_TYPE);
     let gzip = text(header::CONTENT_ENCODING).contains("gzip");
-    let raw = read_capped(resp.into_body(), limit).await?;
+    // A declared length sizes the buffer once (a large answer would otherwise be copied as it
+    // doubles); it is only a hint, the cap still applies to what arrives.
+    let declared = text(header::CONTENT_LENGTH).parse::<usize>().ok();
+    let raw = read_capped(resp.into_body(), limit, declared).await?;
     let wire_bytes = raw.len() as u64;
     let body = if gzip { gunzip(&raw, limit)? } else { raw };
     Ok(Fetched {
@@ -159,9 +162,14 @@ async fn read_response(
 }
 
 /// Reads a body, failing as soon as it passes `limit` bytes.
-async fn read_capped(mut body: Incoming, limit: usize) -> Result<Bytes, FetchError> {
+async fn read_capped(
+    mut body: Incoming,
+    limit: usize,
+    declared: Option<usize>,
+) -> Result<Bytes, FetchError> {
     let mut buf: Option<Bytes> = None;
     let mut joined = Vec::new();
+    let expect = declared.unwrap_or(0).min(limit);
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(|e| FetchError::Request(format!("body cut: {e}")))?;
         let Ok(data) = frame.into_data() else {
@@ -175,6 +183,9 @@ async fn read_capped(mut body: Incoming, limit: usize) -> Result<Bytes, FetchErr
         match buf.take() {
             None if joined.is_empty() => buf = Some(data),
             first => {
+                if joined.is_empty() {
+                    joined.reserve_exact(expect);
+                }
                 joined.extend_from_slice(&first.unwrap_or_default());
                 joined.extend_from_slice(&data);
             }

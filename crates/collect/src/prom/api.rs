@@ -124,12 +124,44 @@ impl RawPoint {
     }
 }
 
-/// One series of a range query, as sent.
+/// One series of a range query, as sent; its values are read straight into points (a day of a
+/// fleet is millions of `[t, "v"]` pairs: no string is kept per sample).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct RawRangeSeries {
     pub metric: BTreeMap<String, String>,
-    #[serde(default)]
-    pub values: Vec<RawPoint>,
+    #[serde(default, deserialize_with = "points")]
+    pub values: Vec<Point>,
+}
+
+/// `[t, "v"]` with the value borrowed from the body where it can be.
+#[derive(Deserialize)]
+struct BorrowedPoint<'a>(f64, #[serde(borrow)] std::borrow::Cow<'a, str>);
+
+/// Reads `[[t, "v"], …]` into points; a value that is not a number is an error naming it.
+fn points<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Point>, D::Error> {
+    struct Pairs;
+    impl<'de> serde::de::Visitor<'de> for Pairs {
+        type Value = Vec<Point>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("an array of [time, \"value\"] pairs")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Vec<Point>, A::Error> {
+            let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1 << 16));
+            while let Some(BorrowedPoint(t, text)) = seq.next_element()? {
+                let v = value(&text).ok_or_else(|| {
+                    serde::de::Error::custom(format!("sample value `{text}` is not a number"))
+                })?;
+                out.push(Point { t, v });
+            }
+            // Held for the rest of the read: give back what doubling left over.
+            out.shrink_to_fit();
+            Ok(out)
+        }
+    }
+    d.deserialize_seq(Pairs)
 }
 
 /// One sample of an instant vector, as sent.
@@ -174,14 +206,9 @@ pub fn key(metric: &BTreeMap<String, String>) -> SeriesKey {
 
 impl RawRangeSeries {
     pub fn into_series(self) -> Result<llmscope_core::series::Series, PromError> {
-        let points = self
-            .values
-            .iter()
-            .map(RawPoint::point)
-            .collect::<Result<_, _>>()?;
         Ok(llmscope_core::series::Series {
             key: key(&self.metric),
-            points,
+            points: self.values,
         })
     }
 }
@@ -342,12 +369,21 @@ mod tests {
             Err(PromError::Decode { .. })
         ));
         let bad = br#"{"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[1,"x"]]}]}}"#;
-        let err = decode::<RawQueryData>(bad)
+        let err = decode::<RawQueryData>(bad).unwrap_err();
+        assert!(matches!(err, PromError::Decode { .. }), "{err}");
+        assert!(err.to_string().contains("`x`"), "{err}");
+        // A value the server escaped is still read (it cannot be borrowed from the body).
+        let escaped = br#"{"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[1,"1\u002e5"],[2,"NaN"]]}]}}"#;
+        let QueryData::Matrix(m) = decode::<RawQueryData>(escaped)
             .unwrap()
             .data
             .into_data()
-            .unwrap_err();
-        assert!(err.to_string().contains("`x`"), "{err}");
+            .unwrap()
+        else {
+            panic!("a matrix")
+        };
+        assert_eq!(m[0].points[0], Point { t: 1.0, v: 1.5 });
+        assert!(m[0].points[1].v.is_nan());
     }
 
     #[test]

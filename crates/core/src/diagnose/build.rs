@@ -12,31 +12,136 @@ pub struct Resolution {
     pub used: Vec<(Concept, &'static str)>,
 }
 
-/// Builds the signals of `input` from `series`; facts are left for the caller to set.
+/// Builds the signals of `input` from `series`; facts other than the engine's own KV-cache
+/// description are left for the caller to set.
 pub fn signals_from_series(series: &[Series]) -> (Input, Resolution) {
-    let mut input = Input::default();
-    let mut res = Resolution::default();
-    let mut concepts: Vec<Concept> = catalog::METRICS.iter().map(|m| m.concept).collect();
-    concepts.dedup();
-    for concept in concepts {
-        for def in catalog::candidates(concept) {
-            let matching: Vec<&Series> = series
-                .iter()
-                .filter(|s| s.key.name == def.name && !s.points.is_empty())
-                .collect();
-            if matching.is_empty() {
-                continue;
-            }
-            if concept == Concept::Running {
-                input.engines = matching.len() as u32;
-            }
-            let points = aggregate(&matching, def.aggregate);
-            input.signals.insert(concept, Signal::new(def.name, points));
-            res.used.push((concept, def.name));
-            break;
+    let mut b = SignalBuilder::default();
+    b.add(series);
+    b.finish()
+}
+
+/// The signals of a window built one group of series at a time, so a long window is never held
+/// whole: each group is folded per timestamp into running sums kept per catalogued name (a few
+/// numbers per step), and [`SignalBuilder::finish`] picks each concept's name in the catalog's
+/// order. Adding the series of one name in several groups gives the same result as in one, as
+/// long as no series is added twice.
+#[derive(Debug, Default)]
+pub struct SignalBuilder {
+    names: BTreeMap<&'static str, Folded>,
+    kv_cache: Option<KvCacheConfig>,
+}
+
+/// One catalogued name's series folded per timestamp (ms): sum, max and count of finite values,
+/// in time order.
+#[derive(Debug, Default)]
+struct Folded {
+    by_t: Vec<(u64, Fold)>,
+    series: u32,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Fold {
+    sum: f64,
+    max: f64,
+    n: usize,
+}
+
+impl Fold {
+    fn of(v: f64) -> Fold {
+        Fold {
+            sum: v,
+            max: v,
+            n: 1,
         }
     }
-    (input, res)
+}
+
+impl Folded {
+    /// Merges one series in: both sides are in time order, so this is one linear pass (the
+    /// series of one scrape share their stamps, so most steps just add to an existing fold).
+    fn merge(&mut self, points: &[crate::series::Point]) {
+        // Milliseconds as the join key: one scrape stamps all of its series alike.
+        let mut new: Vec<(u64, f64)> = points
+            .iter()
+            .filter(|p| p.v.is_finite())
+            .map(|p| ((p.t * 1000.0).round() as u64, p.v))
+            .collect();
+        if !new.is_sorted_by_key(|&(ms, _)| ms) {
+            new.sort_by_key(|&(ms, _)| ms);
+        }
+        let old = std::mem::take(&mut self.by_t);
+        let mut out: Vec<(u64, Fold)> = Vec::with_capacity(old.len().max(new.len()));
+        let (mut a, mut b) = (old.into_iter().peekable(), new.into_iter().peekable());
+        loop {
+            let next = match (a.peek(), b.peek()) {
+                (Some(x), Some(y)) if x.0 <= y.0 => a.next(),
+                (Some(_), None) => a.next(),
+                (_, Some(_)) => b.next().map(|(ms, v)| (ms, Fold::of(v))),
+                (None, None) => break,
+            };
+            let Some((ms, f)) = next else { break };
+            match out.last_mut() {
+                Some((last, acc)) if *last == ms => {
+                    acc.sum += f.sum;
+                    acc.max = acc.max.max(f.max);
+                    acc.n += f.n;
+                }
+                _ => out.push((ms, f)),
+            }
+        }
+        self.by_t = out;
+    }
+}
+
+impl SignalBuilder {
+    /// Folds `series` in; names the catalog does not know are ignored.
+    pub fn add(&mut self, series: &[Series]) {
+        if self.kv_cache.is_none() {
+            self.kv_cache = kv_cache_config(series);
+        }
+        for s in series.iter().filter(|s| !s.points.is_empty()) {
+            let Some(def) = catalog::lookup(&s.key.name) else {
+                continue;
+            };
+            let f = self.names.entry(def.name).or_default();
+            f.series += 1;
+            f.merge(&s.points);
+        }
+    }
+
+    /// The signals, which name each was read from, and the engine's KV-cache description.
+    pub fn finish(self) -> (Input, Resolution) {
+        let mut input = Input::default();
+        input.engine.kv_cache = self.kv_cache;
+        let mut res = Resolution::default();
+        let mut concepts: Vec<Concept> = catalog::METRICS.iter().map(|m| m.concept).collect();
+        concepts.dedup();
+        for concept in concepts {
+            let Some((def, folded)) =
+                catalog::candidates(concept).find_map(|def| Some((def, self.names.get(def.name)?)))
+            else {
+                continue;
+            };
+            if concept == Concept::Running {
+                input.engines = folded.series;
+            }
+            let points = folded
+                .by_t
+                .iter()
+                .map(|&(ms, f)| {
+                    let v = match def.aggregate {
+                        Aggregate::Sum => f.sum,
+                        Aggregate::Max => f.max,
+                        Aggregate::Mean => f.sum / f.n as f64,
+                    };
+                    (ms as f64 / 1000.0, v)
+                })
+                .collect();
+            input.signals.insert(concept, Signal::new(def.name, points));
+            res.used.push((concept, def.name));
+        }
+        (input, res)
+    }
 }
 
 /// The KV-cache pool as the engine describes itself: vLLM's `vllm:cache_config_info` info gauge
@@ -72,31 +177,6 @@ pub fn kv_cache_config(series: &[Series]) -> Option<KvCacheConfig> {
     (config != KvCacheConfig::default()).then_some(config)
 }
 
-/// Combines series point by point at equal timestamps (one scrape of one source).
-fn aggregate(series: &[&Series], how: Aggregate) -> Vec<(f64, f64)> {
-    let mut by_t: BTreeMap<u64, (f64, f64, usize)> = BTreeMap::new();
-    for s in series {
-        for p in s.points.iter().filter(|p| p.v.is_finite()) {
-            // Milliseconds as the join key: one scrape stamps all of its series alike.
-            let key = (p.t * 1000.0).round() as u64;
-            let e = by_t.entry(key).or_insert((0.0, f64::NEG_INFINITY, 0));
-            e.0 += p.v;
-            e.1 = e.1.max(p.v);
-            e.2 += 1;
-        }
-    }
-    by_t.into_iter()
-        .map(|(ms, (sum, max, n))| {
-            let v = match how {
-                Aggregate::Sum => sum,
-                Aggregate::Max => max,
-                Aggregate::Mean => sum / n as f64,
-            };
-            (ms as f64 / 1000.0, v)
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -130,6 +210,48 @@ mod tests {
         assert!(
             res.used
                 .contains(&(Concept::KvUsage, "vllm:kv_cache_usage_perc"))
+        );
+    }
+
+    /// A window read one name at a time (or one pod at a time) folds to the signals the whole
+    /// window gives at once.
+    #[test]
+    fn folding_in_groups_equals_folding_at_once() {
+        let series = vec![
+            s("vllm:num_requests_running", "a", &[(1.0, 3.0), (2.0, 4.0)]),
+            s(
+                "vllm:kv_cache_usage_perc",
+                "a",
+                &[(1.0, 0.2), (2.0, f64::NAN)],
+            ),
+            s(
+                "vllm:num_requests_running",
+                "b",
+                &[(3.0, 1.0), (1.0, 5.0), (0.5, 2.0)],
+            ),
+            s("vllm:kv_cache_usage_perc", "b", &[(1.0, 0.6)]),
+            s("vllm:gpu_cache_usage_perc", "b", &[(1.0, 0.5)]),
+            s("not_in_the_catalog", "b", &[(1.0, 9.0)]),
+        ];
+        let (whole, whole_res) = signals_from_series(&series);
+        let mut b = SignalBuilder::default();
+        for one in series.chunks(1).rev() {
+            b.add(one);
+        }
+        let (grouped, grouped_res) = b.finish();
+        assert_eq!(grouped.signals, whole.signals);
+        assert_eq!(
+            whole.signals[&Concept::Running].points,
+            vec![(0.5, 2.0), (1.0, 8.0), (2.0, 4.0), (3.0, 1.0)],
+            "summed per timestamp, in time order, whatever order a series came in"
+        );
+        assert_eq!(whole.signals[&Concept::KvUsage].points, vec![(1.0, 0.6)]);
+        assert_eq!(grouped.engines, 2);
+        assert_eq!(grouped_res, whole_res);
+        assert_eq!(
+            whole.signals[&Concept::KvUsage].source,
+            "vllm:kv_cache_usage_perc",
+            "the catalog's order decides, not the order the names arrived in"
         );
     }
 

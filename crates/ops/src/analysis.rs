@@ -4,16 +4,15 @@
 //! report) are stored with the run as a `run_facts` finding, so `report RUN` re-diagnoses the
 //! stored series exactly as `run` did (the diagnosis is pure and deterministic).
 
-use anyhow::{Context, Result};
-use llmscope_core::diagnose::build::{kv_cache_config, signals_from_series};
+use crate::OpsError;
+use llmscope_core::diagnose::build::{Resolution, signals_from_series};
 use llmscope_core::diagnose::failures::{FailureKind, RequestOutcome};
 use llmscope_core::diagnose::{Diagnosis, EngineFacts, Input, LoadFacts, Severity, diagnose};
 use llmscope_loadgen::{ErrorKind, LoadReport};
 use llmscope_render::{Interruption, Report, html, json, markdown, terminal};
 use llmscope_store::{Finding, RunId, RunStatus, RunSummary, Store};
 use serde::{Deserialize, Serialize};
-use std::io::{IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::io::Write;
 
 /// Facts stored with a run, beside its series.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -78,6 +77,7 @@ pub fn request_outcome(r: &LoadReport) -> RequestOutcome {
 const FACTS_CODE: &str = "run_facts";
 
 /// A diagnosed run, ready to render.
+#[derive(Debug)]
 pub struct Analysed {
     pub run: RunId,
     pub facts: RunFacts,
@@ -103,39 +103,53 @@ pub fn interruption(run: &RunSummary) -> Option<Interruption> {
 }
 
 /// Reads the run's series and facts from the store and diagnoses them.
-pub fn analyse(store: &Store, run: RunId) -> Result<Analysed> {
+/// A run stored without facts (e.g. by `observe`) is diagnosed with none; facts that are stored
+/// but cannot be read are an error.
+pub fn analyse(store: &Store, run: RunId) -> Result<Analysed, OpsError> {
     let series: Vec<_> = store
-        .series(run, None)
-        .context("reading the run's series")?
+        .series(run, None)?
         .into_iter()
         .map(|(_, s)| s)
         .collect();
-    let facts = store
+    let facts = match store
         .findings(run)?
         .into_iter()
         .find(|f| f.code == FACTS_CODE)
-        .and_then(|f| serde_json::from_value(f.evidence).ok())
-        .unwrap_or_default();
-    let mut a = analyse_series(run, &series, facts);
+    {
+        Some(f) => serde_json::from_value(f.evidence).map_err(|e| OpsError::Facts {
+            run,
+            why: e.to_string(),
+        })?,
+        None => RunFacts::default(),
+    };
+    let (input, res) = signals_from_series(&series);
+    let mut a = analyse_input(run, input, &res, facts)?;
     a.interrupted = interruption(&store.run(run)?);
     Ok(a)
 }
 
-pub fn analyse_series(
+/// Diagnoses signals built from a run's series (`input`, as [`signals_from_series`] or a
+/// [`llmscope_core::diagnose::build::SignalBuilder`] made them) with the run's facts.
+pub fn analyse_input(
     run: RunId,
-    series: &[llmscope_core::series::Series],
+    mut input: Input,
+    res: &Resolution,
     facts: RunFacts,
-) -> Analysed {
-    let (mut input, res) = signals_from_series(series);
-    let report = facts
-        .client
-        .clone()
-        .and_then(|c| serde_json::from_value::<LoadReport>(c).ok());
+) -> Result<Analysed, OpsError> {
+    let report = match &facts.client {
+        Some(c) => Some(
+            serde_json::from_value::<LoadReport>(c.clone()).map_err(|e| OpsError::Facts {
+                run,
+                why: format!("the client report: {e}"),
+            })?,
+        ),
+        None => None,
+    };
     input.engine = EngineFacts {
         max_num_seqs: facts.max_num_seqs,
         max_num_batched_tokens: facts.max_num_batched_tokens,
         time_sliced: false,
-        kv_cache: kv_cache_config(series),
+        kv_cache: input.engine.kv_cache.take(),
     };
     input.load = LoadFacts {
         concurrency: facts.concurrency,
@@ -155,14 +169,14 @@ pub fn analyse_series(
         .iter()
         .map(|(c, name)| format!("{} ← {name}", c.name()))
         .collect();
-    Analysed {
+    Ok(Analysed {
         run,
         facts,
         input,
         diagnosis,
         used,
         interrupted: None,
-    }
+    })
 }
 
 /// The closed-loop concurrency the client kept while sending.
@@ -172,7 +186,7 @@ fn achieved_concurrency(report: &LoadReport) -> Option<f64> {
 }
 
 /// Stores the facts and every finding of the diagnosis with the run.
-pub fn store_findings(store: &mut Store, a: &Analysed) -> Result<()> {
+pub fn store_findings(store: &mut Store, a: &Analysed) -> Result<(), OpsError> {
     let mut rows = vec![Finding {
         severity: "info".to_owned(),
         code: FACTS_CODE.to_owned(),
@@ -187,9 +201,7 @@ pub fn store_findings(store: &mut Store, a: &Analysed) -> Result<()> {
         message: f.message.clone(),
         evidence: serde_json::to_value(&f.evidence).unwrap_or_default(),
     }));
-    store
-        .add_findings(a.run, &rows)
-        .context("storing the findings")?;
+    store.add_findings(a.run, &rows)?;
     Ok(())
 }
 
@@ -202,103 +214,56 @@ fn severity_name(s: Severity) -> &'static str {
     }
 }
 
-/// Output formats of the reporting commands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ReportFormat {
+/// The formats a report is written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
     Text,
     Json,
     Markdown,
 }
 
-/// Renders `a` to stdout in `format`, and to `html_path` if given.
-pub fn render(
-    a: &Analysed,
-    title: &str,
-    format: ReportFormat,
-    html_path: Option<&Path>,
-) -> Result<()> {
-    let mut context = a.facts.context.clone();
-    if !a.used.is_empty() {
-        context.push(format!("signals: {}", a.used.join(", ")));
-    }
-    let report = Report {
-        title: title.to_owned(),
-        run_id: Some(a.run.to_string()),
-        simulated: a.facts.simulated,
-        context,
-        diagnosis: &a.diagnosis,
-        input: &a.input,
-        client: a.facts.client.as_ref(),
-        interrupted: a.interrupted.clone(),
-    };
-    if let Some(path) = html_path {
-        let mut file = std::io::BufWriter::new(
-            std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?,
-        );
-        html::write(&report, &mut file).with_context(|| format!("writing {}", path.display()))?;
-        file.flush()?;
-    }
-    let mut out = std::io::stdout().lock();
-    match format {
-        ReportFormat::Text => terminal::write(&report, &mut out, std::io::stdout().is_terminal())?,
-        ReportFormat::Markdown => markdown::write(&report, &mut out)?,
-        ReportFormat::Json => {
-            serde_json::to_writer_pretty(&mut out, &json::contract(&report))?;
-            writeln!(out)?;
+impl Analysed {
+    fn report(&self, title: &str) -> Report<'_> {
+        let mut context = self.facts.context.clone();
+        if !self.used.is_empty() {
+            context.push(format!("signals: {}", self.used.join(", ")));
+        }
+        Report {
+            title: title.to_owned(),
+            run_id: Some(self.run.to_string()),
+            simulated: self.facts.simulated,
+            context,
+            diagnosis: &self.diagnosis,
+            input: &self.input,
+            client: self.facts.client.as_ref(),
+            interrupted: self.interrupted.clone(),
         }
     }
-    out.flush()?;
-    Ok(())
-}
 
-/// Where a diagnosed run goes, shared by `run`, `diagnose` and `report`: the store, the format on
-/// stdout, an HTML file, and the exit code.
-#[derive(Debug, Clone, clap::Args)]
-pub struct ReportOutput {
-    /// Run store.
-    #[arg(long, default_value = llmscope_store::DEFAULT_PATH, help_heading = "Output")]
-    pub db: PathBuf,
-    #[arg(long, value_enum, default_value_t = ReportFormat::Text, help_heading = "Output")]
-    pub format: ReportFormat,
-    /// Also write a self-contained HTML report here.
-    #[arg(long, help_heading = "Output")]
-    pub html: Option<PathBuf>,
-    /// Exit 1 when a finding reaches this severity.
-    #[arg(long, value_enum, default_value_t = FailOn::Never, help_heading = "Output")]
-    pub fail_on: FailOn,
-}
-
-impl ReportOutput {
-    /// Renders `a` under `title` and gives the exit code `--fail-on` asks for.
-    pub fn finish(&self, a: &Analysed, title: &str) -> Result<std::process::ExitCode> {
-        render(a, title, self.format, self.html.as_deref())?;
-        Ok(exit_code(&a.diagnosis, self.fail_on))
+    /// Writes the report under `title` in `format`; `color` for a terminal.
+    pub fn write(
+        &self,
+        title: &str,
+        format: Format,
+        mut out: &mut dyn Write,
+        color: bool,
+    ) -> Result<(), OpsError> {
+        let report = self.report(title);
+        match format {
+            Format::Text => terminal::write(&report, &mut out, color)?,
+            Format::Markdown => markdown::write(&report, &mut out)?,
+            Format::Json => {
+                serde_json::to_writer_pretty(&mut *out, &json::contract(&report))?;
+                writeln!(out)?;
+            }
+        }
+        Ok(out.flush()?)
     }
-}
 
-/// `--fail-on` levels.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum FailOn {
-    Never,
-    Info,
-    Warning,
-    Error,
-    Critical,
-}
-
-/// Exit 1 when a finding reaches `fail_on`.
-pub fn exit_code(d: &Diagnosis, fail_on: FailOn) -> std::process::ExitCode {
-    let threshold = match fail_on {
-        FailOn::Never => return std::process::ExitCode::SUCCESS,
-        FailOn::Info => Severity::Info,
-        FailOn::Warning => Severity::Warning,
-        FailOn::Error => Severity::Error,
-        FailOn::Critical => Severity::Critical,
-    };
-    if d.findings.iter().any(|f| f.severity >= threshold) {
-        std::process::ExitCode::from(1)
-    } else {
-        std::process::ExitCode::SUCCESS
+    /// Writes the self-contained HTML report under `title`.
+    pub fn write_html(&self, title: &str, mut out: &mut dyn Write) -> Result<(), OpsError> {
+        html::write(&self.report(title), &mut out)?;
+        Ok(out.flush()?)
     }
 }
 

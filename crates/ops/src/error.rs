@@ -1,0 +1,24 @@
+//! [`OpsError`]: what can go wrong in an operation, by kind.
+
+use llmscope_collect::prom::PromError;
+use llmscope_store::{RunId, StoreError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum OpsError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("Prometheus: {context}: {source}")]
+    Prom { context: String, source: PromError },
+    /// The facts stored with a run cannot be read: re-diagnosing with defaults would give a
+    /// different verdict than the run had, so this is an error, never a silent default.
+    #[error(
+        "run {run}: the facts stored with it cannot be read ({why}); it was written by an incompatible llmscope or the store is damaged"
+    )]
+    Facts { run: RunId, why: String },
+    #[error("{0}")]
+    NoData(String),
+    #[error("writing the report: {0}")]
+    Write(#[from] std::io::Error),
+    #[error("encoding the report: {0}")]
+    Json(#[from] serde_json::Error),
+}

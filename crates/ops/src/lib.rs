@@ -1,0 +1,19 @@
+//! The operations of llmscope's method, as a library: what `run`, `observe`, `diagnose` and
+//! `watch` share, so every front end says the same thing about the same data (cargo's `ops`:
+//! commands parse their arguments, operations do the work).
+//!
+//! - [`window`]: a Prometheus window read one catalogued name at a time and handed on as it
+//!   arrives, so a day of a fleet is never held whole.
+//! - [`analysis`]: a stored run (its series and facts) → a diagnosis ready to render; findings
+//!   recorded with the run; the report written to any `impl Write`.
+//! - [`diagnose`]: `diagnose --prometheus` — a window streamed into the store as a run and into
+//!   the signals at once, then diagnosed and recorded.
+//!
+//! Libraries never print: progress and warnings come back as values.
+
+pub mod analysis;
+pub mod diagnose;
+mod error;
+pub mod window;
+
+pub use error::OpsError;

@@ -1,0 +1,146 @@
+//! A window of a Prometheus-compatible server, read for diagnosis: every catalogued name
+//! (engines, dcgm-exporter, Kueue, kube-state-metrics) over `[from, to]` at `step`, one name per
+//! `query_range` (split under the points limit by the client), each name's series handed to the
+//! caller as soon as they arrive. Reading a name at a time keeps a day of a hundred pods to one
+//! name's answer in memory instead of the whole window three times over (JSON, series, rows).
+//!
+//! `--match` matchers (`namespace="llm"` or `{namespace="llm"}`) narrow the read to the
+//! deployment under test; several are read as a union (a series matched twice is one series).
+
+use crate::OpsError;
+use futures_util::StreamExt;
+use llmscope_collect::prom::client::PromClient;
+use llmscope_core::series::Series;
+
+/// The window to read.
+#[derive(Debug, Clone)]
+pub struct WindowQuery<'a> {
+    pub from: f64,
+    pub to: f64,
+    pub step: f64,
+    pub matchers: &'a [String],
+}
+
+/// What was read.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WindowRead {
+    /// Names that had series.
+    pub names: usize,
+    pub series: usize,
+    pub points: u64,
+    /// The server's warnings (e.g. Thanos partial responses), each once.
+    pub warnings: Vec<String>,
+}
+
+/// The label matchers of a `--match` value, given as `namespace="llm"` or `{namespace="llm"}`.
+pub fn matcher_body(m: &str) -> &str {
+    m.trim()
+        .trim_start_matches('{')
+        .trim_end_matches('}')
+        .trim()
+}
+
+/// The selectors that read `name` under `matchers`.
+fn selectors(name: &str, matchers: &[String]) -> Vec<String> {
+    if matchers.is_empty() {
+        return vec![format!("{{__name__=\"{name}\"}}")];
+    }
+    matchers
+        .iter()
+        .map(|m| format!("{{__name__=\"{name}\", {}}}", matcher_body(m)))
+        .collect()
+}
+
+/// The catalog's names, each once, in a stable order.
+fn catalog_names() -> Vec<&'static str> {
+    let mut names: Vec<&str> = llmscope_core::catalog::METRICS
+        .iter()
+        .map(|m| m.name)
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+}
+
+/// Names asked for at once: the server prepares the next answers while one is decoded and
+/// stored, and memory stays a few names' answers.
+const IN_FLIGHT: usize = 2;
+
+/// Reads the window name by name and gives each name's series (non-empty), in the catalog's
+/// order, to `each`.
+pub async fn read_window(
+    client: &PromClient,
+    w: &WindowQuery<'_>,
+    mut each: impl FnMut(Vec<Series>) -> Result<(), OpsError>,
+) -> Result<WindowRead, OpsError> {
+    let mut read = WindowRead::default();
+    let mut answers = futures_util::stream::iter(catalog_names())
+        .map(|name| read_name(client, name, w))
+        .buffered(IN_FLIGHT);
+    while let Some(answer) = answers.next().await {
+        let (series, warnings) = answer?;
+        for warning in warnings {
+            if !read.warnings.contains(&warning) {
+                read.warnings.push(warning);
+            }
+        }
+        if series.is_empty() {
+            continue;
+        }
+        read.names += 1;
+        read.series += series.len();
+        read.points += series.iter().map(|s| s.points.len() as u64).sum::<u64>();
+        each(series)?;
+    }
+    Ok(read)
+}
+
+/// One name's series under every matcher (each series once), and the server's warnings.
+async fn read_name(
+    client: &PromClient,
+    name: &str,
+    w: &WindowQuery<'_>,
+) -> Result<(Vec<Series>, Vec<String>), OpsError> {
+    let (mut series, mut warnings) = (Vec::new(), Vec::new());
+    for selector in selectors(name, w.matchers) {
+        let r = client
+            .query_range(&selector, w.from, w.to, w.step)
+            .await
+            .map_err(|source| OpsError::Prom {
+                context: format!("reading the window ({selector})"),
+                source,
+            })?;
+        series.extend(r.data);
+        warnings.extend(r.warnings);
+    }
+    series.sort_by(|a, b| a.key.cmp(&b.key));
+    series.dedup_by(|a, b| a.key == b.key);
+    Ok((series, warnings))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_selector_per_name_and_matcher() {
+        assert_eq!(
+            selectors("vllm:num_requests_running", &[]),
+            vec![r#"{__name__="vllm:num_requests_running"}"#]
+        );
+        let m = vec![
+            r#"{namespace="llm"}"#.to_owned(),
+            r#"pod=~"a.*""#.to_owned(),
+        ];
+        assert_eq!(
+            selectors("x", &m),
+            vec![
+                r#"{__name__="x", namespace="llm"}"#,
+                r#"{__name__="x", pod=~"a.*"}"#
+            ]
+        );
+        let names = catalog_names();
+        assert!(names.windows(2).all(|w| w[0] < w[1]), "each name once");
+        assert!(names.contains(&"DCGM_FI_DEV_GPU_UTIL"));
+    }
+}
