@@ -6,10 +6,7 @@
 
 use crate::prom_flags::PromFlags;
 use anyhow::{Context, Result, bail};
-use llmscope_collect::http::FetchError;
-use llmscope_collect::prom::{PromClient, PromError};
 use llmscope_core::cost::{self, BusyBasis, CostInput, CostReport, Price, TeamCost};
-use llmscope_core::series::Series;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
@@ -87,7 +84,9 @@ pub fn run(args: CostArgs) -> Result<ExitCode> {
         .build()?;
     let url = llmscope_collect::url::redact(args.prom.prometheus.as_deref().unwrap_or(""));
     let step = args.step.as_secs_f64();
-    let mut warnings = rt.block_on(read(&client, &mut input, step, &url))?;
+    let mut warnings = rt.block_on(llmscope_ops::cost::read_inputs(
+        &client, &mut input, step, &url,
+    ))?;
     let mut report = cost::compute(&input);
     warnings.append(&mut report.warnings);
     report.warnings = warnings;
@@ -130,69 +129,6 @@ fn pairs(items: &[String], flag: &str) -> Result<BTreeMap<String, String>> {
             Ok((k.trim().to_owned(), v.trim().to_owned()))
         })
         .collect()
-}
-
-/// Reads every input. A Prometheus that cannot be reached, or refuses us, is an error naming it
-/// and the fix (issue 12, point 5: it printed a total of `-0.00`); a query the API itself
-/// rejects leaves that input missing, named in the report, never zeros.
-async fn read(
-    client: &PromClient,
-    input: &mut CostInput,
-    step: f64,
-    url: &str,
-) -> Result<Vec<String>> {
-    let (from, to) = (input.from, input.to);
-    let mut warnings = Vec::new();
-    let mut missing = Vec::new();
-    let mut q = async |what: &str, query: &str| -> Result<Vec<Series>> {
-        match client.query_range(query, from, to, step).await {
-            Ok(r) => {
-                warnings.extend(r.warnings);
-                Ok(r.data)
-            }
-            Err(e @ PromError::Api { .. }) => {
-                missing.push(format!("{what} (query `{query}` failed: {e})"));
-                Ok(Vec::new())
-            }
-            Err(e) => Err(unreadable(url, &e)),
-        }
-    };
-    let gpu = r#"resource="nvidia.com/gpu",replica_role!="follower""#;
-    let local = format!("kueue_local_queue_resource_reservation{{{gpu}}}");
-    input.local_queue_reservations = q("Kueue LocalQueue GPU reservations", &local).await?;
-    let cluster = format!("kueue_cluster_queue_resource_reservation{{{gpu}}}");
-    input.cluster_queue_reservations = q("Kueue ClusterQueue GPU reservations", &cluster).await?;
-    input.namespace_labels = q("namespace teams", "kube_namespace_labels").await?;
-    input.gpu_busy = q("GPU utilisation", "DCGM_FI_PROF_GR_ENGINE_ACTIVE").await?;
-    if input.gpu_busy.is_empty() {
-        input.gpu_busy = q("GPU utilisation", "DCGM_FI_DEV_GPU_UTIL / 100").await?;
-    }
-    input.generated_tokens = q("generated tokens", "vllm:generation_tokens_total").await?;
-    input.missing = missing;
-    Ok(warnings)
-}
-
-/// What failed, at which URL, and what to do about it.
-fn unreadable(url: &str, e: &PromError) -> anyhow::Error {
-    let fix = match e {
-        PromError::Http {
-            status: 401 | 403, ..
-        } => {
-            "it refused the credentials: give --bearer-token, or --basic-user and --basic-password, or the --header its proxy needs"
-        }
-        PromError::Fetch(FetchError::Connect(_) | FetchError::Request(_)) => {
-            "check that Prometheus runs there and that --prometheus is its address (e.g. http://prometheus:9090)"
-        }
-        PromError::Fetch(FetchError::Timeout(_)) => {
-            "it did not answer in time: check the address, or raise --query-timeout"
-        }
-        _ => {
-            "check that --prometheus is the Prometheus API's base URL (a proxy or a wrong path answers otherwise)"
-        }
-    };
-    anyhow::anyhow!(
-        "cannot read Prometheus at {url}: {e}; {fix}. No cost is computed from missing data"
-    )
 }
 
 fn write(r: &CostReport, format: CostFormat) -> Result<()> {

@@ -108,7 +108,7 @@ pub fn resolve_stack(args: &StackArgs, default_scheduler: Option<&str>) -> Resul
     let mut stack = if live.is_empty() {
         from_specs(&specs)?
     } else {
-        detected(live, plan.lookback)?
+        detected(live, &plan)?
     };
     let defaults = live_is_empty_defaults(&plan.sources);
     let gpu = args
@@ -173,10 +173,11 @@ fn from_specs(specs: &[EngineSpec]) -> Result<Stack> {
 }
 
 /// Detects the stack from what live sources expose.
-fn detected(live: Vec<InventorySource>, lookback: std::time::Duration) -> Result<Stack> {
+fn detected(live: Vec<InventorySource>, all: &InventoryPlan) -> Result<Stack> {
     let plan = InventoryPlan {
         sources: live,
-        lookback,
+        lookback: all.lookback,
+        ca_file: all.ca_file.clone(),
     };
     let names = load(&plan, &BTreeSet::new())?.names();
     let stack = Stack::detect(&names)?;

@@ -8,6 +8,7 @@
 //! version the catalog knows. Beside a live page the engine is asked its version
 //! (`GET /version`, [`ask_version`]); the names' range is the fallback (issue 11).
 
+use crate::prom_flags::PromConnection;
 use anyhow::{Context, Result, bail};
 use hyper::Uri;
 use llmscope_check::Inventories;
@@ -54,13 +55,16 @@ pub struct InventoryArgs {
     /// How far back --prometheus looks for a metric (pint's lookback).
     #[arg(long, value_parser = duration, default_value = "1h", help_heading = "Inventories")]
     pub lookback: Duration,
+    /// How to connect to every --prometheus (auth, headers, CA, timeout).
+    #[command(flatten)]
+    pub conn: PromConnection,
 }
 
 /// One inventory source, validated.
 #[derive(Debug, Clone)]
 pub enum InventorySource {
     MetricsUrl(Uri),
-    Prometheus(Uri),
+    Prometheus(Box<PromConfig>),
     Snapshot(PathBuf),
     Engine(EngineSpec),
 }
@@ -70,6 +74,8 @@ pub enum InventorySource {
 pub struct InventoryPlan {
     pub sources: Vec<InventorySource>,
     pub lookback: Duration,
+    /// Extra CA certificates for https sources.
+    pub ca_file: Option<PathBuf>,
 }
 
 impl InventoryArgs {
@@ -80,7 +86,7 @@ impl InventoryArgs {
             sources.push(InventorySource::MetricsUrl(http_url(u, "--metrics-url")?));
         }
         for u in &self.prometheus {
-            sources.push(InventorySource::Prometheus(http_url(u, "--prometheus")?));
+            sources.push(InventorySource::Prometheus(Box::new(self.conn.config(u)?)));
         }
         sources.extend(
             self.snapshots
@@ -95,6 +101,7 @@ impl InventoryArgs {
         Ok(InventoryPlan {
             sources,
             lookback: self.lookback,
+            ca_file: self.conn.ca_file.clone(),
         })
     }
 }
@@ -118,7 +125,11 @@ pub fn load(plan: &InventoryPlan, names: &BTreeSet<String>) -> Result<Inventorie
             InventorySource::MetricsUrl(_) | InventorySource::Prometheus(_)
         )
     });
-    let net = if needs_net { Some(Net::new()?) } else { None };
+    let net = if needs_net {
+        Some(Net::new(plan.ca_file.as_deref())?)
+    } else {
+        None
+    };
     for source in &plan.sources {
         match (source, &net) {
             (InventorySource::Snapshot(path), _) => inv.push(Box::new(read_snapshot(path)?)),
@@ -127,8 +138,9 @@ pub fn load(plan: &InventoryPlan, names: &BTreeSet<String>) -> Result<Inventorie
                 let snap = net.block_on(fetch_snapshot(&net.http, uri))?;
                 inv.push(Box::new(snap));
             }
-            (InventorySource::Prometheus(uri), Some(net)) => {
-                let p = net.block_on(prometheus(&net.http, uri, plan.lookback, names))?;
+            (InventorySource::Prometheus(cfg), Some(net)) => {
+                let client = PromClient::new((**cfg).clone(), net.http.clone());
+                let p = net.block_on(prometheus(&client, plan.lookback, names))?;
                 inv.push(Box::new(p));
             }
             _ => unreachable!("a network source always has a runtime"),
@@ -144,12 +156,12 @@ pub struct Net {
 }
 
 impl Net {
-    pub fn new() -> Result<Net> {
+    pub fn new(ca_file: Option<&std::path::Path>) -> Result<Net> {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .context("cannot start the async runtime")?;
-        let http = HttpClient::new(None).context("TLS setup")?;
+        let http = HttpClient::new(ca_file).context("TLS setup")?;
         Ok(Net { rt, http })
     }
 
@@ -238,19 +250,14 @@ fn now() -> f64 {
 }
 
 /// A Prometheus client for `uri`.
-pub fn prom_client(http: &HttpClient, uri: &Uri) -> PromClient {
-    PromClient::new(PromConfig::new(uri.clone()), http.clone())
-}
-
 /// Reads what a Prometheus server holds: every name over the lookback, and for `names`, their
 /// labels and values, types, and how long ago the gone ones were last present.
 async fn prometheus(
-    http: &HttpClient,
-    uri: &Uri,
+    client: &PromClient,
     lookback: Duration,
     names: &BTreeSet<String>,
 ) -> Result<PromInventory> {
-    let client = prom_client(http, uri);
+    let uri = client.base();
     let end = now();
     let start = end - lookback.as_secs_f64();
     let ctx = || format!("querying {uri}");
@@ -302,10 +309,10 @@ async fn prometheus(
             }
         }
         if !recent.contains(name) {
-            m.gone_for_s = Some(last_seen_ago(&client, &selector, lookback, end).await);
+            m.gone_for_s = Some(last_seen_ago(client, &selector, lookback, end).await);
         }
     }
-    let interval = scrape_interval(&client).await;
+    let interval = scrape_interval(client).await;
     Ok(PromInventory::new(
         &uri.to_string(),
         &humantime(lookback),
@@ -406,7 +413,7 @@ struct Shown {
 pub fn run(args: InventoryCmdArgs) -> Result<ExitCode> {
     let shown = if args.source.starts_with("http://") || args.source.starts_with("https://") {
         let uri = http_url(&args.source, "SOURCE")?;
-        let net = Net::new()?;
+        let net = Net::new(None)?;
         from_snapshot(net.block_on(fetch_snapshot(&net.http, &uri))?)
     } else if std::path::Path::new(&args.source).exists() {
         from_snapshot(read_snapshot(&PathBuf::from(&args.source))?)

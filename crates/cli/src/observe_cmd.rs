@@ -134,7 +134,7 @@ fn resolve(args: ObserveArgs, now: f64) -> Result<ObservePlan> {
         sources,
         window,
         interval: args.interval,
-        ca_file: args.prom.ca_file.clone(),
+        ca_file: args.prom.conn.ca_file.clone(),
         db: args.db,
         format: args.format,
         config,
@@ -195,9 +195,10 @@ fn scrape_sources(args: &ObserveArgs) -> Result<Vec<SourcePlan>> {
 
 fn prometheus_source(args: &ObserveArgs) -> Result<SourcePlan> {
     // Flags shared with `run`, `diagnose`, `cost` …: URL, auth, headers, timeout.
-    let Some(cfg) = args.prom.config()? else {
+    let Some(url) = &args.prom.prometheus else {
         bail!("--prometheus is missing");
     };
+    let cfg = args.prom.conn.config(url)?;
     if args.matchers.is_empty() {
         bail!(
             "--prometheus needs at least one --match SELECTOR, e.g. --match '{{__name__=~\"vllm:.*\"}}'"

@@ -10,12 +10,31 @@ fn duration_arg(s: &str) -> Result<Duration, String> {
     llmscope_core::duration::parse_duration(s).map_err(|e| e.to_string())
 }
 
-/// How to reach a Prometheus-compatible API (Prometheus, Thanos, Mimir, VictoriaMetrics).
-#[derive(Debug, Clone, clap::Args)]
+/// A Prometheus-compatible API (Prometheus, Thanos, Mimir, VictoriaMetrics) to read from.
+#[derive(Debug, Clone, Default, clap::Args)]
 pub struct PromFlags {
     /// Prometheus-compatible server URL, with any path prefix (Mimir: …/prometheus).
     #[arg(long, value_name = "URL", help_heading = "Prometheus")]
     pub prometheus: Option<String>,
+    #[command(flatten)]
+    pub conn: PromConnection,
+}
+
+impl PromFlags {
+    /// The client, or `None` without `--prometheus`.
+    pub fn client(&self) -> Result<Option<PromClient>> {
+        self.prometheus
+            .as_deref()
+            .map(|url| self.conn.client(url))
+            .transpose()
+    }
+}
+
+/// How every command that talks to a Prometheus-compatible API connects to it: auth, extra
+/// headers (e.g. Mimir's `X-Scope-OrgID`), a CA for https, a per-request limit. A path prefix is
+/// part of the URL.
+#[derive(Debug, Clone, clap::Args)]
+pub struct PromConnection {
     /// Bearer token; never stored or printed.
     #[arg(
         long,
@@ -49,21 +68,32 @@ pub struct PromFlags {
     pub query_timeout: Duration,
 }
 
-impl PromFlags {
-    /// The client, or `None` without `--prometheus`.
-    pub fn client(&self) -> Result<Option<PromClient>> {
-        let Some(cfg) = self.config()? else {
-            return Ok(None);
-        };
-        let http = HttpClient::new(self.ca_file.as_deref()).context("setting up TLS")?;
-        Ok(Some(PromClient::new(cfg, http)))
+impl Default for PromConnection {
+    fn default() -> Self {
+        PromConnection {
+            bearer_token: None,
+            basic_user: None,
+            basic_password: None,
+            headers: Vec::new(),
+            ca_file: None,
+            query_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+impl PromConnection {
+    /// A client for the server at `url`, connected as the flags say.
+    pub fn client(&self, url: &str) -> Result<PromClient> {
+        Ok(PromClient::new(self.config(url)?, self.http()?))
     }
 
-    /// The API configuration (URL, auth, headers, timeout), or `None` without `--prometheus`.
-    pub fn config(&self) -> Result<Option<PromConfig>> {
-        let Some(url) = &self.prometheus else {
-            return Ok(None);
-        };
+    /// The HTTP client, trusting `--ca-file` too.
+    pub fn http(&self) -> Result<HttpClient> {
+        HttpClient::new(self.ca_file.as_deref()).context("setting up TLS")
+    }
+
+    /// The API configuration (URL, auth, headers, timeout) of the server at `url`.
+    pub fn config(&self, url: &str) -> Result<PromConfig> {
         let redacted = llmscope_collect::url::redact(url);
         let base = llmscope_collect::url::parse_http_url(url)
             .map_err(|why| anyhow::anyhow!("invalid --prometheus `{redacted}`: {why}"))?;
@@ -81,7 +111,7 @@ impl PromFlags {
             value.set_sensitive(true);
             cfg.headers.push((name, value));
         }
-        Ok(Some(cfg))
+        Ok(cfg)
     }
 
     fn auth(&self) -> Result<Option<Auth>> {

@@ -2,12 +2,14 @@
 //! target up, then the expected families of each layer read with one instant query) or straight
 //! from /metrics URLs; the checks themselves are `llmscope_check::targets::assess`.
 
-use crate::inventory_cmd::{Net, fetch_page, prom_client};
+use crate::inventory_cmd::{Net, fetch_page};
+use crate::prom_flags::PromFlags;
 use anyhow::{Context, Result, bail};
 use hyper::Uri;
 use llmscope_check::targets::{Check, Collection, Observed, TargetState, assess, observed_in_page};
 use llmscope_check::{FailOn, Severity};
 use llmscope_collect::HttpClient;
+use llmscope_collect::prom::PromClient;
 use llmscope_collect::prom::api::QueryData;
 use serde_json::json;
 use std::io::Write;
@@ -37,9 +39,10 @@ pub struct TargetsArgs {
     /// /metrics URLs to check directly (vLLM, dcgm-exporter, …).
     #[arg(value_name = "URL")]
     urls: Vec<String>,
-    /// A Prometheus server: its active targets and what they collected.
-    #[arg(long, value_name = "URL")]
-    prometheus: Option<String>,
+    /// A Prometheus server: its active targets and what they collected (connected with the
+    /// same flags as every command that reads Prometheus).
+    #[command(flatten)]
+    prom: PromFlags,
     /// Output: human or json.
     #[arg(long, default_value = "human", value_parser = ["human", "json"])]
     format: String,
@@ -49,7 +52,7 @@ pub struct TargetsArgs {
 }
 
 enum Plan {
-    Prometheus(Uri),
+    Prometheus(Box<PromClient>),
     Direct(Vec<Uri>),
 }
 
@@ -60,9 +63,9 @@ impl TargetsArgs {
                 anyhow::anyhow!("invalid URL `{}`: {why}", llmscope_collect::url::redact(u))
             })
         };
-        match (&self.prometheus, self.urls.is_empty()) {
+        match (&self.prom.prometheus, self.urls.is_empty()) {
             (Some(_), false) => bail!("give either --prometheus URL or /metrics URLs, not both"),
-            (Some(p), true) => Ok(Plan::Prometheus(url(p)?)),
+            (Some(p), true) => Ok(Plan::Prometheus(Box::new(self.prom.conn.client(p)?))),
             (None, false) => Ok(Plan::Direct(
                 self.urls.iter().map(|u| url(u)).collect::<Result<_>>()?,
             )),
@@ -73,9 +76,9 @@ impl TargetsArgs {
 
 pub fn run(args: TargetsArgs) -> Result<ExitCode> {
     let plan = args.plan()?;
-    let net = Net::new()?;
+    let net = Net::new(args.prom.conn.ca_file.as_deref())?;
     let collection = match &plan {
-        Plan::Prometheus(uri) => net.block_on(through_prometheus(&net.http, uri))?,
+        Plan::Prometheus(client) => net.block_on(through_prometheus(client))?,
         Plan::Direct(uris) => net.block_on(direct(&net.http, uris))?,
     };
     let checks = assess(&collection);
@@ -98,8 +101,8 @@ pub fn run(args: TargetsArgs) -> Result<ExitCode> {
     })
 }
 
-async fn through_prometheus(http: &HttpClient, uri: &Uri) -> Result<Collection> {
-    let client = prom_client(http, uri);
+async fn through_prometheus(client: &PromClient) -> Result<Collection> {
+    let uri = client.base();
     let targets = client
         .targets()
         .await

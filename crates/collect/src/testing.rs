@@ -26,6 +26,8 @@ pub struct RealPrometheus {
     child: Child,
     dir: PathBuf,
     pub addr: SocketAddr,
+    /// The path its API and UI are served under (`--web.route-prefix`), `""` for the root.
+    pub prefix: String,
 }
 
 impl RealPrometheus {
@@ -54,6 +56,12 @@ impl RealPrometheus {
     /// Starts Prometheus with `jobs` (see [`job`]) and waits — up to 90 s — until it is ready
     /// and every target is `up`. `name` keeps the directories of concurrent tests apart.
     pub async fn start(name: &str, jobs: &[String]) -> Option<RealPrometheus> {
+        Self::start_at(name, jobs, "").await
+    }
+
+    /// As [`RealPrometheus::start`], serving under the path `prefix` (e.g. `/prometheus`, as
+    /// Mimir and many ingress set-ups do); `""` for the root.
+    pub async fn start_at(name: &str, jobs: &[String], prefix: &str) -> Option<RealPrometheus> {
         let bin = Self::binary()?;
         let addr: SocketAddr = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
@@ -80,19 +88,25 @@ impl RealPrometheus {
                 dir.join("tsdb").display()
             ))
             .arg(format!("--web.listen-address={addr}"))
+            .args((!prefix.is_empty()).then(|| format!("--web.route-prefix={prefix}")))
             .stdout(log.try_clone().expect("a log file"))
             .stderr(log)
             .stdin(Stdio::null())
             .spawn()
             .expect("starting prometheus");
-        let prom = RealPrometheus { child, dir, addr };
+        let prom = RealPrometheus {
+            child,
+            dir,
+            addr,
+            prefix: prefix.to_owned(),
+        };
         prom.wait_until_scraped(jobs.len()).await;
         Some(prom)
     }
 
-    /// `http://127.0.0.1:PORT`.
+    /// `http://127.0.0.1:PORT` and the prefix, if any.
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("http://{}{}", self.addr, self.prefix)
     }
 
     /// An API client for it.

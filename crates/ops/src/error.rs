@@ -17,6 +17,16 @@ pub enum OpsError {
     Facts { run: RunId, why: String },
     #[error("{0}")]
     NoData(String),
+    /// The server cannot be read at all (refused, unreachable, not an API): nothing is computed
+    /// from missing data.
+    #[error(
+        "cannot read Prometheus at {url}: {source}; {fix}. No cost is computed from missing data"
+    )]
+    Unreadable {
+        url: String,
+        source: PromError,
+        fix: &'static str,
+    },
     #[error("writing the report: {0}")]
     Write(#[from] std::io::Error),
     #[error("encoding the report: {0}")]

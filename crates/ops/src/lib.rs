@@ -6,12 +6,14 @@
 //!   arrives, so a day of a fleet is never held whole.
 //! - [`analysis`]: a stored run (its series and facts) → a diagnosis ready to render; findings
 //!   recorded with the run; the report written to any `impl Write`.
+//! - [`cost`]: the inputs of `llmscope cost`, names taken from the catalog.
 //! - [`diagnose`]: `diagnose --prometheus` — a window streamed into the store as a run and into
 //!   the signals at once, then diagnosed and recorded.
 //!
 //! Libraries never print: progress and warnings come back as values.
 
 pub mod analysis;
+pub mod cost;
 pub mod diagnose;
 mod error;
 pub mod window;

@@ -5,6 +5,7 @@
 mod common;
 
 mod check;
+mod connect;
 mod generate;
 mod interrupted;
 mod load;

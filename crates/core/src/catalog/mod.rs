@@ -174,6 +174,15 @@ pub const METRICS: &[MetricDef] = &[
         Sum,
         "all",
     ),
+    // TGI counts generated tokens per request in a histogram: its `_sum` is the running total.
+    def(
+        C::GeneratedTokens,
+        "tgi",
+        "tgi_request_generated_tokens_sum",
+        Count,
+        Sum,
+        "all",
+    ),
     def(
         C::StepTokensSum,
         "vllm",
