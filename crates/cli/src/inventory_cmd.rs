@@ -6,20 +6,19 @@
 //! inventories of `llmscope-check`. The `inventory` command shows one source: its families
 //! (type, HELP, series), the engine and its version, and how its names differ from the newest
 //! version the catalog knows. Beside a live page the engine is asked its version
-//! (`GET /version`, [`ask_version`]); the names' range is the fallback (issue 11).
+//! (`GET /version`, `llmscope_ops::page::ask_version`); the names' range is the fallback (issue 11).
 
 use crate::prom_flags::PromConnection;
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use hyper::Uri;
 use llmscope_check::Inventories;
 use llmscope_check::inventory::engine::CatalogInventory;
 use llmscope_check::inventory::prom::{PromInventory, PromMetric};
 use llmscope_check::inventory::snapshot::Snapshot;
 use llmscope_collect::HttpClient;
-use llmscope_collect::http::Get;
 use llmscope_collect::prom::{PromClient, PromConfig};
 use llmscope_core::catalog::detect::{self, Detection, EngineVersion};
-use llmscope_core::catalog::{EngineSpec, Exporter, Kind, Version};
+use llmscope_core::catalog::{EngineSpec, Kind};
 use llmscope_core::duration::parse_duration;
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
@@ -186,61 +185,14 @@ pub fn read_snapshot(path: &PathBuf) -> Result<Snapshot> {
     Ok(snap)
 }
 
-/// GETs a /metrics page.
+/// GETs a page; anything but a 200 is an error naming the URL.
 pub async fn fetch_page(http: &HttpClient, uri: &Uri) -> Result<Vec<u8>> {
-    let headers = hyper::HeaderMap::new();
-    let got = http
-        .get(Get {
-            uri: uri.clone(),
-            headers: &headers,
-            timeout: Duration::from_secs(10),
-            body_limit: 64 << 20,
-        })
-        .await
-        .with_context(|| format!("fetching {uri}"))?;
-    if got.status != 200 {
-        bail!("fetching {uri}: HTTP {}", got.status);
-    }
-    Ok(got.body.to_vec())
+    Ok(llmscope_ops::page::fetch_page(http, uri).await?)
 }
 
 /// GETs a /metrics page and, when it is vLLM's, the engine's own version beside it.
 pub async fn fetch_snapshot(http: &HttpClient, uri: &Uri) -> Result<Snapshot> {
-    let body = fetch_page(http, uri).await?;
-    let (mut snap, _) = Snapshot::parse(uri.to_string(), &body);
-    ask_version(http, uri, &mut snap).await;
-    Ok(snap)
-}
-
-/// Asks the vLLM engine behind the page at `metrics` its version (`GET /version` beside it) and
-/// records it on `snap`. Other exporters are not asked; a /version that fails or says nothing
-/// readable leaves the range the names give — it is a hint, not a requirement.
-pub async fn ask_version(http: &HttpClient, metrics: &Uri, snap: &mut Snapshot) {
-    if !snap
-        .detections()
-        .iter()
-        .any(|d| d.exporter == Exporter::Vllm)
-    {
-        return;
-    }
-    let reported = llmscope_collect::version::engine_version(http, metrics).await;
-    if let Some(v) = reported.ok().as_deref().and_then(Version::from_reported) {
-        snap.set_reported_version(Exporter::Vllm, v);
-    }
-}
-
-/// `vllm 0.32.0 (from /version), dcgm-exporter >=4.5.0 (from names)`, or why there is none.
-pub fn name_versions(snap: &Snapshot) -> String {
-    let named: Vec<String> = snap
-        .engine_versions()
-        .iter()
-        .map(ToString::to_string)
-        .collect();
-    if named.is_empty() {
-        return "no catalogued exporter recognised (not vLLM, SGLang, TGI or dcgm-exporter?)"
-            .to_owned();
-    }
-    named.join(", ")
+    Ok(llmscope_ops::page::fetch_snapshot(http, uri).await?)
 }
 
 fn now() -> f64 {
@@ -249,7 +201,6 @@ fn now() -> f64 {
         .map_or(0.0, |d| d.as_secs_f64())
 }
 
-/// A Prometheus client for `uri`.
 /// Reads what a Prometheus server holds: every name over the lookback, and for `names`, their
 /// labels and values, types, and how long ago the gone ones were last present.
 async fn prometheus(

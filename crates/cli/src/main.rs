@@ -8,7 +8,6 @@ use std::process::ExitCode;
 mod check_cmd;
 mod cost_cmd;
 mod dashboard_cmd;
-mod interrupt;
 mod inventory_cmd;
 mod load_cmd;
 mod observe_cmd;

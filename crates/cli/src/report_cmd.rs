@@ -5,11 +5,10 @@
 use crate::output::{ReportFormat, ReportOutput};
 use crate::prom_flags::PromFlags;
 use anyhow::{Context, Result};
-use llmscope_ops::analysis::{self, Analysed, RunFacts};
+use llmscope_ops::analysis::{self, Analysed, Format, RunFacts};
 use llmscope_ops::diagnose::{WindowDiagnosis, diagnose_window};
 use llmscope_ops::window::WindowQuery;
 use llmscope_store::{RunId, Store};
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -164,104 +163,15 @@ pub struct CompareArgs {
     pub format: ReportFormat,
 }
 
-/// One compared quantity: (name, before, after).
-type Row = (String, Option<f64>, Option<f64>);
-
-fn rows(a: &Analysed, b: &Analysed) -> Vec<Row> {
-    let stat = |x: &Analysed, k: &str| x.diagnosis.window_stats.get(k).map(|s| s.mean_nonzero);
-    let client = |x: &Analysed, path: &[&str]| {
-        let mut v = x.facts.client.as_ref()?;
-        for p in path {
-            v = v.get(p)?;
-        }
-        v.as_f64()
-    };
-    let mut out: Vec<Row> = [
-        "running",
-        "waiting",
-        "kv_usage",
-        "gpu_util",
-        "gr_engine_active",
-        "generated_tokens",
-    ]
-    .iter()
-    .map(|k| (format!("{k} (steady mean≠0)"), stat(a, k), stat(b, k)))
-    .collect();
-    for (name, path) in [
-        ("requests/s", &["throughput", "requests_per_s"][..]),
-        ("output tok/s", &["throughput", "output_tokens_per_s"]),
-        ("TTFT p50 ms", &["latency_ms", "ttft", "p50"]),
-        ("TTFT p99 ms", &["latency_ms", "ttft", "p99"]),
-        ("ITL p50 ms", &["latency_ms", "itl", "p50"]),
-        ("e2e p99 ms", &["latency_ms", "e2e", "p99"]),
-    ] {
-        out.push((name.to_owned(), client(a, path), client(b, path)));
-    }
-    out
-}
-
 pub fn compare(args: CompareArgs) -> Result<ExitCode> {
     let store = open(&args.db)?;
     let a = load(&store, args.before, &args.db)?;
     let b = load(&store, args.after, &args.db)?;
-    let rows = rows(&a, &b);
-    let mut out = std::io::stdout().lock();
-    let delta = |x: Option<f64>, y: Option<f64>| match (x, y) {
-        (Some(x), Some(y)) if x != 0.0 => Some((y - x) / x.abs() * 100.0),
-        _ => None,
+    let format = match args.format {
+        ReportFormat::Text => Format::Text,
+        ReportFormat::Json => Format::Json,
+        ReportFormat::Markdown => Format::Markdown,
     };
-    match args.format {
-        ReportFormat::Json => {
-            let v = serde_json::json!({
-                "before": {"run_id": a.run, "bottleneck": a.diagnosis.verdict.bottleneck.as_str(), "confidence": a.diagnosis.verdict.confidence},
-                "after": {"run_id": b.run, "bottleneck": b.diagnosis.verdict.bottleneck.as_str(), "confidence": b.diagnosis.verdict.confidence},
-                "rows": rows.iter().map(|(n, x, y)| serde_json::json!({"name": n, "before": x, "after": y, "delta_pct": delta(*x, *y)})).collect::<Vec<_>>(),
-            });
-            serde_json::to_writer_pretty(&mut out, &v)?;
-            writeln!(out)?;
-        }
-        ReportFormat::Text | ReportFormat::Markdown => {
-            let md = args.format == ReportFormat::Markdown;
-            let f = |v: Option<f64>| v.map_or("—".to_owned(), |v| format!("{v:.3}"));
-            if md {
-                writeln!(
-                    out,
-                    "| | run {} | run {} | Δ |\n|---|---|---|---|",
-                    a.run, b.run
-                )?;
-                writeln!(
-                    out,
-                    "| verdict | {} | {} | |",
-                    a.diagnosis.verdict.bottleneck.as_str(),
-                    b.diagnosis.verdict.bottleneck.as_str()
-                )?;
-            } else {
-                writeln!(
-                    out,
-                    "{:<28} {:>14} {:>14} {:>9}",
-                    "",
-                    format!("run {}", a.run),
-                    format!("run {}", b.run),
-                    "Δ"
-                )?;
-                writeln!(
-                    out,
-                    "{:<28} {:>14} {:>14}",
-                    "verdict",
-                    a.diagnosis.verdict.bottleneck.as_str(),
-                    b.diagnosis.verdict.bottleneck.as_str()
-                )?;
-            }
-            for (name, x, y) in &rows {
-                let d = delta(*x, *y).map_or(String::new(), |d| format!("{d:+.1}%"));
-                if md {
-                    writeln!(out, "| {name} | {} | {} | {d} |", f(*x), f(*y))?;
-                } else {
-                    writeln!(out, "{name:<28} {:>14} {:>14} {d:>9}", f(*x), f(*y))?;
-                }
-            }
-        }
-    }
-    out.flush()?;
+    llmscope_ops::compare::write(&a, &b, format, &mut std::io::stdout().lock())?;
     Ok(ExitCode::SUCCESS)
 }

@@ -6,27 +6,19 @@
 //! generator runs between the baseline and the drain → the run's series are read back from the
 //! store and diagnosed ([`crate::analysis`]) → reports.
 
-use crate::interrupt::{Interrupt, load_done_s};
 use crate::output::ReportOutput;
 use crate::prom_flags::PromFlags;
 use crate::sim_cmd::EngineFlags;
 use anyhow::{Context, Result, bail};
+use llmscope_collect::HttpClient;
 use llmscope_collect::prom::PromClient;
-use llmscope_collect::scrape::{ScrapeConfig, ScrapeSource, ScrapeTarget};
-use llmscope_collect::{HttpClient, Source, Stop, Window};
-use llmscope_core::diagnose::Concept;
-use llmscope_core::diagnose::build::signals_from_series;
+use llmscope_collect::scrape::ScrapeTarget;
 use llmscope_core::duration::{format_duration, parse_duration};
-use llmscope_loadgen::{
-    LoadPlan, LoadReport, LoadSpec, Observer, Progress, RequestRecord, TokenSpec,
-};
-use llmscope_ops::analysis::{self, RunFacts};
-use llmscope_ops::window::{WindowQuery, read_window};
+use llmscope_loadgen::{LoadPlan, LoadSpec, TokenSpec};
+use llmscope_ops::interrupt::Interrupt;
+use llmscope_ops::run::{self, RunPlan};
 use llmscope_sim::serve::{self, SimConfig, SimHandle};
-use llmscope_store::writer::BatchSender;
-use llmscope_store::{NewRun, RequestRow, RunStatus, SourceSpec, Store};
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
 /// The reference prompt of DESIGN §2 (a short Korean chat prompt, ~30 tokens).
@@ -120,7 +112,7 @@ pub struct RunArgs {
     pub out: ReportOutput,
 }
 
-/// What `run` will do, resolved.
+/// Where `run` sends load and reads metrics, resolved.
 struct Plan {
     sim: Option<SimHandle>,
     target: String,
@@ -152,158 +144,21 @@ async fn run_async(args: RunArgs) -> Result<ExitCode> {
     // Against the in-process simulator both ends of every connection are ours.
     let per_connection = if args.target.is_none() { 2 } else { 1 };
     crate::load_cmd::fd_preflight(u64::from(args.concurrency), per_connection)?;
-    let mut plan = resolve(&args).await?;
+    let (plan, sim) = resolve(&args).await?;
     let client = HttpClient::new(None).context("setting up the HTTP client")?;
-    preflight(&args, &plan, &client).await?;
+    run::preflight(&plan, &client, &Say).await?;
     let load_plan = prepare_load(&args, &plan.target).await?;
-    let mut store = Store::open(&args.out.db)
-        .with_context(|| format!("opening the run store {}", args.out.db.display()))?;
-    let run = store.create_run(&NewRun {
-        kind: "run".to_owned(),
-        started_at: llmscope_collect::time::unix_now(),
-        window: None,
-        tool_version: env!("CARGO_PKG_VERSION").to_owned(),
-        config: config_json(&args, &plan),
-        planned_s: Some(args.duration.as_secs_f64()),
-    })?;
-    let sources: Vec<ScrapeSource> = plan
-        .scrape
-        .iter()
-        .map(|t| ScrapeSource::new(t.clone(), ScrapeConfig::new(args.interval), client.clone()))
-        .collect();
-    for s in &sources {
-        store.add_source(
-            run,
-            &SourceSpec {
-                name: s.name().to_owned(),
-                kind: s.kind().to_owned(),
-                url: s.url(),
-            },
-        )?;
-    }
-    if plan.prom.is_some() {
-        store.add_source(
-            run,
-            &SourceSpec {
-                name: "prometheus".to_owned(),
-                kind: "prometheus".to_owned(),
-                url: llmscope_collect::url::redact(args.prom.prometheus.as_deref().unwrap_or("")),
-            },
-        )?;
-    }
-    let observed_from = llmscope_collect::time::unix_now();
     let interrupt = Interrupt::watch(say);
-    let writer = llmscope_store::writer::spawn(store, run).context("starting the store writer")?;
-    let (stop_handle, stop) = Stop::new();
-    let sender = writer.sender();
-    let sink: Arc<dyn llmscope_collect::Sink> = Arc::new(move |b| sender.send(b));
-    let mut tasks = Vec::new();
-    for s in sources {
-        let (sink, stop) = (Arc::clone(&sink), stop.clone());
-        tasks.push(tokio::spawn(async move {
-            s.collect(
-                Window::Live {
-                    duration: Duration::from_secs(24 * 3600),
-                },
-                sink.as_ref(),
-                stop,
-            )
-            .await
-        }));
-    }
-    say(&format!(
-        "baseline: {} idle",
-        format_duration(args.baseline)
-    ));
-    interrupt.sleep(args.baseline).await;
-    say(&format!(
-        "load: {} workers for {}",
-        args.concurrency,
-        format_duration(args.duration)
-    ));
-    let report = load(&load_plan, &interrupt, writer.sender()).await?;
-    let load_started = report.started_unix_ns as f64 / 1e9;
-    let load_window = (load_started, load_started + report.total.duration_s);
-    if interrupt.at().is_none() {
-        say("drain: waiting for the server to go idle");
-        interrupt
-            .race(drain(&client, &plan, args.drain_timeout))
-            .await;
-        interrupt.sleep(plan.after).await;
-    }
-    stop_handle.stop();
-    for t in tasks {
-        if let Ok(Err(e)) = t.await {
-            eprintln!("warning: {e}");
-        }
-    }
-    // The writer finishes when every sender is gone: the sources' clones went with their tasks.
-    drop(sink);
-    let (mut store, _totals) = writer.finish().context("finishing the store writes")?;
-    let interrupted_at = interrupt.at();
-    if let Some(at) = interrupted_at {
-        let done = load_done_s(at, load_started, args.duration);
-        store.interrupt_run(run, at, Some(done))?;
-    }
-    if let Some(prom) = &plan.prom {
-        let step = args.interval.as_secs_f64();
-        let to = llmscope_collect::time::unix_now();
-        say("reading the window from Prometheus");
-        let window = WindowQuery {
-            from: observed_from - step,
-            to,
-            step,
-            matchers: &args.matchers,
-        };
-        let read = read_window(prom, &window, |series| {
-            let mut batch = llmscope_core::series::Batch::new("prometheus");
-            for s in series {
-                batch.push_series(s);
-            }
-            store.write(run, &[batch])?;
-            Ok(())
-        })
-        .await?;
-        for w in &read.warnings {
-            eprintln!("warning: Prometheus: {w}");
-        }
-        if read.series == 0 {
-            bail!(
-                "Prometheus returned no engine or GPU series for the run's window: it held them before the load, so check that it still scrapes the targets (and the --match matchers)"
-            );
-        }
-    }
-    let facts = RunFacts {
-        max_num_seqs: plan.max_num_seqs,
-        max_num_batched_tokens: plan.max_num_batched_tokens,
-        concurrency: args.rate.is_none().then_some(args.concurrency),
-        load_window: Some(load_window),
-        client_limited: report.total.client.limited,
-        client_note: Some(report.total.client.verdict.clone()).filter(|v| !v.is_empty()),
-        scrape_interval_s: Some(args.interval.as_secs_f64()),
-        simulated: plan.sim.is_some(),
-        context: plan.context.clone(),
-        client: Some(serde_json::to_value(&report)?),
-    };
-    let series: Vec<_> = store
-        .series(run, None)?
-        .into_iter()
-        .map(|(_, s)| s)
-        .collect();
-    let (input, res) = signals_from_series(&series);
-    let mut analysed = analysis::analyse_input(run, input, &res, facts)?;
-    analysis::store_findings(&mut store, &analysed)?;
-    let status = match interrupted_at {
-        Some(_) => RunStatus::Interrupted,
-        None => RunStatus::Completed,
-    };
-    store.finish_run(run, status, llmscope_collect::time::unix_now(), None)?;
-    if let Some(sim) = plan.sim.take() {
+    let outcome = run::execute(&plan, &load_plan, &interrupt, &client, &Say).await;
+    if let Some(sim) = sim {
         sim.shutdown().await;
     }
-    analysed.interrupted = analysis::interruption(&store.run(run)?);
-    let code = args.out.finish(&analysed, &format!("llmscope run {run}"))?;
-    match &report.stopped_early {
+    let outcome = outcome?;
+    let run = outcome.analysed.run;
+    let code = args
+        .out
+        .finish(&outcome.analysed, &format!("llmscope run {run}"))?;
+    match &outcome.stopped_early {
         Some(why) => {
             say(&format!("the load stopped early: {why}"));
             Ok(ExitCode::from(1))
@@ -312,12 +167,60 @@ async fn run_async(args: RunArgs) -> Result<ExitCode> {
     }
 }
 
+/// `run`'s narrator: every line on stderr.
+struct Say;
+
+impl run::Narrator for Say {
+    fn say(&self, line: &str) {
+        say(line);
+    }
+    fn warn(&self, line: &str) {
+        eprintln!("warning: {line}");
+    }
+    fn note(&self, line: &str) {
+        eprintln!("note: {line}");
+    }
+}
+
 fn say(line: &str) {
     eprintln!("llmscope run: {line}");
 }
 
+/// The plan `llmscope_ops::run` carries out, and the simulated stack when it was started.
+async fn resolve(args: &RunArgs) -> Result<(RunPlan, Option<SimHandle>)> {
+    let targets = resolve_targets(args).await?;
+    let config = config_json(args, &targets);
+    let prom = match targets.prom {
+        Some(client) => {
+            let url = llmscope_collect::url::redact(args.prom.prometheus.as_deref().unwrap_or(""));
+            Some((client, url))
+        }
+        None => None,
+    };
+    let plan = RunPlan {
+        target: targets.target,
+        scrape: targets.scrape,
+        prom,
+        matchers: args.matchers.clone(),
+        simulated: targets.sim.is_some(),
+        max_num_seqs: targets.max_num_seqs,
+        max_num_batched_tokens: targets.max_num_batched_tokens,
+        concurrency: args.concurrency,
+        rate: args.rate,
+        baseline: args.baseline,
+        duration: args.duration,
+        interval: args.interval,
+        drain_timeout: args.drain_timeout,
+        after: targets.after,
+        context: targets.context,
+        config,
+        db: args.out.db.clone(),
+    };
+    Ok((plan, targets.sim))
+}
+
 /// Starts the simulated stack when there is no target; names the scrape targets.
-async fn resolve(args: &RunArgs) -> Result<Plan> {
+async fn resolve_targets(args: &RunArgs) -> Result<Plan> {
     let (preset, dialect) = args.engine.resolve()?;
     let Some(target) = &args.target else {
         let mut cfg = SimConfig::new(preset.clone());
@@ -444,175 +347,6 @@ fn target_arg(text: &str) -> Result<ScrapeTarget> {
     text.parse::<ScrapeTarget>().map_err(anyhow::Error::from)
 }
 
-/// Checks the load design and the sources before spending minutes on them: the engine's metrics
-/// must answer (a run without them is blind), and the engine and its version are named.
-async fn preflight(args: &RunArgs, plan: &Plan, http: &HttpClient) -> Result<()> {
-    design_checks(args, plan)?;
-    if plan.sim.is_some() {
-        return Ok(());
-    }
-    if let Some(prom) = &plan.prom {
-        return prometheus_preflight(prom, args).await;
-    }
-    for t in &plan.scrape {
-        let url = llmscope_collect::url::redact(&t.uri.to_string());
-        match crate::inventory_cmd::fetch_page(http, &t.uri).await {
-            Ok(page) => {
-                let (mut snap, _) =
-                    llmscope_check::inventory::snapshot::Snapshot::parse(url.clone(), &page);
-                crate::inventory_cmd::ask_version(http, &t.uri, &mut snap).await;
-                say(&format!(
-                    "{} at {url}: {}",
-                    t.name,
-                    crate::inventory_cmd::name_versions(&snap)
-                ));
-                let names: Vec<&str> = snap.families().iter().map(|f| f.name.as_str()).collect();
-                let needs: &[(Concept, &str)] = if t.name == "engine" {
-                    &ENGINE_NEEDS
-                } else {
-                    &GPU_NEEDS
-                };
-                name_what_is_read(&names, needs);
-            }
-            Err(e) if t.name == "engine" => bail!(
-                "the engine's metrics at {url} do not answer ({e:#}): without them the run is blind. Check --metrics-url (default TARGET/metrics) and that the server exposes /metrics"
-            ),
-            Err(e) => eprintln!(
-                "warning: GPU metrics at {url} do not answer ({e:#}): GPU-bound verdicts need them"
-            ),
-        }
-    }
-    Ok(())
-}
-
-/// What the verdict cannot do without, from the engine and from the GPU exporter.
-const ENGINE_NEEDS: [(Concept, &str); 3] = [
-    (Concept::Running, "running"),
-    (Concept::Waiting, "waiting"),
-    (Concept::KvUsage, "KV-cache usage"),
-];
-const GPU_NEEDS: [(Concept, &str); 1] = [(Concept::GpuUtil, "GPU utilisation")];
-
-/// Says which exposed name each needed signal will be read from (an older version's name is
-/// said as such), and warns for a signal none of whose names is there: its query would return
-/// nothing, silently.
-fn name_what_is_read(names: &[&str], needs: &[(Concept, &str)]) {
-    let mut read = Vec::new();
-    for (concept, what) in needs {
-        let candidates: Vec<_> = llmscope_core::catalog::candidates(*concept).collect();
-        match candidates.iter().find(|d| names.contains(&d.name)) {
-            Some(d) => {
-                // Candidates are newest first: the first of the same engine is its current name.
-                let newest = candidates
-                    .iter()
-                    .find(|c| c.engine == d.engine)
-                    .unwrap_or(d);
-                if std::ptr::eq(*newest, *d) {
-                    read.push(format!("{what} {}", d.name));
-                } else {
-                    read.push(format!(
-                        "{what} {} (an older name; newer versions expose {})",
-                        d.name, newest.name
-                    ));
-                }
-            }
-            None => eprintln!(
-                "warning: no {what} series (looked for {}): the verdicts that need it cannot be made",
-                candidates
-                    .iter()
-                    .map(|d| d.name)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        }
-    }
-    if !read.is_empty() {
-        say(&format!("reads {}", read.join("; ")));
-    }
-}
-
-/// What a set of names says about its exporters: `vllm >=0.26.0, dcgm-exporter >=4.5.0`.
-fn detected(ds: &[llmscope_core::catalog::detect::Detection]) -> String {
-    if ds.is_empty() {
-        return "no catalogued exporter recognised (not vLLM, SGLang, TGI or dcgm-exporter?)"
-            .to_owned();
-    }
-    let named: Vec<String> = ds
-        .iter()
-        .map(|d| format!("{} {}", d.exporter, d.range()))
-        .collect();
-    format!("{} (detected)", named.join(", "))
-}
-
-/// Before loading: does Prometheus hold the engine's series (under these matchers)?
-async fn prometheus_preflight(prom: &PromClient, args: &RunArgs) -> Result<()> {
-    let now = llmscope_collect::time::unix_now();
-    let matchers: Vec<String> = args
-        .matchers
-        .iter()
-        .map(|m| format!("{{{}}}", llmscope_ops::window::matcher_body(m)))
-        .collect();
-    let refs: Vec<&str> = matchers.iter().map(String::as_str).collect();
-    let names = prom
-        .label_values("__name__", &refs, Some((now - 600.0, now)))
-        .await
-        .context("asking Prometheus which metric names it holds")?
-        .data;
-    let found = llmscope_core::catalog::detect::detect(names.iter().map(String::as_str));
-    let url = llmscope_collect::url::redact(args.prom.prometheus.as_deref().unwrap_or(""));
-    say(&format!("Prometheus {url}: {}", detected(&found)));
-    let all: Vec<&str> = names.iter().map(String::as_str).collect();
-    name_what_is_read(&all, &ENGINE_NEEDS);
-    name_what_is_read(&all, &GPU_NEEDS);
-    let engine = found.iter().any(|d| {
-        use llmscope_core::catalog::Exporter::*;
-        matches!(d.exporter, Vllm | Sglang | Tgi)
-    });
-    if !engine {
-        bail!(
-            "Prometheus at {url} has no vLLM, SGLang or TGI series in the last 10 minutes{}: the engine is not scraped (kube-prometheus-stack selects only ServiceMonitors/PodMonitors labelled release: <helm release>) or the matchers exclude it",
-            if refs.is_empty() {
-                String::new()
-            } else {
-                format!(" matching {}", refs.join(" or "))
-            }
-        );
-    }
-    if !found
-        .iter()
-        .any(|d| d.exporter == llmscope_core::catalog::Exporter::DcgmExporter)
-    {
-        eprintln!(
-            "warning: no dcgm-exporter series in Prometheus{}: GPU utilisation is unknown, so GPU-bound verdicts cannot be made",
-            if refs.is_empty() {
-                String::new()
-            } else {
-                " under these matchers (GPU series carry the exporter's labels, or exported_namespace: add a matcher for them)".to_owned()
-            }
-        );
-    }
-    Ok(())
-}
-
-/// The load design: a queue must be able to form.
-fn design_checks(args: &RunArgs, plan: &Plan) -> Result<()> {
-    if args.concurrency == 0 {
-        bail!("--concurrency must be at least 1");
-    }
-    match plan.max_num_seqs {
-        Some(m) if args.rate.is_none() && args.concurrency <= m => eprintln!(
-            "warning: --concurrency {} does not exceed --max-num-seqs {m}: no queue can form, so a batch limit cannot show (use e.g. --concurrency {})",
-            args.concurrency,
-            m * 2
-        ),
-        None => eprintln!(
-            "note: --max-num-seqs of the server is unknown; pass it so the batch-limit check can compare the running plateau with it"
-        ),
-        _ => {}
-    }
-    Ok(())
-}
-
 fn config_json(args: &RunArgs, plan: &Plan) -> serde_json::Value {
     serde_json::json!({
         "target": plan.target,
@@ -630,32 +364,6 @@ fn config_json(args: &RunArgs, plan: &Plan) -> serde_json::Value {
         "max_tokens": args.max_tokens,
         "api_key": args.api_key.as_ref().map(|_| "<redacted>"),
     })
-}
-
-/// Streams every finished record and the load's progress to the store writer (so a killed run
-/// keeps what completed), and prints a plain progress line every few seconds.
-struct RunObserver {
-    store: BatchSender,
-    last_line: f64,
-}
-
-impl Observer for RunObserver {
-    fn records(&mut self, batch: &[RequestRecord]) {
-        self.store
-            .send_requests(batch.iter().map(request_row).collect());
-    }
-
-    fn progress(&mut self, p: &Progress) {
-        let elapsed = p.elapsed.as_secs_f64();
-        self.store.send_progress(elapsed);
-        if elapsed - self.last_line >= 10.0 {
-            self.last_line = elapsed;
-            say(&format!(
-                "load {elapsed:.0}s: {} in flight, {} done, {} failed, {:.0} output tok/s",
-                p.in_flight, p.completed, p.failed, p.output_tokens_per_s
-            ));
-        }
-    }
 }
 
 /// Resolves the load before the run starts: bad load flags, an unreachable target or a missing
@@ -689,78 +397,4 @@ async fn prepare_load(args: &RunArgs, target: &str) -> Result<LoadPlan> {
         eprintln!("note: {note}");
     }
     Ok(plan)
-}
-
-async fn load(plan: &LoadPlan, interrupt: &Interrupt, store: BatchSender) -> Result<LoadReport> {
-    // The load runs on its own runtime, whose threads are named for the load generator: its
-    // self-check then measures the client alone, not the simulator or the scrapers beside it.
-    let rt =
-        llmscope_loadgen::client::runtime(None).context("starting the load generator's runtime")?;
-    let (plan, run_control) = (plan.clone(), interrupt.control.clone());
-    let task = rt.spawn(async move {
-        let mut observer = RunObserver {
-            store,
-            last_line: 0.0,
-        };
-        llmscope_loadgen::run(&plan, &mut observer, &run_control).await
-    });
-    let out = task.await.context("the load task failed");
-    rt.shutdown_background();
-    out
-}
-
-/// Polls the engine's metrics until nothing runs or waits (or the timeout).
-async fn drain(client: &HttpClient, plan: &Plan, timeout: Duration) {
-    let Some(engine) = plan.scrape.first() else {
-        return;
-    };
-    let headers = hyper::HeaderMap::new();
-    let deadline = tokio::time::Instant::now() + timeout;
-    while tokio::time::Instant::now() < deadline {
-        let get = llmscope_collect::http::Get {
-            uri: engine.uri.clone(),
-            headers: &headers,
-            timeout: Duration::from_secs(5),
-            body_limit: 16 << 20,
-        };
-        if let Ok(page) = client.get(get).await {
-            let (families, _) = promtext::parse_families(&page.body);
-            let busy: f64 = families
-                .iter()
-                .filter(|f| {
-                    llmscope_core::catalog::lookup(f.name.raw()).is_some_and(|d| {
-                        matches!(
-                            d.concept,
-                            llmscope_core::diagnose::Concept::Running
-                                | llmscope_core::diagnose::Concept::Waiting
-                        )
-                    })
-                })
-                .flat_map(|f| f.samples.iter().map(|s| s.value))
-                .sum();
-            if busy == 0.0 {
-                return;
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-    eprintln!(
-        "warning: the server was still busy after --drain-timeout {}",
-        format_duration(timeout)
-    );
-}
-
-fn request_row(r: &RequestRecord) -> RequestRow {
-    RequestRow {
-        stage: r.stage,
-        id: r.id,
-        sent_unix_ns: r.sent_unix_ns,
-        end_unix_ns: r.end_unix_ns,
-        first_token_unix_ns: r.first_token_unix_ns,
-        status: r.status,
-        error: r.error.map(|e| e.to_string()),
-        prompt_tokens: r.prompt_tokens,
-        output_tokens: r.output_tokens,
-        record: serde_json::to_value(r).unwrap_or_default(),
-    }
 }

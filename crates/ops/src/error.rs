@@ -27,6 +27,16 @@ pub enum OpsError {
         source: PromError,
         fix: &'static str,
     },
+    /// A metrics page that cannot be read.
+    #[error("fetching {url}: {why}")]
+    Page { url: String, why: String },
+    /// The plan cannot work (a pre-flight check failed): what is wrong and what to do.
+    #[error("{0}")]
+    Refused(String),
+    #[error("cannot start an async runtime: {0}")]
+    Runtime(std::io::Error),
+    #[error("{0}")]
+    Task(String),
     #[error("writing the report: {0}")]
     Write(#[from] std::io::Error),
     #[error("encoding the report: {0}")]

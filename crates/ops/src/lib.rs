@@ -6,16 +6,25 @@
 //!   arrives, so a day of a fleet is never held whole.
 //! - [`analysis`]: a stored run (its series and facts) → a diagnosis ready to render; findings
 //!   recorded with the run; the report written to any `impl Write`.
+//! - [`compare`]: two runs side by side.
 //! - [`cost`]: the inputs of `llmscope cost`, names taken from the catalog.
 //! - [`diagnose`]: `diagnose --prometheus` — a window streamed into the store as a run and into
 //!   the signals at once, then diagnosed and recorded.
 //!
+//! - [`run`]: the whole method on a resolved plan — pre-flight, baseline, load while observing,
+//!   drain, diagnose, record — telling a [`run::Narrator`] what happens; [`interrupt`]: Ctrl-C.
+//! - [`page`]: a metrics page and the engine version behind it.
+//!
 //! Libraries never print: progress and warnings come back as values.
 
 pub mod analysis;
+pub mod compare;
 pub mod cost;
 pub mod diagnose;
 mod error;
+pub mod interrupt;
+pub mod page;
+pub mod run;
 pub mod window;
 
 pub use error::OpsError;
