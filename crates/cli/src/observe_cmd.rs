@@ -10,14 +10,13 @@
 use crate::prom_flags::PromFlags;
 use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
-use llmscope_collect::prom::{Auth, PromClient, PromConfig, PromSource};
-use llmscope_collect::scrape::{ScrapeConfig, ScrapeSource, ScrapeTarget};
+use llmscope_collect::Window;
+use llmscope_collect::prom::Auth;
+use llmscope_collect::scrape::ScrapeConfig;
 use llmscope_collect::time::{format_rfc3339, parse_time, unix_now};
-use llmscope_collect::{HttpClient, Sink, Source, SourceReport, Stop, Window};
 use llmscope_core::duration::{format_duration, parse_duration};
-use llmscope_core::series::Batch;
-use llmscope_store::{Finding, NewRun, RunId, RunStatus, SourceSpec, SourceStats, Store, writer};
-use std::collections::BTreeMap;
+use llmscope_ops::observe::{ObservePlan, Outcome, SourcePlan, Ticker, execute, source_name};
+use llmscope_store::RunStatus;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -91,31 +90,15 @@ enum Format {
     Json,
 }
 
-/// A source to build once the HTTP client exists.
-#[derive(Debug, Clone)]
-enum SourcePlan {
-    Scrape(ScrapeTarget, ScrapeConfig),
-    Prometheus {
-        cfg: PromConfig,
-        matchers: Vec<String>,
-    },
-}
-
-/// The validated command: what to read, over which window, into which store.
+/// What `observe` does, and how it prints.
 #[derive(Debug)]
-pub struct ObservePlan {
-    sources: Vec<SourcePlan>,
-    window: Window,
-    interval: Duration,
-    ca_file: Option<PathBuf>,
-    db: PathBuf,
+pub struct CliPlan {
+    plan: ObservePlan,
     format: Format,
-    /// The configuration as stored with the run: no secrets.
-    config: serde_json::Value,
 }
 
 /// Second stage: flags → plan. No I/O; every error names the flag.
-fn resolve(args: ObserveArgs, now: f64) -> Result<ObservePlan> {
+fn resolve(args: ObserveArgs, now: f64) -> Result<CliPlan> {
     let window = window(&args, now)?;
     let mut sources = scrape_sources(&args)?;
     if args.prom.prometheus.is_some() {
@@ -130,14 +113,16 @@ fn resolve(args: ObserveArgs, now: f64) -> Result<ObservePlan> {
     }
     check_unique_names(&sources)?;
     let config = config_json(&args, &sources, window);
-    Ok(ObservePlan {
-        sources,
-        window,
-        interval: args.interval,
-        ca_file: args.prom.conn.ca_file.clone(),
-        db: args.db,
+    Ok(CliPlan {
+        plan: ObservePlan {
+            sources,
+            window,
+            interval: args.interval,
+            ca_file: args.prom.conn.ca_file.clone(),
+            db: args.db,
+            config,
+        },
         format: args.format,
-        config,
     })
 }
 
@@ -226,14 +211,6 @@ fn check_unique_names(sources: &[SourcePlan]) -> Result<()> {
     Ok(())
 }
 
-fn source_name(s: &SourcePlan) -> &str {
-    match s {
-        SourcePlan::Scrape(t, _) => &t.name,
-        SourcePlan::Prometheus { .. } => "prometheus",
-    }
-}
-
-/// What is stored as the run's configuration: no tokens, passwords or header values.
 fn config_json(args: &ObserveArgs, sources: &[SourcePlan], window: Window) -> serde_json::Value {
     let sources: Vec<serde_json::Value> = sources
         .iter()
@@ -267,7 +244,7 @@ pub fn run(args: ObserveArgs) -> Result<ExitCode> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let outcome = rt.block_on(execute(&plan))?;
+    let outcome = rt.block_on(execute(&plan.plan, Arc::new(StderrTicker::new())))?;
     print_summary(&plan, &outcome)?;
     Ok(if outcome.status == RunStatus::Failed {
         ExitCode::from(1)
@@ -276,300 +253,53 @@ pub fn run(args: ObserveArgs) -> Result<ExitCode> {
     })
 }
 
-/// What a finished observation produced.
-#[derive(Debug)]
-struct Outcome {
-    run: RunId,
-    status: RunStatus,
-    window: (f64, f64),
-    stats: Vec<SourceStats>,
-    versions: BTreeMap<String, String>,
-    findings: Vec<Finding>,
-}
-
-async fn execute(plan: &ObservePlan) -> Result<Outcome> {
-    let http = HttpClient::new(plan.ca_file.as_deref()).context("--ca-file")?;
-    let sources = build_sources(plan, &http);
-    let mut store = Store::open(&plan.db)?;
-    let run = store.create_run(&NewRun {
-        kind: "observe".into(),
-        started_at: unix_now(),
-        window: match plan.window {
-            Window::Past { from, to } => Some((from, to)),
-            Window::Live { .. } => None,
-        },
-        tool_version: env!("CARGO_PKG_VERSION").into(),
-        config: plan.config.clone(),
-        planned_s: match plan.window {
-            Window::Live { duration } => Some(duration.as_secs_f64()),
-            Window::Past { .. } => None,
-        },
-    })?;
-    for s in &sources {
-        let spec = SourceSpec {
-            name: s.name().to_owned(),
-            kind: s.kind().to_owned(),
-            url: s.url(),
-        };
-        store.add_source(run, &spec)?;
-    }
-    let writer = writer::spawn(store, run)?;
-    let results = collect_all(plan, &sources, &writer).await;
-    let (mut store, _) = writer.finish().context("writing samples to the store")?;
-    finish(&mut store, run, plan, &sources, results)
-}
-
-fn build_sources(plan: &ObservePlan, http: &HttpClient) -> Vec<Arc<dyn Source>> {
-    let step = plan.interval;
-    plan.sources
-        .iter()
-        .map(|s| -> Arc<dyn Source> {
-            match s {
-                SourcePlan::Scrape(t, c) => {
-                    Arc::new(ScrapeSource::new(t.clone(), c.clone(), http.clone()))
-                }
-                SourcePlan::Prometheus { cfg, matchers } => {
-                    let client = PromClient::new(cfg.clone(), http.clone());
-                    Arc::new(PromSource::new(
-                        "prometheus",
-                        client,
-                        matchers.clone(),
-                        step,
-                    ))
-                }
-            }
-        })
-        .collect()
-}
-
-type Collected = Vec<(String, Result<SourceReport, llmscope_collect::SourceError>)>;
-
-/// Runs every source at once; Ctrl-C stops them; progress on stderr.
-async fn collect_all(
-    plan: &ObservePlan,
-    sources: &[Arc<dyn Source>],
-    writer: &writer::Writer,
-) -> Collected {
-    let (stop_handle, stop) = Stop::new();
-    let ctrl_c = tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            stop_handle.stop();
-        }
-    });
-    let tx = writer.sender();
-    let sink: Arc<dyn Sink> = Arc::new(move |b: Batch| tx.send(b));
-    let mut tasks = tokio::task::JoinSet::new();
-    for (i, s) in sources.iter().enumerate() {
-        let (s, sink, stop, window) = (Arc::clone(s), Arc::clone(&sink), stop.clone(), plan.window);
-        tasks.spawn(async move {
-            (
-                i,
-                s.name().to_owned(),
-                s.collect(window, &*sink, stop).await,
-            )
-        });
-    }
-    drop(sink);
-    let progress = Progress::start(plan.window, writer);
-    let mut out: Vec<(usize, String, _)> = Vec::new();
-    while let Some(done) = tasks.join_next().await {
-        if let Ok(r) = done {
-            out.push(r);
-        }
-    }
-    progress.finish().await;
-    ctrl_c.abort();
-    out.sort_by_key(|(i, _, _)| *i);
-    out.into_iter().map(|(_, n, r)| (n, r)).collect()
-}
-
 /// Progress on stderr: a line every 5 s (a spinner on a terminal) while a live window runs.
-struct Progress {
-    task: Option<tokio::task::JoinHandle<()>>,
+struct StderrTicker {
+    terminal: bool,
 }
 
-impl Progress {
-    fn start(window: Window, writer: &writer::Writer) -> Progress {
-        let Window::Live { duration } = window else {
-            return Progress { task: None };
+impl StderrTicker {
+    fn new() -> Self {
+        StderrTicker {
+            terminal: std::io::stderr().is_terminal(),
+        }
+    }
+}
+
+impl Ticker for StderrTicker {
+    fn every(&self) -> Duration {
+        if self.terminal {
+            Duration::from_millis(500)
+        } else {
+            Duration::from_secs(5)
+        }
+    }
+
+    fn tick(&self, elapsed: Duration, planned: Duration, samples: u64) {
+        let line = format!(
+            "observe: {}/{} elapsed, {samples} samples stored",
+            format_duration(elapsed),
+            format_duration(planned),
+        );
+        let mut err = std::io::stderr();
+        let _ = if self.terminal {
+            write!(err, "\r{line}\x1b[K")
+        } else {
+            writeln!(err, "{line}")
         };
-        let counter = writer.progress_counter();
-        // How far the window got goes with the writer's heartbeats: a killed run says so.
-        let store = writer.sender();
-        let terminal = std::io::stderr().is_terminal();
-        let task = tokio::spawn(async move {
-            let started = tokio::time::Instant::now();
-            let every = if terminal {
-                Duration::from_millis(500)
-            } else {
-                Duration::from_secs(5)
-            };
-            loop {
-                tokio::time::sleep(every).await;
-                store.send_progress(started.elapsed().as_secs_f64());
-                let line = format!(
-                    "observe: {}/{} elapsed, {} samples stored",
-                    format_duration(started.elapsed()),
-                    format_duration(duration),
-                    counter.load(std::sync::atomic::Ordering::Relaxed)
-                );
-                let mut err = std::io::stderr();
-                let _ = if terminal {
-                    write!(err, "\r{line}\x1b[K")
-                } else {
-                    writeln!(err, "{line}")
-                };
-            }
-        });
-        Progress { task: Some(task) }
     }
 
-    /// Stops the progress task and waits until it is gone (with its sender to the writer).
-    async fn finish(self) {
-        if let Some(t) = self.task {
-            t.abort();
-            let _ = t.await;
-            if std::io::stderr().is_terminal() {
-                eprint!("\r\x1b[K");
-            }
+    fn done(&self) {
+        if self.terminal {
+            eprint!("\r\x1b[K");
         }
     }
 }
 
-/// Findings, versions and status, then the stored per-source statistics.
-fn finish(
-    store: &mut Store,
-    run: RunId,
-    plan: &ObservePlan,
-    sources: &[Arc<dyn Source>],
-    results: Collected,
-) -> Result<Outcome> {
-    let mut findings = Vec::new();
-    let mut versions = BTreeMap::new();
-    let mut window = match plan.window {
-        Window::Past { from, to } => (from, to),
-        Window::Live { .. } => (f64::INFINITY, f64::NEG_INFINITY),
-    };
-    let mut stopped = false;
-    for (name, result) in &results {
-        match result {
-            Ok(r) => {
-                findings.extend(report_findings(r));
-                if let Some(v) = &r.version {
-                    versions.insert(name.clone(), v.clone());
-                }
-                window = (window.0.min(r.window.0), window.1.max(r.window.1));
-                stopped |= r.stopped;
-            }
-            Err(e) => findings.push(finding(
-                "error",
-                "source_failed",
-                name,
-                e.to_string(),
-                serde_json::json!({}),
-            )),
-        }
-    }
-    if !window.0.is_finite() {
-        window = (unix_now(), unix_now());
-    }
-    let stats = store.source_stats(run, plan.interval.as_secs_f64())?;
-    let status = status(stopped, &stats, &findings, sources.len());
-    store.add_findings(run, &findings)?;
-    store.set_server_versions(run, &versions)?;
-    if status == RunStatus::Interrupted {
-        // Sources stop at Ctrl-C: the end of what they delivered is when, its length how far.
-        store.interrupt_run(run, window.1, Some((window.1 - window.0).max(0.0)))?;
-    }
-    store.finish_run(run, status, unix_now(), Some(window))?;
-    Ok(Outcome {
-        run,
-        status,
-        window,
-        stats,
-        versions,
-        findings,
-    })
-}
-
-fn status(stopped: bool, stats: &[SourceStats], findings: &[Finding], n: usize) -> RunStatus {
-    if stopped {
-        RunStatus::Interrupted
-    } else if stats.iter().all(|s| s.samples == 0) || stats.len() < n {
-        RunStatus::Failed
-    } else if findings.iter().any(|f| f.severity != "info") {
-        RunStatus::Partial
-    } else {
-        RunStatus::Completed
-    }
-}
-
-/// One finding per problem kind of a source, plus its API warnings.
-fn report_findings(r: &SourceReport) -> Vec<Finding> {
-    let mut out: Vec<Finding> = r
-        .problems
-        .iter()
-        .map(|p| {
-            let all_failed = r.attempts > 0 && r.failures == r.attempts;
-            let severity = if all_failed { "error" } else { "warning" };
-            let what = if r.kind == "scrape" {
-                "scrapes"
-            } else {
-                "queries"
-            };
-            let message = format!(
-                "{} of {} {what} of `{}` failed ({}); first: {}",
-                p.count, r.attempts, r.name, p.kind, p.message
-            );
-            let message = if p.kind == llmscope_core::series::FailureKind::NoData {
-                p.message.clone()
-            } else {
-                message
-            };
-            let evidence = serde_json::json!({
-                "kind": p.kind, "count": p.count, "attempts": r.attempts,
-                "first_t": p.first_t, "last_t": p.last_t,
-            });
-            finding(
-                severity,
-                &format!("source_{}", p.kind),
-                &r.name,
-                message,
-                evidence,
-            )
-        })
-        .collect();
-    for w in &r.warnings {
-        out.push(finding(
-            "warning",
-            "api_warning",
-            &r.name,
-            w.clone(),
-            serde_json::json!({}),
-        ));
-    }
-    out
-}
-
-fn finding(
-    severity: &str,
-    code: &str,
-    source: &str,
-    message: String,
-    evidence: serde_json::Value,
-) -> Finding {
-    Finding {
-        severity: severity.into(),
-        code: code.into(),
-        source: Some(source.into()),
-        message,
-        evidence,
-    }
-}
-
-fn print_summary(plan: &ObservePlan, o: &Outcome) -> Result<()> {
+fn print_summary(cli: &CliPlan, o: &Outcome) -> Result<()> {
+    let plan = &cli.plan;
     let mut out = std::io::stdout().lock();
-    if plan.format == Format::Json {
+    if cli.format == Format::Json {
         let json = serde_json::json!({
             "run_id": o.run,
             "db": plan.db.display().to_string(),
@@ -623,6 +353,7 @@ fn write_text(out: &mut impl Write, plan: &ObservePlan, o: &Outcome) -> std::io:
 mod tests {
     use super::*;
     use clap::Parser;
+    use llmscope_store::Store;
 
     #[derive(Debug, Parser)]
     struct Cli {
@@ -632,7 +363,7 @@ mod tests {
 
     fn plan(line: &str) -> Result<ObservePlan> {
         let argv = std::iter::once("observe").chain(line.split_whitespace());
-        resolve(Cli::try_parse_from(argv)?.args, 1000.0)
+        Ok(resolve(Cli::try_parse_from(argv)?.args, 1000.0)?.plan)
     }
 
     #[test]
@@ -758,7 +489,7 @@ mod tests {
             db_in(&dir)
         );
         let p = plan(&line).unwrap();
-        let o = execute(&p).await.unwrap();
+        let o = execute(&p, Arc::new(StderrTicker::new())).await.unwrap();
         assert_eq!(o.status, RunStatus::Completed, "{:?}", o.findings);
         assert!(
             (0.95..1.2).contains(&(o.window.1 - o.window.0)),
@@ -805,7 +536,9 @@ mod tests {
             sim.dcgm_url(),
             db_in(&dir)
         );
-        let o = execute(&plan(&line).unwrap()).await.unwrap();
+        let o = execute(&plan(&line).unwrap(), Arc::new(StderrTicker::new()))
+            .await
+            .unwrap();
         assert_eq!(o.status, RunStatus::Partial);
         let f = &o.findings[0];
         assert_eq!(
@@ -832,7 +565,9 @@ mod tests {
             "--prometheus http://{dead} --match up --from -1m --db {}",
             db_in(&dir)
         );
-        let o = execute(&plan(&line).unwrap()).await.unwrap();
+        let o = execute(&plan(&line).unwrap(), Arc::new(StderrTicker::new()))
+            .await
+            .unwrap();
         assert_eq!(o.status, RunStatus::Failed);
         assert!(
             o.findings[0]
