@@ -13,6 +13,7 @@
 //!
 //! - [`run`]: the whole method on a resolved plan — pre-flight, baseline, load while observing,
 //!   drain, diagnose, record — telling a [`run::Narrator`] what happens; [`interrupt`]: Ctrl-C.
+//! - [`inventory`]: what a Prometheus holds, for linting.
 //! - [`observe`]: record a window of sources into a run.
 //! - [`page`]: a metrics page and the engine version behind it.
 //!
@@ -24,6 +25,7 @@ pub mod cost;
 pub mod diagnose;
 mod error;
 pub mod interrupt;
+pub mod inventory;
 pub mod observe;
 pub mod page;
 pub mod run;
