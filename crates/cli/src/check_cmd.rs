@@ -9,7 +9,6 @@ use crate::inventory_cmd::{InventoryArgs, InventoryPlan, load};
 use anyhow::{Context, Result, bail};
 use llmscope_check::input::{self, Query, Source};
 use llmscope_check::{FailOn, Finding, promql, report};
-use llmscope_core::duration::parse_duration;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -30,10 +29,6 @@ bad-histogram-quantile, unit-mismatch, short-rate-window, exporter-attribution, 
 
 Exit status: 0 no finding at or above --fail-on, 1 findings at or above it, 2 usage or runtime error.";
 
-fn duration(s: &str) -> Result<Duration, String> {
-    parse_duration(s).map_err(|e| e.to_string())
-}
-
 fn fail_on(s: &str) -> Result<FailOn, String> {
     s.parse()
 }
@@ -51,7 +46,7 @@ pub struct CheckArgs {
     #[command(flatten)]
     inventory: InventoryArgs,
     /// Scrape interval of the series, when the inventories cannot tell (for short-rate-window).
-    #[arg(long, value_parser = duration)]
+    #[arg(long, value_parser = crate::args::duration)]
     scrape_interval: Option<Duration>,
     /// Output format.
     #[arg(long, default_value = "human", value_parser = ["human", "json", "sarif"])]

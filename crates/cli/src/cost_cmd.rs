@@ -13,10 +13,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-fn duration_arg(s: &str) -> Result<Duration, String> {
-    llmscope_core::duration::parse_duration(s).map_err(|e| e.to_string())
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum CostFormat {
     Text,
@@ -43,7 +39,7 @@ pub struct CostArgs {
     #[arg(long, allow_hyphen_values = true, default_value = "now")]
     pub to: String,
     /// Query step (the scrape interval is right).
-    #[arg(long, default_value = "15s", value_parser = duration_arg)]
+    #[arg(long, default_value = "15s", value_parser = crate::args::duration)]
     pub step: Duration,
     /// Price per GPU-hour of a flavor or GPU model: KEY=PRICE/h (repeatable).
     #[arg(long = "price", value_name = "KEY=PRICE/h")]

@@ -18,17 +18,12 @@ use llmscope_collect::HttpClient;
 use llmscope_collect::prom::{PromClient, PromConfig};
 use llmscope_core::catalog::EngineSpec;
 use llmscope_core::catalog::detect::{self, Detection, EngineVersion};
-use llmscope_core::duration::parse_duration;
 use serde_json::json;
 use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
-
-fn duration(s: &str) -> Result<Duration, String> {
-    parse_duration(s).map_err(|e| e.to_string())
-}
 
 /// Where metric names really exist (repeatable, combinable).
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -51,7 +46,7 @@ pub struct InventoryArgs {
     )]
     pub engines: Vec<String>,
     /// How far back --prometheus looks for a metric (pint's lookback).
-    #[arg(long, value_parser = duration, default_value = "1h", help_heading = "Inventories")]
+    #[arg(long, value_parser = crate::args::duration, default_value = "1h", help_heading = "Inventories")]
     pub lookback: Duration,
     /// How to connect to every --prometheus (auth, headers, CA, timeout).
     #[command(flatten)]

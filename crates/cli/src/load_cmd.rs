@@ -9,7 +9,7 @@
 use anyhow::{Context, Result};
 use clap::ValueEnum;
 use indicatif::{ProgressBar, ProgressStyle};
-use llmscope_core::duration::{format_duration, parse_duration};
+use llmscope_core::duration::format_duration;
 use llmscope_loadgen::{
     ArrivalKind, Endpoint, LoadReport, LoadSpec, Observer, Progress, RequestRecord, RunControl,
     Secret, Slo, StagePlan, TokenSpec, text,
@@ -78,16 +78,16 @@ pub struct LoadArgs {
     #[arg(long)]
     burstiness: Option<f64>,
     /// Grow concurrency (or rate) linearly from zero over this time.
-    #[arg(long, value_parser = duration, default_value = "0")]
+    #[arg(long, value_parser = crate::args::duration, default_value = "0")]
     ramp_up: Duration,
     /// Measured sending time per stage (after the warmup) [default: 30s without --requests].
-    #[arg(long, value_parser = duration)]
+    #[arg(long, value_parser = crate::args::duration)]
     duration: Option<Duration>,
     /// Measured requests per stage.
     #[arg(long)]
     requests: Option<u64>,
     /// Load sent first and left out of the statistics, per stage.
-    #[arg(long, value_parser = duration, default_value = "0")]
+    #[arg(long, value_parser = crate::args::duration, default_value = "0")]
     warmup: Duration,
     /// One prompt for every request.
     #[arg(long)]
@@ -108,18 +108,18 @@ pub struct LoadArgs {
     #[arg(long)]
     slo: Option<Slo>,
     /// Limit for one whole request.
-    #[arg(long, value_parser = duration, default_value = "10m")]
+    #[arg(long, value_parser = crate::args::duration, default_value = "10m")]
     timeout: Duration,
     /// Limit for the wait before a response's first token — queued on the server, then prefill
     /// (counted as `ttft_timeout`). Generous on purpose: a saturated server keeps a request
     /// queued as long as it takes, and that queue is what a test measures.
-    #[arg(long, value_parser = duration, default_value = "10m")]
+    #[arg(long, value_parser = crate::args::duration, default_value = "10m")]
     ttft_timeout: Duration,
     /// Limit for a pause between chunks once tokens flow (counted as `stall`).
-    #[arg(long, value_parser = duration, default_value = "30s")]
+    #[arg(long, value_parser = crate::args::duration, default_value = "30s")]
     idle_timeout: Duration,
     /// After sending stops, how long requests in flight may take before they are cancelled.
-    #[arg(long, value_parser = duration, default_value = "30s")]
+    #[arg(long, value_parser = crate::args::duration, default_value = "30s")]
     grace: Duration,
     /// Seed of arrivals and synthetic prompts.
     #[arg(long, default_value_t = 1)]
@@ -157,10 +157,6 @@ enum ArrivalArg {
 enum Format {
     Text,
     Json,
-}
-
-fn duration(s: &str) -> Result<Duration, String> {
-    parse_duration(s).map_err(|e| e.to_string())
 }
 
 impl LoadArgs {

@@ -5,6 +5,7 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+mod args;
 mod check_cmd;
 mod cost_cmd;
 mod dashboard_cmd;

@@ -14,7 +14,7 @@ use llmscope_collect::Window;
 use llmscope_collect::prom::Auth;
 use llmscope_collect::scrape::ScrapeConfig;
 use llmscope_collect::time::{format_rfc3339, parse_time, unix_now};
-use llmscope_core::duration::{format_duration, parse_duration};
+use llmscope_core::duration::format_duration;
 use llmscope_ops::observe::{ObservePlan, Outcome, SourcePlan, Ticker, execute, source_name};
 use llmscope_store::RunStatus;
 use std::io::{IsTerminal, Write};
@@ -36,10 +36,6 @@ A missing sample is stored as no point, never a 0; DCGM blank sentinels are drop
 that fails is recorded as a finding and the run goes on with the others.
 Exit status: 0 stored, 1 nothing could be collected, 2 usage or runtime error.";
 
-fn duration(s: &str) -> Result<Duration, String> {
-    parse_duration(s).map_err(|e| e.to_string())
-}
-
 /// Record metrics from targets or a Prometheus-compatible server into the run store.
 #[derive(Debug, clap::Args)]
 #[command(after_help = AFTER_HELP)]
@@ -53,7 +49,7 @@ pub struct ObserveArgs {
     #[arg(long = "match", value_name = "SELECTOR")]
     matchers: Vec<String>,
     /// Record live for this long.
-    #[arg(long, value_parser = duration)]
+    #[arg(long, value_parser = crate::args::duration)]
     duration: Option<Duration>,
     /// Start of a past window (--prometheus only).
     #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
@@ -62,10 +58,10 @@ pub struct ObserveArgs {
     #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
     to: Option<String>,
     /// Scrape interval, or the query step for --prometheus.
-    #[arg(long, value_parser = duration, default_value = "5s")]
+    #[arg(long, value_parser = crate::args::duration, default_value = "5s")]
     interval: Duration,
     /// Scrape timeout (below the interval) [default: 80% of the interval, at most 10s].
-    #[arg(long, value_parser = duration, help_heading = "Scraping")]
+    #[arg(long, value_parser = crate::args::duration, help_heading = "Scraping")]
     scrape_timeout: Option<Duration>,
     /// Largest page accepted, in bytes (after decompression).
     #[arg(long, default_value_t = llmscope_collect::scrape::DEFAULT_BODY_LIMIT, help_heading = "Scraping")]

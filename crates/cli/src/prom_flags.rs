@@ -6,10 +6,6 @@ use llmscope_collect::prom::client::{Auth, PromClient, PromConfig, Secret};
 use std::path::PathBuf;
 use std::time::Duration;
 
-fn duration_arg(s: &str) -> Result<Duration, String> {
-    llmscope_core::duration::parse_duration(s).map_err(|e| e.to_string())
-}
-
 /// A Prometheus-compatible API (Prometheus, Thanos, Mimir, VictoriaMetrics) to read from.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct PromFlags {
@@ -64,7 +60,7 @@ pub struct PromConnection {
     #[arg(long, value_name = "FILE", help_heading = "Prometheus")]
     pub ca_file: Option<PathBuf>,
     /// Limit for one API request.
-    #[arg(long, value_parser = duration_arg, default_value = "30s", help_heading = "Prometheus")]
+    #[arg(long, value_parser = crate::args::duration, default_value = "30s", help_heading = "Prometheus")]
     pub query_timeout: Duration,
 }
 

@@ -84,7 +84,7 @@ pub struct DiagnoseArgs {
     )]
     pub to: String,
     /// Query step (use the scrape interval).
-    #[arg(long, default_value = "15s", value_parser = duration_arg, help_heading = "Prometheus")]
+    #[arg(long, default_value = "15s", value_parser = crate::args::duration, help_heading = "Prometheus")]
     pub step: std::time::Duration,
     /// The server's --max-num-seqs, so the batch-limit check can compare the plateau with it.
     #[arg(long)]
@@ -97,10 +97,6 @@ pub struct DiagnoseArgs {
     pub concurrency: Option<u32>,
     #[command(flatten)]
     pub out: ReportOutput,
-}
-
-fn duration_arg(s: &str) -> Result<std::time::Duration, String> {
-    llmscope_core::duration::parse_duration(s).map_err(|e| e.to_string())
 }
 
 pub fn diagnose(args: DiagnoseArgs) -> Result<ExitCode> {

@@ -6,7 +6,6 @@
 
 use crate::dashboard_cmd::{StackArgs, emit, resolve_stack};
 use anyhow::Result;
-use llmscope_core::duration::parse_duration;
 use llmscope_generate::promrules::{CrdOptions, PrometheusRule};
 use llmscope_generate::rules::{self, RulesOptions};
 use llmscope_generate::{Signals, output};
@@ -26,10 +25,6 @@ LlmscopeSeriesAbsent for every series read (a rename is noticed the day it happe
 kube-prometheus-stack only loads PrometheusRules carrying its `release` label: pass --release.
 With --engine, --gpu defaults to dcgm-exporter@4.5; --scheduler adds absence guards for Kueue.";
 
-fn duration(s: &str) -> Result<Duration, String> {
-    parse_duration(s).map_err(|e| e.to_string())
-}
-
 /// Generate Prometheus recording and alerting rules for the engine version in front of you.
 #[derive(Debug, clap::Args)]
 #[command(after_help = AFTER_HELP)]
@@ -37,7 +32,7 @@ pub struct RulesArgs {
     #[command(flatten)]
     stack: StackArgs,
     /// TTFT p95 objective for VllmTtftSloBreach.
-    #[arg(long, value_parser = duration, default_value = "2s")]
+    #[arg(long, value_parser = crate::args::duration, default_value = "2s")]
     slo_ttft: Duration,
     /// Print a PrometheusRule manifest (Prometheus Operator) instead of a rule file.
     #[arg(long)]

@@ -13,7 +13,7 @@ use anyhow::{Context, Result, bail};
 use llmscope_collect::HttpClient;
 use llmscope_collect::prom::PromClient;
 use llmscope_collect::scrape::ScrapeTarget;
-use llmscope_core::duration::{format_duration, parse_duration};
+use llmscope_core::duration::format_duration;
 use llmscope_loadgen::{LoadPlan, LoadSpec, TokenSpec};
 use llmscope_ops::interrupt::Interrupt;
 use llmscope_ops::run::{self, RunPlan};
@@ -23,10 +23,6 @@ use std::time::Duration;
 
 /// The reference prompt of DESIGN §2 (a short Korean chat prompt, ~30 tokens).
 pub const REFERENCE_PROMPT: &str = "쿠버네티스 스케줄러가 Pod를 배치하는 과정을 자세히 설명해줘.";
-
-fn duration_arg(s: &str) -> Result<Duration, String> {
-    parse_duration(s).map_err(|e| e.to_string())
-}
 
 /// Run the whole method: baseline, load, observe, diagnose, report.
 #[derive(Debug, clap::Args)]
@@ -69,10 +65,10 @@ pub struct RunArgs {
     #[arg(long, help_heading = "Load")]
     pub rate: Option<f64>,
     /// How long the load runs.
-    #[arg(long, default_value = "45s", value_parser = duration_arg, help_heading = "Load")]
+    #[arg(long, default_value = "45s", value_parser = crate::args::duration, help_heading = "Load")]
     pub duration: Duration,
     /// Idle baseline before the load.
-    #[arg(long, default_value = "10s", value_parser = duration_arg, help_heading = "Load")]
+    #[arg(long, default_value = "10s", value_parser = crate::args::duration, help_heading = "Load")]
     pub baseline: Duration,
     /// Prompt text [default: the reference Korean prompt].
     #[arg(long, help_heading = "Load")]
@@ -98,15 +94,15 @@ pub struct RunArgs {
     )]
     pub api_key: Option<String>,
     /// Scrape interval of the metrics targets (with --prometheus: the query step).
-    #[arg(long, default_value = "1s", value_parser = duration_arg, help_heading = "Observe")]
+    #[arg(long, default_value = "1s", value_parser = crate::args::duration, help_heading = "Observe")]
     pub interval: Duration,
     /// dcgm-exporter's collect interval: the simulated one's [default: 5s, scaled down from the
     /// real 30 s], or the real one's, so the run observes long enough after the load for GPU
     /// values to fall [default: 30s].
-    #[arg(long, value_parser = duration_arg, help_heading = "Observe")]
+    #[arg(long, value_parser = crate::args::duration, help_heading = "Observe")]
     pub dcgm_interval: Option<Duration>,
     /// Longest wait for the server to go idle after the load.
-    #[arg(long, default_value = "60s", value_parser = duration_arg, help_heading = "Observe")]
+    #[arg(long, default_value = "60s", value_parser = crate::args::duration, help_heading = "Observe")]
     pub drain_timeout: Duration,
     #[command(flatten)]
     pub out: ReportOutput,

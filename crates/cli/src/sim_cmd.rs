@@ -5,7 +5,6 @@
 //! the simulator in-process.
 
 use anyhow::{Context, bail};
-use llmscope_core::duration::parse_duration;
 use llmscope_sim::faults::Faults;
 use llmscope_sim::metrics::Dialect;
 use llmscope_sim::preset::{self, Preset};
@@ -14,10 +13,6 @@ use std::io::Write;
 use std::net::IpAddr;
 use std::process::ExitCode;
 use std::time::Duration;
-
-fn duration_arg(s: &str) -> Result<Duration, String> {
-    parse_duration(s).map_err(|e| e.to_string())
-}
 
 /// Simulator engine settings: a preset and overrides of its vLLM flags and model constants.
 #[derive(Debug, Clone, clap::Args)]
@@ -57,23 +52,23 @@ pub struct EngineFlags {
     #[arg(long, default_value = "0.26", help_heading = "vLLM engine")]
     pub metrics_dialect: String,
     /// Host (CPU) time per engine step, e.g. 55ms (the L4 preset's calibrated value).
-    #[arg(long, value_parser = duration_arg, help_heading = "Model constants")]
+    #[arg(long, value_parser = crate::args::duration, help_heading = "Model constants")]
     pub host_overhead: Option<Duration>,
     /// Host time per scheduled sequence per step, e.g. 30us.
-    #[arg(long, value_parser = duration_arg, help_heading = "Model constants")]
+    #[arg(long, value_parser = crate::args::duration, help_heading = "Model constants")]
     pub host_seq_overhead: Option<Duration>,
     /// Host time per new token per step, e.g. 500ns.
-    #[arg(long, value_parser = duration_arg, help_heading = "Model constants")]
+    #[arg(long, value_parser = crate::args::duration, help_heading = "Model constants")]
     pub host_token_overhead: Option<Duration>,
     /// API-server time per streamed token, e.g. 465us: a step lasts at least this × sequences
     /// sampled (a front end sharing the engine's cores).
-    #[arg(long, value_parser = duration_arg, help_heading = "Model constants")]
+    #[arg(long, value_parser = crate::args::duration, help_heading = "Model constants")]
     pub frontend_token_overhead: Option<Duration>,
     /// Fixed GPU time per step, e.g. 500us.
-    #[arg(long, value_parser = duration_arg, help_heading = "Model constants")]
+    #[arg(long, value_parser = crate::args::duration, help_heading = "Model constants")]
     pub gpu_step_overhead: Option<Duration>,
     /// Fixed GPU time per layer per step, e.g. 20us.
-    #[arg(long, value_parser = duration_arg, help_heading = "Model constants")]
+    #[arg(long, value_parser = crate::args::duration, help_heading = "Model constants")]
     pub gpu_layer_overhead: Option<Duration>,
     /// Achieved fraction of peak memory bandwidth (0..1].
     #[arg(long, help_heading = "Model constants")]
@@ -209,7 +204,7 @@ pub struct FaultFlags {
     )]
     pub stall: f64,
     /// How long a stalled stream sends nothing.
-    #[arg(long = "fault-stall-for", default_value = "30s", value_parser = duration_arg, help_heading = "Fault injection")]
+    #[arg(long = "fault-stall-for", default_value = "30s", value_parser = crate::args::duration, help_heading = "Fault injection")]
     pub stall_for: Duration,
     /// Share of streams with one malformed (invalid JSON) SSE event.
     #[arg(
@@ -274,7 +269,7 @@ pub struct SimArgs {
     #[arg(long, default_value_t = 9400)]
     pub dcgm_port: u16,
     /// How often the emulated dcgm-exporter collects (its -c flag; 30s by default, as the real one).
-    #[arg(long, default_value = "30s", value_parser = duration_arg)]
+    #[arg(long, default_value = "30s", value_parser = crate::args::duration)]
     pub dcgm_interval: Duration,
     /// The `Hostname` label of dcgm series.
     #[arg(long, default_value = "llmscope-sim")]

@@ -1,0 +1,8 @@
+//! Value parsers shared by the commands' flags.
+
+use std::time::Duration;
+
+/// A duration flag: `30s`, `5m`, `1h30m`, `250ms`.
+pub fn duration(s: &str) -> Result<Duration, String> {
+    llmscope_core::duration::parse_duration(s).map_err(|e| e.to_string())
+}
