@@ -6,9 +6,9 @@
 
 use crate::prom_flags::PromFlags;
 use anyhow::{Context, Result, bail};
-use llmscope_core::cost::{self, BusyBasis, CostInput, CostReport, Price, TeamCost};
+use llmscope_core::cost::{self, CostInput, CostReport, Price};
+use llmscope_render::cost_report;
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -128,114 +128,11 @@ fn pairs(items: &[String], flag: &str) -> Result<BTreeMap<String, String>> {
 }
 
 fn write(r: &CostReport, format: CostFormat) -> Result<()> {
-    let mut out = std::io::stdout().lock();
-    // `+ 0.0` turns a -0.0 into 0.0: `-0.00` is never printed.
-    let f = |v: Option<f64>, d: usize| v.map_or("—".to_owned(), |v| format!("{:.d$}", v + 0.0));
-    let basis = |t: &TeamCost| match t.busy_basis {
-        Some(BusyBasis::Workload) => "workload",
-        Some(BusyBasis::Fleet) => "fleet",
-        None => "",
+    let format = match format {
+        CostFormat::Text => cost_report::Format::Text,
+        CostFormat::Json => cost_report::Format::Json,
+        CostFormat::Csv => cost_report::Format::Csv,
     };
-    match format {
-        CostFormat::Json => {
-            serde_json::to_writer_pretty(&mut out, r)?;
-            writeln!(out)?;
-        }
-        CostFormat::Csv => {
-            writeln!(
-                out,
-                "team,gpu_hours,busy_gpu_hours,busy_basis,idle_gpu_hours,cost,idle_cost,output_tokens,cost_per_million_tokens"
-            )?;
-            for t in r.teams.iter().chain([&r.totals]) {
-                let c = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
-                let team = if t.team.contains([',', '"']) {
-                    format!("\"{}\"", t.team.replace('"', "\"\""))
-                } else {
-                    t.team.clone()
-                };
-                writeln!(
-                    out,
-                    "{team},{},{},{},{},{},{},{},{}",
-                    t.gpu_hours,
-                    c(t.busy_gpu_hours),
-                    basis(t),
-                    c(t.idle_gpu_hours),
-                    c(t.cost),
-                    c(t.idle_cost),
-                    c(t.output_tokens),
-                    c(t.cost_per_million_tokens)
-                )?;
-            }
-        }
-        CostFormat::Text => {
-            writeln!(
-                out,
-                "GPU cost, {} … {}",
-                llmscope_collect::time::format_rfc3339(r.from),
-                llmscope_collect::time::format_rfc3339(r.to)
-            )?;
-            for m in &r.missing {
-                writeln!(out, "partial: missing {m}")?;
-            }
-            if r.teams.is_empty() {
-                writeln!(out, "no team held GPUs in the window (see the warnings)")?;
-            }
-            writeln!(
-                out,
-                "{:<14} {:>10} {:>10} {:>10} {:>10} {:>10} {:>12} {:>10}",
-                "team",
-                "GPU-h",
-                "busy GPU-h",
-                "idle GPU-h",
-                "cost",
-                "idle cost",
-                "out tokens",
-                "$/1M tok"
-            )?;
-            let totals = Some(&r.totals).filter(|_| !r.teams.is_empty());
-            for t in r.teams.iter().chain(totals) {
-                writeln!(
-                    out,
-                    "{:<14} {:>10} {:>10} {:>10} {:>10} {:>10} {:>12} {:>10}",
-                    t.team,
-                    f(Some(t.gpu_hours), 2),
-                    // Busy hours from the fleet average, not the team's own GPUs, are marked.
-                    match t.busy_basis {
-                        Some(BusyBasis::Fleet) => format!("{}*", f(t.busy_gpu_hours, 2)),
-                        _ => f(t.busy_gpu_hours, 2),
-                    },
-                    f(t.idle_gpu_hours, 2),
-                    f(t.cost, 2),
-                    f(t.idle_cost, 2),
-                    f(t.output_tokens, 0),
-                    f(t.cost_per_million_tokens, 2)
-                )?;
-            }
-            writeln!(out, "\nWhat to do")?;
-            for t in &r.teams {
-                writeln!(
-                    out,
-                    "  {}: {}{}",
-                    t.team,
-                    t.advice,
-                    if t.prices.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" (priced: {})", t.prices.join(", "))
-                    }
-                )?;
-            }
-            if r.teams
-                .iter()
-                .any(|t| t.busy_basis == Some(BusyBasis::Fleet))
-            {
-                writeln!(out, "  * busy from the fleet-average utilisation")?;
-            }
-            for w in &r.warnings {
-                writeln!(out, "warning: {w}")?;
-            }
-        }
-    }
-    out.flush()?;
+    cost_report::write(r, format, &mut std::io::stdout().lock())?;
     Ok(())
 }

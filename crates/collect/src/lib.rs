@@ -20,7 +20,8 @@ pub mod scrape;
 pub mod source;
 #[cfg(feature = "real-prometheus")]
 pub mod testing;
-pub mod time;
+/// Points in time as users write them (pure; lives in the core, kept here for the callers).
+pub use llmscope_core::time;
 pub mod url;
 pub mod version;
 

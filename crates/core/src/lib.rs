@@ -9,6 +9,7 @@
 //! - [`diagnose`]: signals in, one verdict with evidence out (phases, window statistics, edges,
 //!   detectors, decision table, recommendations).
 //! - [`duration`]: human durations (`5s`, `2m`, `500ms`) as used on every command line.
+//! - [`time`]: points in time as users write them (`now`, `-15m`, RFC3339, Unix seconds).
 
 pub mod catalog;
 pub mod cost;
@@ -16,3 +17,4 @@ pub mod diagnose;
 pub mod duration;
 pub mod number;
 pub mod series;
+pub mod time;

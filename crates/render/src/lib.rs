@@ -7,8 +7,10 @@
 //! - [`terminal::write`]: verdict first, then evidence, timeline, window statistics, the decision
 //!   table with the matched row marked, and the client-side latency summary.
 //! - [`markdown::write`]: the same for issues and pull requests.
+//! - [`cost_report::write`]: `llmscope cost`'s table, CSV or JSON.
 //! - [`html::write`]: one self-contained page with inline SVG charts; every label value escaped.
 
+pub mod cost_report;
 pub mod html;
 pub mod json;
 pub mod markdown;

@@ -4,7 +4,7 @@
 //! Pure: [`parse_time`] takes "now" as an argument, so results are testable and consistent
 //! across the flags of one command.
 
-use llmscope_core::duration::parse_duration;
+use crate::duration::parse_duration;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Why a time was rejected.
