@@ -36,6 +36,7 @@ pub const FAMILIES: &[Family] = &[
     f("tgi_request_input_length", Histogram, Tokens, &[])
         .note("use _sum as the prompt-token counter"),
     f("tgi_request_generated_tokens", Histogram, Tokens, &[])
+        .concept(C::GeneratedTokens)
         .note("use _sum as the generated-token counter"),
     f("tgi_request_max_new_tokens", Histogram, Tokens, &[]),
     f("tgi_batch_next_size", Histogram, Count, &[]),
