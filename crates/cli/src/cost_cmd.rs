@@ -300,7 +300,7 @@ fn write(r: &CostReport, format: CostFormat) -> Result<()> {
                 writeln!(out, "  * busy from the fleet-average utilisation")?;
             }
             for w in &r.warnings {
-                writeln!(out, "warning: {w}")?;
+                writeln!(out, "warning: {}", llmscope_core::safe::clean(w))?;
             }
         }
     }

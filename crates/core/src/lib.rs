@@ -9,10 +9,12 @@
 //! - [`diagnose`]: signals in, one verdict with evidence out (phases, window statistics, edges,
 //!   detectors, decision table, recommendations).
 //! - [`duration`]: human durations (`5s`, `2m`, `500ms`) as used on every command line.
+//! - [`safe`]: outside text made safe — control characters escaped for terminals, secrets redacted.
 
 pub mod catalog;
 pub mod cost;
 pub mod diagnose;
 pub mod duration;
 pub mod number;
+pub mod safe;
 pub mod series;

@@ -467,3 +467,42 @@ fn processes_opening_one_fresh_store_at_once_all_succeed() {
         }
     }
 }
+
+/// Issue 17: an upstream body that echoes the bearer token (registered where the client got it)
+/// or carries a token in a URL query is stored redacted — in findings, evidence, scrape messages
+/// and source URLs.
+#[test]
+fn secrets_in_outside_text_are_redacted_before_they_are_stored() {
+    llmscope_core::safe::register_secret("SECRET-store-test-42");
+    let mut store = Store::open_in_memory().unwrap();
+    let run = store.create_run(&new_run()).unwrap();
+    let mut src = source("prometheus");
+    src.url = "http://127.0.0.1:9090/?access_token=tok-in-url-1".into();
+    store.add_source(run, &src).unwrap();
+    let body = "401: bad token Bearer SECRET-store-test-42 for org";
+    let finding = Finding {
+        severity: "error".into(),
+        code: "source_failed".into(),
+        source: Some("prometheus".into()),
+        message: body.into(),
+        evidence: serde_json::json!({"body": body}),
+    };
+    store.add_findings(run, &[finding]).unwrap();
+    let mut b = Batch::new("prometheus");
+    let mut h = health(1.0, false);
+    h.message = Some(body.into());
+    b.health.push(h);
+    store.write(run, &[b]).unwrap();
+    let stored = &store.findings(run).unwrap()[0];
+    assert_eq!(stored.message, "401: bad token Bearer *** for org");
+    assert_eq!(stored.evidence["body"], "401: bad token Bearer *** for org");
+    let dump: Vec<String> = store
+        .health(run, "prometheus")
+        .unwrap()
+        .into_iter()
+        .filter_map(|h| h.message)
+        .collect();
+    assert_eq!(dump, ["401: bad token Bearer *** for org"]);
+    let url = &store.sources(run).unwrap()[0].url;
+    assert_eq!(url, "http://127.0.0.1:9090/?access_token=***");
+}
