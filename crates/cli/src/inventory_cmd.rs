@@ -160,7 +160,8 @@ impl Net {
 }
 
 pub fn read_snapshot(path: &PathBuf) -> Result<Snapshot> {
-    let text = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let limit = llmscope_check::input::files::DEFAULT_MAX_BYTES;
+    let text = llmscope_check::input::files::read_bytes(path, limit)?;
     let (snap, _) = Snapshot::parse(path.display().to_string(), &text);
     warn_page(&path.display().to_string(), &text);
     Ok(snap)
