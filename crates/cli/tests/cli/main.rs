@@ -6,6 +6,8 @@ mod common;
 
 mod check;
 mod generate;
+mod hostile;
+mod hostile_server;
 mod interrupted;
 mod load;
 mod refuse;

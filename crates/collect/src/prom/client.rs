@@ -385,9 +385,12 @@ fn escape_label_name(name: &str) -> String {
     out
 }
 
-/// The start of a non-API body, for messages: one line, printable, short.
+/// The start of a non-API body, for messages: one line, printable, short, secrets redacted
+/// (before it is cut, so that no half of a secret survives).
 fn snippet(body: &[u8]) -> String {
-    let text = String::from_utf8_lossy(&body[..body.len().min(200)]);
+    let text = String::from_utf8_lossy(&body[..body.len().min(4096)]);
+    let text = llmscope_core::safe::redact(&text);
+    let text: String = text.chars().take(200).collect();
     let line: String = text
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
