@@ -159,7 +159,7 @@ impl Net {
     }
 }
 
-pub fn read_snapshot(path: &PathBuf) -> Result<Snapshot> {
+pub fn read_snapshot(path: &std::path::Path) -> Result<Snapshot> {
     let limit = llmscope_check::input::files::DEFAULT_MAX_BYTES;
     let text = llmscope_check::input::files::read_bytes(path, limit)?;
     let (snap, _) = Snapshot::parse(path.display().to_string(), &text);
