@@ -101,7 +101,8 @@ fn redact_auth_words(text: &str) -> Option<String> {
     let mut i = 0;
     while i < bytes.len() {
         let hit = ["bearer ", "basic "].into_iter().find(|w| {
-            lower[i..].starts_with(w) && (i == 0 || !bytes[i - 1].is_ascii_alphanumeric())
+            bytes[i..].starts_with(w.as_bytes())
+                && (i == 0 || !bytes[i - 1].is_ascii_alphanumeric())
         });
         let Some(w) = hit else {
             i += 1;
@@ -267,6 +268,28 @@ mod tests {
             "Basic authentication failed"
         );
         assert!(matches!(redact("nothing here"), Cow::Borrowed(_)));
+        assert_eq!(
+            redact("é bearer tok-12345 ü basic é"),
+            "é bearer *** ü basic é",
+            "UTF-8"
+        );
+    }
+
+    proptest::proptest! {
+        /// Any text: no panic, nothing a terminal interprets survives, and a registered
+        /// secret never survives redaction, wherever it sits.
+        #[test]
+        fn any_text_is_made_safe(text in ".{0,200}", at in 0usize..200) {
+            register_secret("SECRET-prop-7777");
+            let mut cut = at.min(text.len());
+            while !text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            let with = format!("{}SECRET-prop-7777{}", &text[..cut], &text[cut..]);
+            let shown = clean(&with);
+            proptest::prop_assert!(!shown.chars().any(is_unsafe));
+            proptest::prop_assert!(!shown.contains("SECRET-prop-7777"));
+        }
     }
 
     #[test]
