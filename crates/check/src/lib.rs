@@ -6,7 +6,8 @@
 //! rules of [`finding::Rule`] against [`inventory::Inventories`] → [`Finding`]s → [`report`]
 //! writes them as text, JSON or SARIF. [`targets`] checks that collection really works (targets
 //! up, and real values in every layer).
-//! Everything here is pure: the caller fetches pages and API answers and hands them in.
+//! Everything here is pure — the caller fetches pages and API answers and hands them in — except
+//! [`input::files`], which opens the files and folders `check` is pointed at, bounded.
 
 pub mod finding;
 pub mod input;

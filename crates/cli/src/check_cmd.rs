@@ -6,11 +6,11 @@
 //! of `llmscope-check` → report (human, JSON, SARIF) → exit 1 when findings reach `--fail-on`.
 
 use crate::inventory_cmd::{InventoryArgs, InventoryPlan, load};
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use llmscope_check::input::{self, Query, Source};
 use llmscope_check::{FailOn, Finding, promql, report};
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -54,6 +54,9 @@ pub struct CheckArgs {
     /// Exit 1 when a finding reaches this severity: error, warning, info or never.
     #[arg(long, default_value = "error", value_parser = fail_on)]
     fail_on: FailOn,
+    /// The largest input file read, in MiB (only regular files are read).
+    #[arg(long, value_name = "MIB", default_value_t = input::files::DEFAULT_MAX_BYTES >> 20)]
+    max_file_size: u64,
 }
 
 /// The validated work.
@@ -65,6 +68,7 @@ pub struct CheckPlan {
     scrape_interval: Option<Duration>,
     format: String,
     fail_on: FailOn,
+    max_file_bytes: u64,
 }
 
 impl CheckArgs {
@@ -82,7 +86,11 @@ impl CheckArgs {
         }
         let mut files = Vec::new();
         for f in &self.files {
-            expand(f, &mut files)?;
+            let walk = input::files::walk(f)?;
+            for s in &walk.skipped {
+                eprintln!("note: skipped {}", llmscope_core::safe::clean(s));
+            }
+            files.extend(walk.files);
         }
         Ok(CheckPlan {
             files,
@@ -91,29 +99,9 @@ impl CheckArgs {
             scrape_interval: self.scrape_interval,
             format: self.format,
             fail_on: self.fail_on,
+            max_file_bytes: self.max_file_size.saturating_mul(1 << 20),
         })
     }
-}
-
-/// A file, or the checkable files under a directory (sorted).
-fn expand(path: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
-    let meta = std::fs::metadata(path).with_context(|| format!("{}", path.display()))?;
-    if !meta.is_dir() {
-        out.push(path.to_owned());
-        return Ok(());
-    }
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
-        .with_context(|| format!("{}", path.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .collect();
-    entries.sort();
-    for e in entries {
-        let ext = e.extension().and_then(|x| x.to_str()).unwrap_or("");
-        if e.is_dir() || matches!(ext, "promql" | "json" | "yaml" | "yml") {
-            expand(&e, out)?;
-        }
-    }
-    Ok(())
 }
 
 pub fn run(args: CheckArgs) -> Result<ExitCode> {
@@ -144,8 +132,7 @@ fn read_sources(plan: &CheckPlan) -> Result<(Vec<Query>, Vec<String>, Vec<Findin
         all.queries.push(input::text::expr(e));
     }
     for f in &plan.files {
-        let text =
-            std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?;
+        let text = input::files::read_text(f, plan.max_file_bytes)?;
         let s = input::read(&f.display().to_string(), &text);
         all.queries.extend(s.queries);
         all.recorded.extend(s.recorded);

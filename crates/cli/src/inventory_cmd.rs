@@ -18,6 +18,7 @@ use llmscope_collect::HttpClient;
 use llmscope_collect::prom::{PromClient, PromConfig};
 use llmscope_core::catalog::EngineSpec;
 use llmscope_core::catalog::detect::{self, Detection, EngineVersion};
+use llmscope_core::safe;
 use serde_json::json;
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -167,20 +168,21 @@ impl Net {
     }
 }
 
-pub fn read_snapshot(path: &PathBuf) -> Result<Snapshot> {
-    let text = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    let (snap, errors) = Snapshot::parse(path.display().to_string(), &text);
-    if let Some(e) = errors.first() {
-        eprintln!(
-            "warning: {}:{}:{}: {} ({} lines skipped)",
-            path.display(),
-            e.line,
-            e.column,
-            e.kind,
-            errors.len()
-        );
-    }
+pub fn read_snapshot(path: &std::path::Path) -> Result<Snapshot> {
+    let limit = llmscope_check::input::files::DEFAULT_MAX_BYTES;
+    let text = llmscope_check::input::files::read_bytes(path, limit)?;
+    let (snap, _) = Snapshot::parse(path.display().to_string(), &text);
+    warn_page(&path.display().to_string(), &text);
     Ok(snap)
+}
+
+/// The same warnings for a page, saved or fetched (issue 17): bad lines, duplicates, a body that
+/// is not exposition text.
+fn warn_page(source: &str, body: &[u8]) {
+    let source = llmscope_core::safe::clean(source);
+    for w in promtext::PageReport::read(body).warnings(&source) {
+        eprintln!("warning: {w}");
+    }
 }
 
 /// GETs a page; anything but a 200 is an error naming the URL.
@@ -190,7 +192,11 @@ pub async fn fetch_page(http: &HttpClient, uri: &Uri) -> Result<Vec<u8>> {
 
 /// GETs a /metrics page and, when it is vLLM's, the engine's own version beside it.
 pub async fn fetch_snapshot(http: &HttpClient, uri: &Uri) -> Result<Snapshot> {
-    Ok(llmscope_ops::page::fetch_snapshot(http, uri).await?)
+    let body = fetch_page(http, uri).await?;
+    warn_page(&uri.to_string(), &body);
+    let (mut snap, _) = Snapshot::parse(uri.to_string(), &body);
+    llmscope_ops::page::ask_version(http, uri, &mut snap).await;
+    Ok(snap)
 }
 
 // ---- the `inventory` command ----------------------------------------------------------------
@@ -327,7 +333,12 @@ fn write_json(w: &mut impl Write, s: &Shown) -> Result<()> {
 }
 
 fn write_human(w: &mut impl Write, s: &Shown) -> Result<()> {
-    writeln!(w, "{}: {} families", s.source, s.families.len())?;
+    writeln!(
+        w,
+        "{}: {} families",
+        safe::clean(&s.source),
+        s.families.len()
+    )?;
     if s.detections.is_empty() {
         writeln!(w, "engine: none the catalog knows")?;
     }
@@ -368,8 +379,8 @@ fn write_human(w: &mut impl Write, s: &Shown) -> Result<()> {
             "{:<10} {:>5}  {}  {}",
             f.ty,
             f.series,
-            f.name,
-            f.help.as_deref().unwrap_or("")
+            safe::terminal(&f.name),
+            safe::terminal(f.help.as_deref().unwrap_or(""))
         )?;
     }
     Ok(())

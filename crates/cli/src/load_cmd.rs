@@ -241,7 +241,10 @@ pub fn run(args: LoadArgs) -> Result<ExitCode> {
     }
     out.flush()?;
     if let Some(why) = &report.stopped_early {
-        eprintln!("llmscope load: stopped early: {why}");
+        eprintln!(
+            "llmscope load: stopped early: {}",
+            llmscope_core::safe::clean(why)
+        );
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
@@ -250,7 +253,7 @@ pub fn run(args: LoadArgs) -> Result<ExitCode> {
 async fn load(args: &LoadArgs) -> Result<LoadReport> {
     let plan = llmscope_loadgen::resolve(&args.spec()).await?;
     for note in &plan.notes {
-        eprintln!("note: {note}");
+        eprintln!("note: {}", llmscope_core::safe::clean(note));
     }
     let records = match &args.records {
         Some(path) => Some(RecordsFile::create(path)?),

@@ -85,7 +85,7 @@ fn main() -> ExitCode {
             if is_broken_pipe(&err) {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("error: {err:#}");
+            eprintln!("error: {}", llmscope_core::safe::clean(&format!("{err:#}")));
             ExitCode::from(2)
         }
     }

@@ -340,7 +340,12 @@ fn write_text(out: &mut impl Write, plan: &ObservePlan, o: &Outcome) -> std::io:
         )?;
     }
     for f in &o.findings {
-        writeln!(out, "{}: {}", f.severity, f.message)?;
+        writeln!(
+            out,
+            "{}: {}",
+            f.severity,
+            llmscope_core::safe::clean(&f.message)
+        )?;
     }
     Ok(())
 }

@@ -149,7 +149,11 @@ async fn direct(http: &HttpClient, uris: &[Uri]) -> Result<Collection> {
     let mut c = Collection::default();
     for uri in uris {
         let (state, body) = match fetch_page(http, uri).await {
-            Ok(body) => (("up", String::new()), body),
+            // A page that exposes nothing parseable is not a live target (issue 17).
+            Ok(body) => match promtext::PageReport::read(&body).problem() {
+                None => (("up", String::new()), body),
+                Some(why) => (("down", why), body),
+            },
             Err(e) => (("down", format!("{e:#}")), Vec::new()),
         };
         c.targets.push(TargetState {
@@ -175,8 +179,8 @@ fn human(w: &mut impl Write, checks: &[Check]) -> Result<()> {
             w,
             "{mark} {:<10} {}: {}",
             format!("{:?}", c.layer).to_lowercase(),
-            c.what,
-            c.detail
+            llmscope_core::safe::clean(&c.what),
+            llmscope_core::safe::clean(&c.detail)
         )?;
         if let Some(fix) = &c.fix {
             writeln!(w, "     fix: {fix}")?;

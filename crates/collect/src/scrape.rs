@@ -333,7 +333,12 @@ impl<'a> Context<'a> {
         health.samples = page.samples.len() as u64;
         health.up = page.error_count == 0 || !page.samples.is_empty();
         if let Some(e) = &page.first_error {
-            let why = format!("{} malformed line(s), first: {e}", page.error_count);
+            let mut why = format!("{} malformed line(s), first: {e}", page.error_count);
+            // A body that is not exposition at all is named (issue 17), as every reader names it.
+            let shape = promtext::Shape::of(&f.body).describe();
+            if let (Some(what), true) = (shape, page.samples.is_empty()) {
+                why = format!("{what}; {why}");
+            }
             self.fail(health, FailureKind::Parse, why);
             health.up = !page.samples.is_empty();
         }

@@ -118,6 +118,29 @@ impl RealPrometheus {
         )
     }
 
+    /// Waits (to a 60 s deadline) until every target was scraped at or after `t` (Unix
+    /// seconds), so a window ending at `t` is complete — a poll instead of a fixed sleep.
+    pub async fn wait_until_scraped_after(&self, t: f64) {
+        let client = self.client();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline {
+            let oldest = client.query("min(timestamp(up))", None).await;
+            if let Ok(crate::prom::api::ApiResponse {
+                data: crate::prom::api::QueryData::Vector(v),
+                ..
+            }) = oldest
+                && v.first().is_some_and(|(_, p)| p.v >= t)
+            {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!(
+            "Prometheus at {} did not scrape every target after {t} within 60 s",
+            self.addr
+        );
+    }
+
     async fn wait_until_scraped(&self, n: usize) {
         let client = self.client();
         let deadline = Instant::now() + Duration::from_secs(90);

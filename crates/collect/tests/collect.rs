@@ -670,8 +670,9 @@ async fn real_prometheus_query_range_matches_direct_scrape() {
         collect(&dcgm, live(12_000)),
         put_chat_load(sim.vllm_addr, 8, 9)
     );
-    // Let Prometheus finish the scrapes of the window's last second.
-    tokio::time::sleep(Duration::from_millis(2500)).await;
+    // Let Prometheus finish the scrapes of the window's last second (polled, not slept).
+    prom.wait_until_scraped_after(llmscope_collect::time::unix_now() + 1.0)
+        .await;
     let mut direct: HashMap<String, Series> = HashMap::new();
     for s in series_of(&vb).into_iter().chain(series_of(&db)) {
         direct.insert(s.key.to_string(), s);

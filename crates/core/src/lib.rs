@@ -9,6 +9,7 @@
 //! - [`diagnose`]: signals in, one verdict with evidence out (phases, window statistics, edges,
 //!   detectors, decision table, recommendations).
 //! - [`duration`]: human durations (`5s`, `2m`, `500ms`) as used on every command line.
+//! - [`safe`]: outside text made safe — control characters escaped for terminals, secrets redacted.
 //! - [`time`]: points in time as users write them (`now`, `-15m`, RFC3339, Unix seconds).
 
 pub mod catalog;
@@ -16,5 +17,6 @@ pub mod cost;
 pub mod diagnose;
 pub mod duration;
 pub mod number;
+pub mod safe;
 pub mod series;
 pub mod time;

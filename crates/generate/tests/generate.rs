@@ -532,7 +532,8 @@ async fn every_dashboard_query_returns_data_from_a_real_prometheus() {
     };
     let from = now();
     put_chat_load(sim.vllm_addr, 24, 15).await;
-    tokio::time::sleep(Duration::from_millis(2500)).await;
+    // Every target scraped once more after the load (polled, not slept).
+    prom.wait_until_scraped_after(now() + 1.0).await;
     let to = now();
     let client = prom.client();
     let mut exprs: Vec<(String, String)> = queries(&dashboard_of("0.26"))

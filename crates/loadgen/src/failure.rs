@@ -50,7 +50,9 @@ fn json_message(v: &Value) -> Option<String> {
 
 /// Control characters become spaces, runs of whitespace one space, and the text is cut at
 /// [`MAX_MESSAGE_BYTES`] on a character boundary (marked with `…`).
+/// Secrets are redacted first, so that the cut never leaves half of one.
 pub fn sanitise(text: &str) -> String {
+    let text = llmscope_core::safe::redact(text);
     let mut out = String::with_capacity(text.len().min(MAX_MESSAGE_BYTES + 4));
     for c in text.chars() {
         let c = if c.is_control() || c.is_whitespace() {
@@ -87,9 +89,15 @@ impl Samples {
         }
     }
 
+    /// Keeps `body` with every secret redacted: a server that echoes the API key must not put
+    /// it in the report, the store or the terminal (issue 17).
     fn keep(&mut self, body: &str) {
-        if self.bodies.len() < MAX_SAMPLES && !self.bodies.iter().any(|b| b == body) {
-            self.bodies.push(body.to_owned());
+        if self.bodies.len() >= MAX_SAMPLES {
+            return;
+        }
+        let body = llmscope_core::safe::redact(body);
+        if !self.bodies.iter().any(|b| *b == body) {
+            self.bodies.push(body.into_owned());
         }
     }
 

@@ -129,8 +129,17 @@ impl Target {
 pub struct Secret(String);
 
 impl Secret {
+    /// Wraps `s`, and registers it so that no stored or printed text ever shows it
+    /// ([`llmscope_core::safe`]).
     pub fn new(s: impl Into<String>) -> Self {
-        Secret(s.into())
+        let s = s.into();
+        llmscope_core::safe::register_secret(&s);
+        Secret(s)
+    }
+
+    /// Whether `Bearer <secret>` is a valid header value (no CR, LF or other control byte).
+    pub fn fits_a_header(&self) -> bool {
+        HeaderValue::from_str(&format!("Bearer {}", self.0)).is_ok()
     }
 }
 

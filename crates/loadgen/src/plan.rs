@@ -300,6 +300,7 @@ pub fn parse_header(line: &str) -> Result<(HeaderName, HeaderValue), PlanError> 
     let mut value =
         HeaderValue::from_str(value.trim()).map_err(|_| PlanError::Header(header_name(line)))?;
     value.set_sensitive(true);
+    llmscope_core::safe::register_secret(value.to_str().unwrap_or_default());
     Ok((name, value))
 }
 
@@ -410,6 +411,11 @@ pub async fn resolve(spec: &LoadSpec) -> Result<LoadPlan, PlanError> {
         ));
     }
     let target: Target = spec.target.parse()?;
+    if spec.api_key.as_ref().is_some_and(|k| !k.fits_a_header()) {
+        return Err(usage(
+            "--api-key (or OPENAI_API_KEY) holds a newline or another control character, which no HTTP header can carry: remove it (a key read from a file often ends with a newline: `$(tr -d '\\n' < key.txt)`)",
+        ));
+    }
     let headers = spec
         .headers
         .iter()

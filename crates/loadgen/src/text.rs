@@ -1,7 +1,10 @@
 //! The human summary of a [`LoadReport`], written to any `impl Write` (the CLI passes stdout).
+//! What the server said (model name, error bodies, why a run stopped) is outside text: it is
+//! shown through [`clean`] (secrets redacted, control characters escaped; issue 17).
 
 use crate::report::{LoadReport, StageReport, Summary};
 use llmscope_core::number::thousands;
+use llmscope_core::safe::clean;
 use std::io::{self, Write};
 
 /// Writes the summary table: one block per stage, then the total when there are several.
@@ -14,10 +17,12 @@ pub fn write_summary(r: &LoadReport, w: &mut impl Write) -> io::Result<()> {
     writeln!(
         w,
         "target  {}  model {}  {} ({mode})",
-        r.target, r.model, r.endpoint
+        clean(&r.target),
+        clean(&r.model),
+        r.endpoint
     )?;
     if let Some(why) = &r.stopped_early {
-        writeln!(w, "stopped early: {why}")?;
+        writeln!(w, "stopped early: {}", clean(why))?;
     }
     if r.interrupted {
         writeln!(
@@ -179,7 +184,7 @@ fn write_failures(s: &StageReport, w: &mut impl Write) -> io::Result<()> {
     for (kind, f) in &s.failures {
         writeln!(w, "  failed      {kind} × {}", f.count)?;
         for b in &f.bodies {
-            writeln!(w, "                server said: {b}")?;
+            writeln!(w, "                server said: {}", clean(b))?;
         }
     }
     Ok(())

@@ -34,14 +34,6 @@ pub async fn fetch_page(http: &HttpClient, uri: &Uri) -> Result<Vec<u8>, OpsErro
     Ok(got.body.to_vec())
 }
 
-/// GETs a /metrics page and, when it is vLLM's, the engine's own version beside it.
-pub async fn fetch_snapshot(http: &HttpClient, uri: &Uri) -> Result<Snapshot, OpsError> {
-    let body = fetch_page(http, uri).await?;
-    let (mut snap, _) = Snapshot::parse(uri.to_string(), &body);
-    ask_version(http, uri, &mut snap).await;
-    Ok(snap)
-}
-
 /// Asks the vLLM engine behind the page at `metrics` its version (`GET /version` beside it) and
 /// records it on `snap`. Other exporters are not asked; a /version that fails or says nothing
 /// readable leaves the range the names give — it is a hint, not a requirement.

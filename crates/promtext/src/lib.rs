@@ -7,6 +7,8 @@
 //!   tokens of one line and `group` assigns samples to families by `# TYPE`.
 //! - [`family`]: [`parse_families`] collects the stream into [`Family`] values plus the
 //!   [`ParseError`]s of the bad lines (lenient) or the first one (strict).
+//! - [`page`]: [`PageReport`], what a whole page says about itself (bad lines, duplicate
+//!   series, a body that is JSON or binary) — the one warning every reader of a page prints.
 //! - [`text`], [`labels`], [`sample`]: the borrowed value types ([`Escaped`] strings with lazy
 //!   unescaping, [`Labels`], [`Sample`]); [`error`]: [`ParseError`] and [`ErrorKind`].
 //!
@@ -39,6 +41,7 @@ pub mod fmt;
 mod group;
 pub mod labels;
 mod lex;
+pub mod page;
 pub mod parse;
 pub mod sample;
 pub mod text;
@@ -47,6 +50,7 @@ pub mod write;
 pub use error::{ErrorKind, ParseError};
 pub use family::{Family, parse_families, parse_families_with};
 pub use labels::{Label, Labels};
+pub use page::{PageReport, Shape};
 pub use parse::{Event, Format, ParseOptions, Parser};
 pub use sample::{Exemplar, Sample, Suffix, Timestamp};
 pub use text::Escaped;

@@ -1,9 +1,11 @@
 //! `llmscope cost`'s report: per team GPU-hours (reserved, busy, idle), cost, idle cost, output
 //! tokens and cost per million tokens, with what to do — as a table, CSV or JSON. A value the
 //! inputs do not give is shown as absent (`—`, or empty in CSV), never as 0; `-0.00` is never
-//! printed.
+//! printed. Team names and the server's warnings come from outside: control characters are
+//! shown escaped and secrets redacted.
 
 use llmscope_core::cost::{BusyBasis, CostReport, TeamCost};
+use llmscope_core::safe::clean;
 use llmscope_core::time::format_rfc3339;
 use std::io::Write;
 
@@ -63,7 +65,7 @@ pub fn write(r: &CostReport, format: Format, mut out: impl Write) -> std::io::Re
                 format_rfc3339(r.to)
             )?;
             for m in &r.missing {
-                writeln!(out, "partial: missing {m}")?;
+                writeln!(out, "partial: missing {}", clean(m))?;
             }
             if r.teams.is_empty() {
                 writeln!(out, "no team held GPUs in the window (see the warnings)")?;
@@ -85,7 +87,7 @@ pub fn write(r: &CostReport, format: Format, mut out: impl Write) -> std::io::Re
                 writeln!(
                     out,
                     "{:<14} {:>10} {:>10} {:>10} {:>10} {:>10} {:>12} {:>10}",
-                    t.team,
+                    clean(&t.team),
                     f(Some(t.gpu_hours), 2),
                     // Busy hours from the fleet average, not the team's own GPUs, are marked.
                     match t.busy_basis {
@@ -104,7 +106,7 @@ pub fn write(r: &CostReport, format: Format, mut out: impl Write) -> std::io::Re
                 writeln!(
                     out,
                     "  {}: {}{}",
-                    t.team,
+                    clean(&t.team),
                     t.advice,
                     if t.prices.is_empty() {
                         String::new()
@@ -120,7 +122,7 @@ pub fn write(r: &CostReport, format: Format, mut out: impl Write) -> std::io::Re
                 writeln!(out, "  * busy from the fleet-average utilisation")?;
             }
             for w in &r.warnings {
-                writeln!(out, "warning: {w}")?;
+                writeln!(out, "warning: {}", clean(w))?;
             }
         }
     }

@@ -1,7 +1,9 @@
-//! The terminal report: verdict first, then why, then the numbers.
+//! The terminal report: verdict first, then why, then the numbers. Text that came from outside
+//! (context lines, findings, the server's words) goes through `safe::clean` (issue 17).
 
 use crate::{Report, client_rows, failures, num, rel, t0};
 use llmscope_core::diagnose::DECISION_TABLE;
+use llmscope_core::safe::clean;
 use std::io::{self, Write};
 
 /// Writes the report; `color` adds ANSI emphasis for a terminal.
@@ -17,7 +19,7 @@ pub fn write(r: &Report, out: &mut impl Write, color: bool) -> io::Result<()> {
         writeln!(out, "(simulated stack: llmscope sim, not real hardware)")?;
     }
     for line in &r.context {
-        writeln!(out, "  {line}")?;
+        writeln!(out, "  {}", clean(line))?;
     }
     if let Some(i) = &r.interrupted {
         writeln!(out, "\n{b}Run {}{e}", i.warning())?;
@@ -41,7 +43,7 @@ pub fn write(r: &Report, out: &mut impl Write, color: bool) -> io::Result<()> {
         for (kind, bodies) in kinds {
             writeln!(out, "  {kind}")?;
             for body in bodies {
-                writeln!(out, "    server said: {body}")?;
+                writeln!(out, "    server said: {}", clean(body))?;
             }
         }
     }
@@ -73,7 +75,7 @@ pub fn write(r: &Report, out: &mut impl Write, color: bool) -> io::Result<()> {
     if !others.is_empty() {
         writeln!(out, "\n{b}Other findings{e}")?;
         for f in others {
-            writeln!(out, "  [{:?}] {}: {}", f.severity, f.id, f.message)?;
+            writeln!(out, "  [{:?}] {}: {}", f.severity, f.id, clean(&f.message))?;
         }
     }
     timeline(r, out, zero)?;

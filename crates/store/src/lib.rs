@@ -196,10 +196,10 @@ impl Store {
     }
 
     fn setup(mut conn: Connection) -> Result<Store, StoreError> {
-        conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        conn.busy_timeout(BUSY_TIMEOUT)?;
         // WAL: readers (`llmscope runs`) never block the writer, and a killed writer loses only
         // its uncommitted transaction. NORMAL sync is durable across process crashes.
-        let _: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+        enable_wal(&conn)?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         // A 16 MiB page cache keeps the hot B-tree pages (series, blocks, scrapes) in memory:
         // without it inserts re-read pages through read(2). Blocks are appended, so a larger
@@ -224,6 +224,28 @@ impl Store {
     /// The schema version of the open store.
     pub fn schema_version(&self) -> Result<u32, StoreError> {
         schema::version(&self.conn)
+    }
+}
+
+/// How long an open or a write waits for another process's lock before it fails.
+const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Switches the store to WAL. On a new store, a second process switching at the same moment gets
+/// `SQLITE_BUSY` at once — SQLite does not call the busy handler for a journal-mode change — so
+/// it is retried here until [`BUSY_TIMEOUT`] (issue 17).
+fn enable_wal(conn: &Connection) -> Result<(), StoreError> {
+    let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+    loop {
+        match conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0)) {
+            Ok(_) => return Ok(()),
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            Err(e) => return Err(e.into()),
+        }
     }
 }
 

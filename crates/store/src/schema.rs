@@ -25,7 +25,7 @@
 use crate::StoreError;
 use crate::block;
 use llmscope_core::series::Point;
-use rusqlite::{Connection, Transaction};
+use rusqlite::{Connection, Transaction, TransactionBehavior};
 
 /// One migration: SQL, or code for what SQL cannot do (packing binary blocks).
 pub enum Migration {
@@ -175,24 +175,34 @@ fn v2(tx: &Transaction<'_>) -> Result<(), StoreError> {
 }
 
 /// Brings the store up to [`CURRENT_VERSION`]; returns the version it found.
+///
+/// Each step reads the version and migrates inside one `BEGIN IMMEDIATE` transaction, so two
+/// processes opening one new store at once cannot both see version 0 and both create the
+/// tables (issue 17): the second waits (busy timeout) for the first's write lock, then reads the
+/// version the first committed. A deferred transaction would read first and fail to upgrade.
 pub fn migrate(conn: &mut Connection) -> Result<u32, StoreError> {
-    let found = version(conn)?;
-    if found > CURRENT_VERSION {
-        return Err(StoreError::NewerSchema {
-            found,
-            supported: CURRENT_VERSION,
-        });
-    }
-    for (i, step) in MIGRATIONS.iter().enumerate().skip(found as usize) {
-        let tx = conn.transaction()?;
+    let mut found = None;
+    loop {
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let at = version(&tx)?;
+        found.get_or_insert(at);
+        if at > CURRENT_VERSION {
+            return Err(StoreError::NewerSchema {
+                found: at,
+                supported: CURRENT_VERSION,
+            });
+        }
+        let Some(step) = MIGRATIONS.get(at as usize) else {
+            tx.commit()?;
+            return Ok(found.unwrap_or(at));
+        };
         match step {
             Migration::Sql(sql) => tx.execute_batch(sql)?,
             Migration::Code(run) => run(&tx)?,
         }
-        tx.pragma_update(None, "user_version", i as u32 + 1)?;
+        tx.pragma_update(None, "user_version", at + 1)?;
         tx.commit()?;
     }
-    Ok(found)
 }
 
 #[cfg(test)]

@@ -3,10 +3,16 @@
 //! [`Store::write`] is the hot path: one transaction per call, cached prepared statements, a
 //! series-id cache so a scrape that repeats last interval's series does no lookups in SQLite, and
 //! one packed `blocks` row per batch (see `block.rs`) instead of a row per sample.
+//!
+//! Every outside text that is stored (configuration, source URLs, scrape messages, request
+//! errors and records, findings and their evidence) goes through [`llmscope_core::safe::redact`]
+//! first: a 401 body that echoes the bearer token, or a token in a URL query, never reaches the
+//! store (issue 17).
 
 use crate::block;
 use crate::owner::Owner;
 use crate::{Finding, NewRun, RequestRow, RunId, RunStatus, SourceSpec, Store, StoreError};
+use llmscope_core::safe::redact;
 use llmscope_core::series::{Batch, ScrapeHealth, SeriesKey};
 use rusqlite::{OptionalExtension, Transaction, params};
 use std::collections::hash_map::Entry;
@@ -77,7 +83,7 @@ impl Store {
                 from,
                 to,
                 run.tool_version,
-                run.config.to_string(),
+                redact(&run.config.to_string()),
                 run.planned_s,
                 owner.as_ref().map(|o| o.pid),
                 owner.as_ref().map(|o| o.start_ticks as i64),
@@ -166,7 +172,7 @@ impl Store {
         self.conn.execute(
             "INSERT INTO sources (run_id, name, kind, url) VALUES (?1, ?2, ?3, ?4)
              ON CONFLICT (run_id, name) DO NOTHING",
-            params![run, spec.name, spec.kind, spec.url],
+            params![run, spec.name, spec.kind, redact(&spec.url)],
         )?;
         let id = self.source_id(run, &spec.name)?;
         Ok(id)
@@ -242,10 +248,10 @@ impl Store {
                     r.end_unix_ns as i64,
                     r.first_token_unix_ns.map(|t| t as i64),
                     r.status,
-                    r.error,
+                    r.error.as_deref().map(redact),
                     r.prompt_tokens,
                     r.output_tokens,
-                    r.record.to_string()
+                    redact(&r.record.to_string())
                 ])?;
             }
         }
@@ -265,8 +271,8 @@ impl Store {
                     f.severity,
                     f.code,
                     f.source,
-                    f.message,
-                    f.evidence.to_string()
+                    redact(&f.message),
+                    redact(&f.evidence.to_string())
                 ],
             )?;
         }
@@ -398,7 +404,7 @@ fn insert_health(
             h.samples as i64,
             h.failure.map(|f| f.as_str()),
             h.status,
-            h.message
+            h.message.as_deref().map(redact)
         ])?;
     }
     Ok(())

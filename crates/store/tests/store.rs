@@ -415,3 +415,94 @@ fn a_killed_writer_leaves_every_committed_batch_readable() {
     assert_eq!(samples % PER_BATCH, 0, "a batch is all there or not at all");
     assert_eq!(run.series, PER_BATCH as u64);
 }
+
+const OPEN_CHILD_ENV: &str = "LLMSCOPE_STORE_OPEN_CHILD";
+
+/// The child half of the concurrent-open test: waits for the parent's "go" file (so every child
+/// opens at the same moment), opens the store and reports the outcome on stdout.
+fn open_child(path: &str) {
+    let go = std::path::PathBuf::from(format!("{path}.go"));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !go.exists() && Instant::now() < deadline {
+        std::thread::yield_now();
+    }
+    match Store::open(path) {
+        Ok(store) => println!("opened v{}", store.schema_version().unwrap()),
+        Err(e) => println!("failed {e}"),
+    }
+}
+
+/// Issue 17: two processes opening one new store at once used to race (`table runs already
+/// exists`, `database is locked`) because the schema version was read outside the migration's
+/// transaction. Several processes open each of several fresh stores at the same moment.
+#[test]
+fn processes_opening_one_fresh_store_at_once_all_succeed() {
+    if let Ok(path) = std::env::var(OPEN_CHILD_ENV) {
+        return open_child(&path);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for round in 0..5 {
+        let path = dir.path().join(format!("fresh-{round}.db"));
+        let children: Vec<_> = (0..6)
+            .map(|_| {
+                Command::new(std::env::current_exe().unwrap())
+                    .args([
+                        "--exact",
+                        "processes_opening_one_fresh_store_at_once_all_succeed",
+                        "--nocapture",
+                        "--quiet",
+                    ])
+                    .env(OPEN_CHILD_ENV, &path)
+                    .stdout(Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        std::fs::write(format!("{}.go", path.display()), b"").unwrap();
+        for child in children {
+            let out = child.wait_with_output().unwrap();
+            let text = String::from_utf8_lossy(&out.stdout);
+            let want = format!("opened v{}", llmscope_store::schema::CURRENT_VERSION);
+            assert!(text.contains(&want), "round {round}: {text}");
+        }
+    }
+}
+
+/// Issue 17: an upstream body that echoes the bearer token (registered where the client got it)
+/// or carries a token in a URL query is stored redacted — in findings, evidence, scrape messages
+/// and source URLs.
+#[test]
+fn secrets_in_outside_text_are_redacted_before_they_are_stored() {
+    llmscope_core::safe::register_secret("SECRET-store-test-42");
+    let mut store = Store::open_in_memory().unwrap();
+    let run = store.create_run(&new_run()).unwrap();
+    let mut src = source("prometheus");
+    src.url = "http://127.0.0.1:9090/?access_token=tok-in-url-1".into();
+    store.add_source(run, &src).unwrap();
+    let body = "401: bad token Bearer SECRET-store-test-42 for org";
+    let finding = Finding {
+        severity: "error".into(),
+        code: "source_failed".into(),
+        source: Some("prometheus".into()),
+        message: body.into(),
+        evidence: serde_json::json!({"body": body}),
+    };
+    store.add_findings(run, &[finding]).unwrap();
+    let mut b = Batch::new("prometheus");
+    let mut h = health(1.0, false);
+    h.message = Some(body.into());
+    b.health.push(h);
+    store.write(run, &[b]).unwrap();
+    let stored = &store.findings(run).unwrap()[0];
+    assert_eq!(stored.message, "401: bad token Bearer *** for org");
+    assert_eq!(stored.evidence["body"], "401: bad token Bearer *** for org");
+    let dump: Vec<String> = store
+        .health(run, "prometheus")
+        .unwrap()
+        .into_iter()
+        .filter_map(|h| h.message)
+        .collect();
+    assert_eq!(dump, ["401: bad token Bearer *** for org"]);
+    let url = &store.sources(run).unwrap()[0].url;
+    assert_eq!(url, "http://127.0.0.1:9090/?access_token=***");
+}

@@ -13,6 +13,7 @@ use crate::finding::Location;
 use crate::promql::analyze::{INTERVAL_S, RANGE_S, RATE_INTERVAL_S};
 use crate::promql::labels::VAR_PREFIX;
 use serde_json::Value;
+use std::collections::HashMap;
 
 /// Reads a dashboard (or a `{"dashboard": …}` export).
 pub fn read(file: &str, content: &str) -> Source {
@@ -39,6 +40,8 @@ pub fn read(file: &str, content: &str) -> Source {
         file,
         content,
         cursor: 0,
+        places: Places::new(content),
+        lines: Lines::new(content),
         queries: Vec::new(),
     };
     r.panels(dash.get("panels"));
@@ -69,6 +72,8 @@ struct Reader<'a> {
     content: &'a str,
     /// Where the last expression was found, so repeated expressions get their own lines.
     cursor: usize,
+    places: Places<'a>,
+    lines: Lines,
     queries: Vec<Query>,
 }
 
@@ -160,14 +165,81 @@ impl Reader<'_> {
         let Ok(quoted) = serde_json::to_string(expr) else {
             return (None, None);
         };
-        let at = self.content[self.cursor..]
-            .find(&quoted)
-            .map(|i| i + self.cursor)
-            .or_else(|| self.content.find(&quoted));
-        let Some(at) = at else { return (None, None) };
+        let Some(at) = self.places.next_at(&quoted, self.cursor) else {
+            return (None, None);
+        };
         self.cursor = at + quoted.len();
-        let (line, col) = crate::promql::parse::line_col(self.content, at + 1);
+        let (line, col) = self.lines.line_col(self.content, at + 1);
         (Some(line), Some(col))
+    }
+}
+
+/// Where each `"expr"` and `"query"` string value is in the file, found in one pass, so that
+/// locating every query is linear in the file's size (issue 17: searching the text from the
+/// start for each query was quadratic; a 50 MB dashboard never finished).
+struct Places<'a> {
+    at: HashMap<&'a str, Vec<usize>>,
+}
+
+impl<'a> Places<'a> {
+    fn new(content: &'a str) -> Self {
+        let bytes = content.as_bytes();
+        let mut at: HashMap<&str, Vec<usize>> = HashMap::new();
+        let (mut i, mut key): (usize, &str) = (0, "");
+        while let Some(start) = memchr::memchr(b'"', &bytes[i..]).map(|o| o + i) {
+            let mut end = start + 1;
+            while end < bytes.len() && bytes[end] != b'"' {
+                end += if bytes[end] == b'\\' { 2 } else { 1 };
+            }
+            let end = end.min(bytes.len() - 1);
+            let literal = &content[start..=end];
+            let rest = &bytes[end + 1..];
+            let next = rest.iter().find(|b| !b.is_ascii_whitespace());
+            if next == Some(&b':') {
+                key = literal;
+            } else if matches!(key, "\"expr\"" | "\"query\"") {
+                at.entry(literal).or_default().push(start);
+            }
+            i = end + 1;
+        }
+        Places { at }
+    }
+
+    /// The first place of `literal` at or after `cursor`, else its first place.
+    fn next_at(&self, literal: &str, cursor: usize) -> Option<usize> {
+        let places = self.at.get(literal)?;
+        let i = places.partition_point(|&p| p < cursor);
+        places.get(i).or(places.first()).copied()
+    }
+}
+
+/// Line starts of the file, and the last position asked, so that columns are counted from there
+/// when the next position is further on the same line (a minified dashboard is one line).
+struct Lines {
+    starts: Vec<usize>,
+    last: Option<(usize, u32)>,
+}
+
+impl Lines {
+    fn new(content: &str) -> Self {
+        let nl = memchr::memchr_iter(b'\n', content.as_bytes()).map(|i| i + 1);
+        Lines {
+            starts: std::iter::once(0).chain(nl).collect(),
+            last: None,
+        }
+    }
+
+    /// 1-based line and column (in characters) of byte `offset`.
+    fn line_col(&mut self, content: &str, offset: usize) -> (u32, u32) {
+        let line = self.starts.partition_point(|&s| s <= offset) - 1;
+        let start = self.starts[line];
+        let (from, col) = match self.last {
+            Some((at, col)) if at >= start && at <= offset => (at, col),
+            _ => (start, 1),
+        };
+        let col = col + content[from..offset].chars().count() as u32;
+        self.last = Some((offset, col));
+        (line as u32 + 1, col)
     }
 }
 

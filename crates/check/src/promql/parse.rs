@@ -2,6 +2,13 @@
 //! positions (its syntax errors are all "invalid promql query"), so [`parse`] locates them
 //! itself: the shortest prefix that reproduces a lexer error, an unbalanced bracket, or the
 //! function a semantic error names.
+//!
+//! Before the parser sees an expression, [`limits`] bounds it (issue 17): its length, its
+//! bracket nesting and its number of binary operators. The parsed tree is as deep as those two
+//! together, and every walk over it (the linter's rules, and dropping it) recurses, so an
+//! expression past them would overflow the stack instead of failing with a message. Locating an
+//! error re-parses prefixes (quadratic), so it is done only on expressions up to
+//! [`LOCATE_MAX_LEN`].
 
 use promql_parser::parser::{self, Expr};
 
@@ -14,10 +21,25 @@ pub struct PromqlError {
     pub offset: Option<usize>,
 }
 
+/// The longest expression read, in bytes (Grafana and rule expressions are rarely over 10 KiB).
+pub const MAX_LEN: usize = 256 << 10;
+/// The deepest bracket nesting read: `(`, `[`, `{`.
+pub const MAX_NESTING: usize = 128;
+/// The most binary operators in one expression (`a + b + …`, `or`, comparisons). With
+/// [`MAX_NESTING`] this bounds the tree's depth to ~630, which the rules walk in ~1.3 MiB of stack
+/// in a debug build (a test thread has 2 MiB, the CLI's main thread 8 MiB).
+pub const MAX_OPERATORS: usize = 500;
+/// Errors of expressions up to this length are located; longer ones are reported without.
+pub const LOCATE_MAX_LEN: usize = 8 << 10;
+
 /// Parses `expr`, locating the error when it fails.
 pub fn parse(expr: &str) -> Result<Expr, PromqlError> {
+    limits(expr)?;
     parser::parse(expr).map_err(|message| {
-        let offset = locate(expr, &message);
+        let offset = (expr.len() <= LOCATE_MAX_LEN)
+            .then(|| locate(expr, &message))
+            .flatten()
+            .or_else(|| unbalanced(expr).map(|(at, _)| at));
         let message = match (message.as_str(), unbalanced(expr), offset) {
             ("invalid promql query", Some((_, what)), _) => format!("invalid promql query: {what}"),
             ("invalid promql query", None, Some(at)) => {
@@ -35,6 +57,92 @@ pub fn parse(expr: &str) -> Result<Expr, PromqlError> {
         };
         PromqlError { message, offset }
     })
+}
+
+/// Refuses an expression past [`MAX_LEN`], [`MAX_NESTING`] or [`MAX_OPERATORS`], at the place
+/// the limit is crossed. One pass, outside strings and comments.
+pub fn limits(expr: &str) -> Result<(), PromqlError> {
+    if expr.len() > MAX_LEN {
+        return Err(PromqlError {
+            message: format!(
+                "the expression is {} KiB long; llmscope reads at most {} KiB (split it into recording rules)",
+                expr.len() >> 10,
+                MAX_LEN >> 10
+            ),
+            offset: None,
+        });
+    }
+    let (mut depth, mut braces, mut operators) = (0usize, 0usize, 0usize);
+    let mut quote: Option<char> = None;
+    let (mut escaped, mut comment) = (false, false);
+    let mut prev = ' ';
+    let mut word = String::new();
+    let too = |at: usize, message: String| {
+        Err(PromqlError {
+            message,
+            offset: Some(at),
+        })
+    };
+    for (i, c) in expr.char_indices() {
+        if comment {
+            comment = c != '\n';
+            continue;
+        }
+        if let Some(q) = quote {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                _ if c == q => quote = None,
+                _ => {}
+            }
+            continue;
+        }
+        if c.is_ascii_alphanumeric() || c == '_' {
+            word.push(c.to_ascii_lowercase());
+        } else {
+            if matches!(word.as_str(), "and" | "or" | "unless" | "atan2") {
+                operators += 1;
+            }
+            word.clear();
+        }
+        let next_is_eq = expr[i + c.len_utf8()..].starts_with('=');
+        // Inside `{…}`, `!=` and `=~` are matchers, not operators. `==`, `!=`, `<=`, `>=` count
+        // once, at their first character.
+        let operator = braces == 0
+            && match c {
+                '+' | '-' | '*' | '/' | '%' | '^' | '<' | '>' => true,
+                '=' | '!' => next_is_eq && !matches!(prev, '=' | '<' | '>' | '!'),
+                _ => false,
+            };
+        operators += usize::from(operator);
+        match c {
+            '"' | '\'' | '`' => quote = Some(c),
+            '#' => comment = true,
+            '(' | '[' => depth += 1,
+            '{' => (depth, braces) = (depth + 1, braces + 1),
+            ')' | ']' => depth = depth.saturating_sub(1),
+            '}' => (depth, braces) = (depth.saturating_sub(1), braces.saturating_sub(1)),
+            _ => {}
+        }
+        prev = c;
+        if depth > MAX_NESTING {
+            return too(
+                i,
+                format!(
+                    "the expression nests brackets more than {MAX_NESTING} deep; llmscope reads at most {MAX_NESTING} (split it into recording rules)"
+                ),
+            );
+        }
+        if operators > MAX_OPERATORS {
+            return too(
+                i,
+                format!(
+                    "the expression has more than {MAX_OPERATORS} binary operators; llmscope reads at most {MAX_OPERATORS} (split it into recording rules)"
+                ),
+            );
+        }
+    }
+    Ok(())
 }
 
 fn locate(expr: &str, message: &str) -> Option<usize> {
@@ -129,6 +237,72 @@ pub fn line_col(text: &str, offset: usize) -> (u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn linted(expr: &str) -> Vec<crate::promql::Hit> {
+        let mut inv = crate::Inventories::new();
+        let spec = "vllm@0.26".parse().expect("spec");
+        inv.push(Box::new(crate::inventory::engine::CatalogInventory::new(
+            spec,
+        )));
+        crate::promql::check_expr(expr, &inv, crate::promql::Context::default())
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_where_it_crosses_the_limit() {
+        let deep = format!("{}up{}", "abs(".repeat(10_000), ")".repeat(10_000));
+        let e = parse(&deep).unwrap_err();
+        assert!(e.message.contains("more than 128 deep"), "{}", e.message);
+        assert_eq!(e.offset, Some(4 * MAX_NESTING + 3), "the 129th `(`");
+    }
+
+    #[test]
+    fn long_operator_chains_are_refused_and_the_limits_themselves_are_linted() {
+        let chain = |n: usize| vec!["vllm:num_requests_running"; n].join(" + ");
+        let e = parse(&chain(7_400)).unwrap_err();
+        assert!(
+            e.message.contains("more than 500 binary operators"),
+            "{}",
+            e.message
+        );
+        assert!(parse(&chain(MAX_OPERATORS + 2)).is_err());
+        // At both limits at once the tree is as deep as it gets; the rules walk it on a 2 MiB
+        // test thread without overflowing.
+        let deepest = format!(
+            "{}{}{}",
+            "abs(".repeat(MAX_NESTING),
+            chain(MAX_OPERATORS + 1),
+            ")".repeat(MAX_NESTING)
+        );
+        assert!(parse(&deepest).is_ok());
+        let hits = linted(&deepest);
+        assert!(
+            hits.iter()
+                .all(|h| h.finding.rule != crate::finding::Rule::ParseError)
+        );
+    }
+
+    #[test]
+    fn matchers_strings_and_comments_are_not_operators() {
+        let many = vec![r#"a!="x-y+z""#; 2_000].join(",");
+        assert!(limits(&format!("m{{{many}}}")).is_ok());
+        assert!(limits(&format!("m # {}", "+".repeat(5_000))).is_ok());
+        assert!(
+            limits(&"x".repeat(MAX_LEN + 1))
+                .unwrap_err()
+                .message
+                .contains("KiB")
+        );
+    }
+
+    #[test]
+    fn a_long_invalid_expression_fails_in_linear_time() {
+        // 60 KiB with the error at the end: locating it by re-parsing prefixes would be
+        // quadratic; past LOCATE_MAX_LEN only the bracket check runs.
+        let text = format!("{} +", vec!["up"; 400].join(" or "));
+        let text = format!("{text}{}", " ".repeat(60_000));
+        let e = parse(&text).unwrap_err();
+        assert_eq!(e.offset, None);
+    }
 
     #[test]
     fn valid_expressions_parse() {

@@ -26,7 +26,9 @@ pub fn json(out: &Output) -> Value {
     })
 }
 
-pub fn free_port() -> u16 {
+/// A port that refuses connections: bound by the OS, then closed. Only for tests of an
+/// unreachable server — nothing is started on it (servers under test bind `:0` themselves).
+pub fn closed_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -51,37 +53,67 @@ impl Drop for Reaper {
     }
 }
 
-/// `llmscope sim ARGS…` in the background; killed on drop.
-pub fn start_sim(args: &[&str]) -> Reaper {
-    let child = Command::new(env!("CARGO_BIN_EXE_llmscope"))
-        .arg("sim")
-        .args(args)
-        .stdout(Stdio::null())
+/// `llmscope sim` on ports the OS gives (`--port 0`) with dcgm collecting every `dcgm_interval`
+/// (and `extra` flags): the child (killed on drop) and its vLLM and dcgm `host:port`s, read from
+/// the URLs it prints once it listens — no port is picked, dropped and hoped free (issue 17).
+pub fn sim_on_free_ports(dcgm_interval: &str, extra: &[&str]) -> (Reaper, String, String) {
+    let (child, addrs) = sim_listening(dcgm_interval, extra);
+    (child, addrs["vllm"].clone(), addrs["dcgm"].clone())
+}
+
+/// [`sim_on_free_ports`] with the Kueue / kube-state-metrics pages too: also their `host:port`.
+pub fn sim_with_cluster(dcgm_interval: &str, extra: &[&str]) -> (Reaper, String, String, String) {
+    let extra = [extra, &["--cluster-port", "0"]].concat();
+    let (child, addrs) = sim_listening(dcgm_interval, &extra);
+    let a = |k: &str| addrs[k].clone();
+    (child, a("vllm"), a("dcgm"), a("kueue"))
+}
+
+fn sim_listening(
+    dcgm_interval: &str,
+    extra: &[&str],
+) -> (Reaper, std::collections::HashMap<String, String>) {
+    use std::io::BufRead;
+    let mut args = vec!["sim", "--dcgm-interval", dcgm_interval, "--port", "0"];
+    args.extend_from_slice(&["--dcgm-port", "0"]);
+    args.extend_from_slice(extra);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_llmscope"))
+        .args(&args)
+        .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    Reaper(child)
-}
-
-/// `llmscope sim` on free ports with dcgm collecting every `dcgm_interval` (and `extra` flags):
-/// the child (killed on drop) and its vLLM and dcgm `host:port`s.
-pub fn sim_on_free_ports(dcgm_interval: &str, extra: &[&str]) -> (Reaper, String, String) {
-    let (vllm, dcgm) = (free_port().to_string(), free_port().to_string());
-    let mut args = vec![
-        "--dcgm-interval",
-        dcgm_interval,
-        "--port",
-        &vllm,
-        "--dcgm-port",
-        &dcgm,
-    ];
-    args.extend_from_slice(extra);
-    let child = start_sim(&args);
-    (
-        child,
-        format!("127.0.0.1:{vllm}"),
-        format!("127.0.0.1:{dcgm}"),
-    )
+    let stdout = child.stdout.take().unwrap();
+    let reaper = Reaper(child);
+    let want = if extra.contains(&"--cluster-port") {
+        3
+    } else {
+        2
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    // A thread reads the lines (`vllm http://127.0.0.1:PORT`), so the wait has a deadline.
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let mut parts = line.split_whitespace();
+            if let (Some(k), Some(url)) = (parts.next(), parts.next()) {
+                let hostport = url.trim_start_matches("http://").split('/').next();
+                let _ = tx.send((k.to_owned(), hostport.unwrap_or("").to_owned()));
+            }
+        }
+    });
+    let mut addrs = std::collections::HashMap::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while addrs.len() < want {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let (k, v) = rx
+            .recv_timeout(left)
+            .expect("llmscope sim never said where it listens");
+        addrs.insert(k, v);
+    }
+    (reaper, addrs)
 }
 
 /// `llmscope load` of `concurrency` closed-loop workers on the server at `host_port` for
@@ -114,6 +146,19 @@ pub fn prometheus(name: &str, jobs: &[String]) -> Option<RealPrometheus> {
         .build()
         .unwrap()
         .block_on(RealPrometheus::start(name, jobs))
+}
+
+/// Waits (to a deadline) until `prom` scraped every target at or after `t`: a poll, not a sleep.
+pub fn scraped_after(prom: &RealPrometheus, t: f64) {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(prom.wait_until_scraped_after(t));
+}
+
+pub fn unix_now() -> f64 {
+    llmscope_collect::time::unix_now()
 }
 
 /// Waits (to a 20 s deadline) until something accepts connections on `host_port`.

@@ -63,12 +63,7 @@ fn gate_one(mut client: TcpStream, upstream: SocketAddr, header: &str) {
 
 #[test]
 fn every_prometheus_command_connects_through_a_prefix_and_a_required_header() {
-    let cluster = free_port();
-    let (_sim, vllm, dcgm) = sim_on_free_ports(
-        "1s",
-        &["--teams", "example", "--cluster-port", &cluster.to_string()],
-    );
-    let at = |port: u16| format!("127.0.0.1:{port}");
+    let (_sim, vllm, dcgm, cluster) = sim_with_cluster("1s", &["--teams", "example"]);
     let jobs = [
         job(
             "vllm",
@@ -77,8 +72,8 @@ fn every_prometheus_command_connects_through_a_prefix_and_a_required_header() {
             ", labels: {namespace: llm-search}",
         ),
         job("dcgm", &dcgm, "/metrics", ""),
-        job("kueue", &at(cluster), "/kueue/metrics", ""),
-        job("ksm", &at(cluster), "/ksm/metrics", ""),
+        job("kueue", &cluster, "/kueue/metrics", ""),
+        job("ksm", &cluster, "/ksm/metrics", ""),
     ];
     let prefix = "/tenant/prometheus";
     let Some(prometheus) = tokio::runtime::Builder::new_current_thread()

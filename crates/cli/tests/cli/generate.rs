@@ -93,9 +93,18 @@ fn a_live_simulator_is_detected_and_its_names_used() {
     cfg.dialect = Dialect::parse("0.10").unwrap();
     cfg.dcgm_interval = Duration::from_millis(100);
     let sim = rt.block_on(serve::start(cfg)).unwrap();
-    std::thread::sleep(Duration::from_millis(300));
     let vllm = format!("{}/metrics", sim.vllm_url());
     let dcgm = sim.dcgm_url();
+    // Until the emulated dcgm-exporter has collected once (polled to a deadline, not slept).
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let collected = || {
+        let out = llmscope(&["inventory", &dcgm]);
+        String::from_utf8_lossy(&out.stdout).contains("DCGM_FI_DEV_GPU_UTIL")
+    };
+    while !collected() {
+        assert!(std::time::Instant::now() < deadline, "dcgm never collected");
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let out = llmscope(&["dashboard", "--metrics-url", &vllm, "--metrics-url", &dcgm]);
     rt.block_on(sim.shutdown());
     let text = stdout(&out);

@@ -108,7 +108,18 @@ async fn ctrl_c_stops_drains_and_still_reports() {
         "--format",
         "json",
     ]);
-    std::thread::sleep(Duration::from_millis(1500));
+    // Until the load is really running (requests reached the server), then Ctrl-C: polled to a
+    // deadline, not slept, so a slow start on a loaded machine does not signal too early.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while server
+        .seen
+        .requests
+        .load(std::sync::atomic::Ordering::Relaxed)
+        < 8
+    {
+        assert!(Instant::now() < deadline, "the load never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let pid = child.id().to_string();
     let kill = Command::new("kill")
         .args(["-INT", &pid])

@@ -7,6 +7,8 @@ mod common;
 mod check;
 mod connect;
 mod generate;
+mod hostile;
+mod hostile_server;
 mod interrupted;
 mod load;
 mod refuse;

@@ -1,7 +1,7 @@
 //! Issue 12, points 5–6, through the binary: a dead or refusing Prometheus is an error (exit 2,
 //! naming it), never a number; inputs the CLI must refuse before doing anything.
 
-use crate::common::{free_port, llmscope, temp_dir};
+use crate::common::{closed_port, llmscope, temp_dir};
 use std::io::{Read, Write};
 use std::net::TcpListener;
 
@@ -12,7 +12,7 @@ fn stderr(out: &std::process::Output) -> String {
 /// Before: `total -0.00 …` on stdout and exit 0.
 #[test]
 fn cost_against_a_dead_prometheus_is_an_error_naming_it() {
-    let url = format!("http://127.0.0.1:{}", free_port()); // bound, then closed: refuses
+    let url = format!("http://127.0.0.1:{}", closed_port()); // bound, then closed: refuses
     let out = llmscope(&["cost", "--prometheus", &url, "--from", "-1h"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let err = stderr(&out);
@@ -71,7 +71,7 @@ fn observe_for_0_s_is_refused_before_any_run_is_stored() {
     let out = llmscope(&[
         "observe",
         "--scrape",
-        &format!("http://127.0.0.1:{}/metrics", free_port()),
+        &format!("http://127.0.0.1:{}/metrics", closed_port()),
         "--duration",
         "0",
         "--db",
@@ -101,7 +101,7 @@ fn observe_for_0_s_is_refused_before_any_run_is_stored() {
 #[test]
 fn load_beyond_the_descriptor_limit_is_refused_with_the_numbers() {
     let bin = env!("CARGO_BIN_EXE_llmscope");
-    let url = format!("http://127.0.0.1:{}", free_port());
+    let url = format!("http://127.0.0.1:{}", closed_port());
     let out = std::process::Command::new("bash")
         .args(["-c", r#"ulimit -n 256 && exec "$0" "$@""#, bin])
         .args([

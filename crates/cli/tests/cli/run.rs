@@ -2,7 +2,8 @@
 //! `report`, `compare` and the HTML report — as a user runs them, through the binary.
 
 use crate::common::{
-    free_port, job, json, llmscope, prometheus, put_load, sim_on_free_ports, temp_dir,
+    closed_port, job, json, llmscope, prometheus, put_load, sim_on_free_ports, sim_with_cluster,
+    temp_dir,
 };
 
 #[test]
@@ -73,7 +74,7 @@ fn default_run_finds_the_batch_limit_and_stores_it() {
 /// A real target whose metrics do not answer stops the run before any baseline or load.
 #[test]
 fn an_unreachable_engine_is_refused_before_the_run() {
-    let port = free_port().to_string();
+    let port = closed_port().to_string();
     let target = format!("http://127.0.0.1:{port}");
     let db = temp_dir("run-unreachable").join("r.db");
     let out = llmscope(&["run", "--target", &target, "--db", db.to_str().unwrap()]);
@@ -188,12 +189,7 @@ fn diagnose_reads_a_past_window_from_a_real_prometheus() {
 /// within a scrape interval.
 #[test]
 fn cost_matches_the_teams_file_through_a_real_prometheus() {
-    let cluster = free_port();
-    let (_sim, vllm, dcgm) = sim_on_free_ports(
-        "1s",
-        &["--teams", "example", "--cluster-port", &cluster.to_string()],
-    );
-    let at = |port: u16| format!("127.0.0.1:{port}");
+    let (_sim, vllm, dcgm, cluster) = sim_with_cluster("1s", &["--teams", "example"]);
     let jobs = [
         job(
             "vllm",
@@ -210,14 +206,14 @@ fn cost_matches_the_teams_file_through_a_real_prometheus() {
             ", labels: {namespace: gpu-operator}",
         )
         .replace("honor_labels: true", "honor_labels: false"),
-        job("kueue", &at(cluster), "/kueue/metrics", ""),
-        job("ksm", &at(cluster), "/ksm/metrics", ""),
+        job("kueue", &cluster, "/kueue/metrics", ""),
+        job("ksm", &cluster, "/ksm/metrics", ""),
     ];
     let Some(prometheus) = prometheus("cost", &jobs) else {
         return;
     };
     put_load(&vllm, "8", "10s");
-    std::thread::sleep(std::time::Duration::from_secs(2));
+    crate::common::scraped_after(&prometheus, crate::common::unix_now() + 1.0);
     let url = prometheus.url();
     let out = llmscope(&[
         "cost",

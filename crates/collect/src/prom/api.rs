@@ -80,6 +80,10 @@ struct Envelope<T> {
     infos: Vec<String>,
 }
 
+fn redact(text: &str) -> String {
+    llmscope_core::safe::redact(text).into_owned()
+}
+
 /// Decodes an envelope whose data is a `T`.
 pub fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<ApiResponse<T>, PromError> {
     let env: Envelope<T> = serde_json::from_slice(body).map_err(|e| PromError::Decode {
@@ -88,7 +92,11 @@ pub fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<ApiResponse<T>, PromEr
     if env.status != "success" {
         return Err(PromError::Api {
             error_type: ErrorType::parse(env.error_type.as_deref().unwrap_or("")),
-            message: env.error.unwrap_or_else(|| "no error message".into()),
+            // Upstream words may echo the token or the tenant (issue 17).
+            message: env.error.map_or_else(
+                || "no error message".into(),
+                |e| llmscope_core::safe::redact(&e).into_owned(),
+            ),
         });
     }
     let data = env.data.ok_or_else(|| PromError::Decode {
@@ -96,8 +104,8 @@ pub fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<ApiResponse<T>, PromEr
     })?;
     Ok(ApiResponse {
         data,
-        warnings: env.warnings,
-        infos: env.infos,
+        warnings: env.warnings.iter().map(|w| redact(w)).collect(),
+        infos: env.infos.iter().map(|w| redact(w)).collect(),
     })
 }
 

@@ -24,8 +24,12 @@ pub const MAX_POINTS: u64 = 10_000;
 pub struct Secret(String);
 
 impl Secret {
+    /// Wraps `s`, and registers it so that no stored or printed text ever shows it
+    /// ([`llmscope_core::safe`]).
     pub fn new(s: impl Into<String>) -> Self {
-        Secret(s.into())
+        let s = s.into();
+        llmscope_core::safe::register_secret(&s);
+        Secret(s)
     }
 }
 
@@ -79,6 +83,12 @@ pub struct PromClient {
 
 impl PromClient {
     pub fn new(cfg: PromConfig, http: HttpClient) -> Self {
+        // Header values marked sensitive (X-Scope-OrgID, proxy tokens) are secrets too.
+        for (_, v) in cfg.headers.iter().filter(|(_, v)| v.is_sensitive()) {
+            if let Ok(v) = v.to_str() {
+                llmscope_core::safe::register_secret(v);
+            }
+        }
         let headers = headers(&cfg);
         PromClient { cfg, headers, http }
     }
@@ -375,9 +385,12 @@ fn escape_label_name(name: &str) -> String {
     out
 }
 
-/// The start of a non-API body, for messages: one line, printable, short.
+/// The start of a non-API body, for messages: one line, printable, short, secrets redacted
+/// (before it is cut, so that no half of a secret survives).
 fn snippet(body: &[u8]) -> String {
-    let text = String::from_utf8_lossy(&body[..body.len().min(200)]);
+    let text = String::from_utf8_lossy(&body[..body.len().min(4096)]);
+    let text = llmscope_core::safe::redact(&text);
+    let text: String = text.chars().take(200).collect();
     let line: String = text
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })

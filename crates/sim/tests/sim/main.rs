@@ -222,8 +222,15 @@ async fn metrics_pages_parse_and_carry_every_vllm_0_26_name() {
     {
         assert!(names.contains(want), "missing {want}");
     }
-    tokio::time::sleep(Duration::from_millis(600)).await;
-    let dcgm = http(sim.dcgm_addr, "GET", "/metrics", "", "").await.body;
+    // Until the emulated dcgm-exporter has collected once (polled to a deadline, not slept).
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let dcgm = loop {
+        let body = http(sim.dcgm_addr, "GET", "/metrics", "", "").await.body;
+        if body.contains("DCGM_FI_DEV_POWER_USAGE{") || std::time::Instant::now() > deadline {
+            break body;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
     let (families, errors) = promtext::parse_families(dcgm.as_bytes());
     assert!(errors.is_empty(), "{errors:?}");
     let fb = families

@@ -1,0 +1,250 @@
+//! A small hostile HTTP server for the hostile-input suite (issue 17): plain threads on
+//! `127.0.0.1:0`, one mode per path. It serves what a broken or malicious exporter might:
+//!
+//! - `/random`: 64 KiB of pseudo-random bytes as `text/plain`;
+//! - `/broken`: a page with broken lines and a duplicate series;
+//! - `/quoted`: a page saved as one JSON string (`"# HELP …\n…"`);
+//! - `/evil`: HELP texts holding terminal escapes and CR/LF;
+//! - `/endless`: a chunked body that never ends (until the client hangs up);
+//! - `/bomb`: a gzip body that inflates to 150 MiB (from ~1 MiB on the wire);
+//! - `/silent`: reads the request and never answers;
+//! - `/401…`: a 401 whose body echoes the `Authorization` and `X-Scope-OrgID` headers and the
+//!   request line (so a token in the URL comes back too), like some proxies do.
+//!
+//! The listener is bound before its port is known, so there is no bind-and-drop race.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// A running hostile server; stops accepting when dropped.
+pub struct Hostile {
+    pub addr: String,
+    stop: Arc<AtomicBool>,
+}
+
+impl Hostile {
+    pub fn start() -> Hostile {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        let addr = listener.local_addr().unwrap().to_string();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopping = stop.clone();
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                if stopping.load(Ordering::Relaxed) {
+                    break;
+                }
+                let Ok(conn) = conn else { continue };
+                let stopping = stopping.clone();
+                std::thread::spawn(move || serve(conn, &stopping));
+            }
+        });
+        Hostile { addr, stop }
+    }
+
+    /// `http://ADDR/PATH`.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+}
+
+impl Drop for Hostile {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        let _ = TcpStream::connect(&self.addr); // wakes the accept loop
+    }
+}
+
+/// The request line and headers (lower-cased names).
+fn read_request(conn: &TcpStream) -> Option<(String, Vec<(String, String)>)> {
+    let mut r = BufReader::new(conn.try_clone().ok()?);
+    let mut line = String::new();
+    r.read_line(&mut line).ok()?;
+    let mut headers = Vec::new();
+    loop {
+        let mut h = String::new();
+        if r.read_line(&mut h).ok()? == 0 || h.trim().is_empty() {
+            break;
+        }
+        if let Some((k, v)) = h.split_once(':') {
+            headers.push((k.trim().to_ascii_lowercase(), v.trim().to_owned()));
+        }
+    }
+    Some((line.trim().to_owned(), headers))
+}
+
+fn serve(mut conn: TcpStream, stop: &AtomicBool) {
+    let Some((line, headers)) = read_request(&conn) else {
+        return;
+    };
+    let path = line.split_whitespace().nth(1).unwrap_or("/").to_owned();
+    let header = |name: &str| {
+        headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map_or("", |(_, v)| v.as_str())
+            .to_owned()
+    };
+    let _ = match path.split('?').next().unwrap_or("") {
+        "/random" => respond(&mut conn, 200, "text/plain", &[], &random_bytes(64 << 10)),
+        "/broken" => respond(&mut conn, 200, "text/plain", &[], BROKEN.as_bytes()),
+        "/quoted" => {
+            let quoted = serde_json::to_string(GOOD).unwrap();
+            respond(&mut conn, 200, "text/plain", &[], quoted.as_bytes())
+        }
+        "/evil" => respond(&mut conn, 200, "text/plain", &[], EVIL.as_bytes()),
+        "/endless" => endless(&mut conn),
+        "/bomb" => respond(
+            &mut conn,
+            200,
+            "text/plain",
+            &[("Content-Encoding", "gzip")],
+            &gzip_bomb(150 << 20),
+        ),
+        "/silent" => {
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Ok(())
+        }
+        p if p.starts_with("/401") || p.starts_with("/api/") => {
+            let body = format!(
+                "{{\"status\":\"error\",\"error\":\"unauthorized: {} rejected for org {} on {}\"}}",
+                header("authorization"),
+                header("x-scope-orgid"),
+                line
+            );
+            respond(&mut conn, 401, "application/json", &[], body.as_bytes())
+        }
+        _ => respond(&mut conn, 404, "text/plain", &[], b"not here\n"),
+    };
+}
+
+fn respond(
+    conn: &mut TcpStream,
+    status: u16,
+    ctype: &str,
+    extra: &[(&str, &str)],
+    body: &[u8],
+) -> std::io::Result<()> {
+    let mut head = format!(
+        "HTTP/1.1 {status} X\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    for (k, v) in extra {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    conn.write_all(head.as_bytes())?;
+    conn.write_all(body)?;
+    conn.flush()
+}
+
+/// Valid-looking chunks for ever: only the client's body cap or timeout ends it.
+fn endless(conn: &mut TcpStream) -> std::io::Result<()> {
+    conn.write_all(
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n",
+    )?;
+    let chunk: String = (0..1000).map(|i| format!("m{{i=\"{i}\"}} 1\n")).collect();
+    let framed = format!("{:x}\r\n{chunk}\r\n", chunk.len());
+    loop {
+        conn.write_all(framed.as_bytes())?;
+    }
+}
+
+/// xorshift bytes: deterministic noise.
+pub fn random_bytes(n: usize) -> Vec<u8> {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect()
+}
+
+/// A gzip member whose deflate stream (one fixed-Huffman block: a literal `0`, then
+/// back-references of 258 bytes at distance 1) inflates to about `size` zero bytes. Written by
+/// hand: compressing that much with a library in a debug build takes seconds. The trailer's
+/// CRC is not computed — a reader must stop at its cap long before it.
+pub fn gzip_bomb(size: usize) -> Vec<u8> {
+    let mut out = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
+    let mut bits = BitWriter::default();
+    bits.put(1, 1); // BFINAL
+    bits.put(1, 2); // BTYPE = 01, fixed Huffman
+    bits.code(0b0011_0000, 8); // literal 0
+    for _ in 0..size / 258 {
+        bits.code(0b1100_0101, 8); // length code 285 = 258
+        bits.code(0, 5); // distance code 0 = 1
+    }
+    bits.code(0, 7); // end of block (256)
+    out.extend(bits.finish());
+    out.extend([0; 8]); // CRC32 and ISIZE, not computed
+    out
+}
+
+#[derive(Default)]
+struct BitWriter {
+    out: Vec<u8>,
+    acc: u32,
+    n: u32,
+}
+
+impl BitWriter {
+    /// `n` bits of `v`, least significant first (header fields, extra bits).
+    fn put(&mut self, v: u32, n: u32) {
+        self.acc |= v << self.n;
+        self.n += n;
+        while self.n >= 8 {
+            self.out.push(self.acc as u8);
+            self.acc >>= 8;
+            self.n -= 8;
+        }
+    }
+
+    /// A Huffman code of `n` bits, most significant first.
+    fn code(&mut self, code: u32, n: u32) {
+        let rev = code.reverse_bits() >> (32 - n);
+        self.put(rev, n);
+    }
+
+    fn finish(mut self) -> Vec<u8> {
+        if self.n > 0 {
+            self.out.push(self.acc as u8);
+        }
+        self.out
+    }
+}
+
+/// A clean page (quoted as JSON by `/quoted`).
+pub const GOOD: &str = "# HELP up Whether the target is up.\n# TYPE up gauge\nup 1\n";
+
+/// Broken lines (3 and 5) and a duplicate series (line 6).
+pub const BROKEN: &str = "# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{engine=\"0\"} 3
+vllm:num_requests_waiting{engine=\"0\" 2
+# TYPE vllm:kv_cache_usage_perc gauge
+vllm:kv_cache_usage_perc{engine=\"0\"} 0.1 zz
+vllm:num_requests_running{engine=\"0\"} 4
+";
+
+/// HELP texts with an OSC title change, a screen clear, and a forged line (raw CR, escaped LF).
+pub const EVIL: &str = "# HELP evil_metric evil\x1b]0;PWNED\x07\x1b[2J\r\\nFAKE: all good
+# TYPE evil_metric gauge
+evil_metric 1
+";
+
+#[test]
+fn the_bomb_inflates_to_its_size() {
+    use std::io::Read;
+    let bomb = gzip_bomb(1 << 20);
+    let mut d = flate2::read::GzDecoder::new(&bomb[..]);
+    let mut got = Vec::new();
+    let _ = d.read_to_end(&mut got); // the CRC is not computed: an error at the very end
+    assert_eq!(got.len(), 1 + (1 << 20) / 258 * 258);
+    assert!(got.iter().all(|b| *b == 0));
+}

@@ -1,0 +1,299 @@
+//! Outside text made safe to show and to keep (issue 17).
+//!
+//! Strings that came from a server or a file (model names, HELP texts, error bodies, label
+//! values, URLs) reach terminals, logs and the store. Two things go wrong with them:
+//! - **terminal control**: an escape sequence in a model name retitles or clears the user's
+//!   terminal, a CR/LF forges output lines. [`terminal`] shows every control character escaped
+//!   (`\x1b`, `\r`, `\n`, `\u{202e}`), so the text prints as one inert line.
+//! - **secrets**: a 401 body that echoes the bearer token, a token in a URL's query string. Every
+//!   secret the process is given (API key, bearer token, basic-auth password, header values) is
+//!   registered once with [`register_secret`] where it enters a client; [`redact`] removes every
+//!   registered secret and every secret-shaped thing (`Bearer …`, `Basic …`, `token=…` query
+//!   parameters, `user:password@` in URLs) from a string before it is stored or printed.
+//!
+//! [`clean`] is both, for text that is printed; [`redact`] alone for text that is stored (the
+//! store keeps the exact bytes, a renderer makes them terminal-safe when showing them).
+//!
+//! The registry is process-global on purpose: secrets are known at the command line's edge and
+//! text reaches the store and the terminal through many layers; a registry cannot be forgotten
+//! on one of those paths. Registering is idempotent and cheap; redacting costs one scan per
+//! registered secret.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+use std::sync::RwLock;
+
+/// What a removed secret is replaced with.
+pub const REDACTED: &str = "***";
+
+/// Secrets shorter than this are not registered: replacing a 1–3 character string everywhere
+/// would wreck unrelated text, and such a value protects nothing.
+const MIN_SECRET_LEN: usize = 4;
+
+static SECRETS: RwLock<Vec<String>> = RwLock::new(Vec::new());
+
+/// Query parameters whose values are secrets (compared case-insensitively).
+const SECRET_PARAMS: &[&str] = &[
+    "token",
+    "access_token",
+    "id_token",
+    "refresh_token",
+    "api_key",
+    "apikey",
+    "api-key",
+    "key",
+    "password",
+    "passwd",
+    "secret",
+    "client_secret",
+    "auth",
+    "authorization",
+    "signature",
+    "sig",
+    "x-amz-signature",
+    "x-amz-security-token",
+];
+
+/// Registers `secret` (trimmed) so that [`redact`] removes it from every later string.
+pub fn register_secret(secret: &str) {
+    let secret = secret.trim();
+    if secret.len() < MIN_SECRET_LEN {
+        return;
+    }
+    let mut all = SECRETS.write().unwrap_or_else(|e| e.into_inner());
+    if !all.iter().any(|s| s == secret) {
+        all.push(secret.to_owned());
+        // Longest first, so a secret that contains another is removed whole.
+        all.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    }
+}
+
+/// `text` with every registered secret and every secret-shaped thing replaced by [`REDACTED`].
+pub fn redact(text: &str) -> Cow<'_, str> {
+    let mut out = Cow::Borrowed(text);
+    {
+        let all = SECRETS.read().unwrap_or_else(|e| e.into_inner());
+        for s in all.iter() {
+            if out.contains(s.as_str()) {
+                out = Cow::Owned(out.replace(s.as_str(), REDACTED));
+            }
+        }
+    }
+    if let Some(r) = redact_auth_words(&out) {
+        out = Cow::Owned(r);
+    }
+    if let Some(r) = redact_urls(&out) {
+        out = Cow::Owned(r);
+    }
+    out
+}
+
+/// `Bearer xyz` / `Basic xyz` (any case) → `Bearer ***`.
+fn redact_auth_words(text: &str) -> Option<String> {
+    let lower = text.to_ascii_lowercase();
+    if !lower.contains("bearer ") && !lower.contains("basic ") {
+        return None;
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = 0;
+    let mut changed = false;
+    let bytes = lower.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let hit = ["bearer ", "basic "].into_iter().find(|w| {
+            bytes[i..].starts_with(w.as_bytes())
+                && (i == 0 || !bytes[i - 1].is_ascii_alphanumeric())
+        });
+        let Some(w) = hit else {
+            i += 1;
+            continue;
+        };
+        let start = i + w.len();
+        let end = start
+            + text[start..]
+                .find(|c: char| {
+                    c.is_whitespace() || matches!(c, '"' | '\'' | ',' | ';' | '}' | ')')
+                })
+                .unwrap_or(text.len() - start);
+        if looks_like_token(&text[start..end]) {
+            out.push_str(&text[rest..start]);
+            out.push_str(REDACTED);
+            rest = end;
+            changed = true;
+        }
+        i = end.max(i + 1);
+    }
+    out.push_str(&text[rest..]);
+    changed.then_some(out)
+}
+
+/// A credential after `Bearer`/`Basic`: 8+ characters with a digit or one of `._-+/=~` (so
+/// "Basic authentication failed" keeps its words; a registered secret is removed regardless).
+fn looks_like_token(word: &str) -> bool {
+    word.len() >= 8
+        && !word.starts_with(REDACTED)
+        && word
+            .chars()
+            .any(|c| c.is_ascii_digit() || "._-+/=~".contains(c))
+}
+
+/// In every URL of `text`: `user:password@` → `***@`, secret query values → `***`.
+fn redact_urls(text: &str) -> Option<String> {
+    if !text.contains("://") && !text.contains('?') {
+        return None;
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut changed = false;
+    let mut rest = text;
+    while let Some(at) = rest.find(['?', '&', '@']) {
+        let (before, tail) = rest.split_at(at);
+        out.push_str(before);
+        let sep = &tail[..1];
+        let tail = &tail[1..];
+        let end = tail
+            .find(|c: char| c.is_whitespace() || matches!(c, '&' | '#' | '"' | '\'' | '>' | ')'))
+            .unwrap_or(tail.len());
+        let param = &tail[..end];
+        if sep == "@" {
+            // userinfo: the text from the last `://` before this `@`.
+            if let Some(s) = out.rfind("://")
+                && !out[s + 3..].contains(|c: char| c.is_whitespace() || "/\"',;<>".contains(c))
+                && out.len() > s + 3
+            {
+                out.truncate(s + 3);
+                out.push_str(REDACTED);
+                changed = true;
+            }
+            out.push('@');
+            rest = tail;
+            continue;
+        }
+        out.push_str(sep);
+        match param.split_once('=') {
+            Some((name, value))
+                if !value.is_empty()
+                    && value != REDACTED
+                    && SECRET_PARAMS.iter().any(|p| p.eq_ignore_ascii_case(name)) =>
+            {
+                let _ = write!(out, "{name}={REDACTED}");
+                changed = true;
+            }
+            _ => out.push_str(param),
+        }
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    changed.then_some(out)
+}
+
+/// `text` with every control character shown escaped: C0 controls (`\n`, `\r`, `\t`, `\x1b`…),
+/// DEL, C1 controls and the bidirectional overrides that reorder what a terminal shows.
+pub fn terminal(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(is_unsafe) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x100 && is_unsafe(c) => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            c if is_unsafe(c) => {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
+fn is_unsafe(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// Text from outside, ready to print: secrets redacted, then control characters escaped.
+pub fn clean(text: &str) -> String {
+    terminal(&redact(text)).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_and_line_breaks_become_visible() {
+        let evil = "evil\x1b]0;PWNED\x07\x1b[2J\r\nFAKE: ok\u{202e}";
+        let shown = terminal(evil);
+        assert_eq!(
+            shown,
+            "evil\\x1b]0;PWNED\\x07\\x1b[2J\\r\\nFAKE: ok\\u{202e}"
+        );
+        assert!(!shown.chars().any(char::is_control));
+        assert!(matches!(terminal("Qwen/Qwen2.5-3B é"), Cow::Borrowed(_)));
+        assert_eq!(terminal("a\u{9b}b"), "a\\x9bb", "C1 CSI");
+    }
+
+    #[test]
+    fn registered_secrets_are_removed_everywhere() {
+        register_secret("  SECRET-registered-123\n");
+        register_secret("ab"); // too short: ignored
+        let body = r#"{"error":"token SECRET-registered-123 is not valid for ab"}"#;
+        assert_eq!(redact(body), r#"{"error":"token *** is not valid for ab"}"#);
+    }
+
+    #[test]
+    fn secret_shapes_are_removed_without_registration() {
+        assert_eq!(
+            redact("401: Authorization: Bearer eyJhbGciOi.x.y rejected"),
+            "401: Authorization: Bearer *** rejected"
+        );
+        assert_eq!(redact("basic dXNlcjpwdw=="), "basic ***");
+        assert_eq!(
+            redact("GET http://h:9090/api/v1/query?query=up&access_token=abc123&x=1 failed"),
+            "GET http://h:9090/api/v1/query?query=up&access_token=***&x=1 failed"
+        );
+        assert_eq!(
+            redact("see http://u:pw@host/m now"),
+            "see http://***@host/m now"
+        );
+        assert_eq!(redact("mail a@b.c"), "mail a@b.c", "not a URL");
+        let json = r#"{"url":"http://host","m":"a@b"}"#;
+        assert_eq!(redact(json), json, "an @ after a URL, not inside it");
+        assert_eq!(
+            redact("Basic authentication failed"),
+            "Basic authentication failed"
+        );
+        assert!(matches!(redact("nothing here"), Cow::Borrowed(_)));
+        assert_eq!(
+            redact("é bearer tok-12345 ü basic é"),
+            "é bearer *** ü basic é",
+            "UTF-8"
+        );
+    }
+
+    proptest::proptest! {
+        /// Any text: no panic, nothing a terminal interprets survives, and a registered
+        /// secret never survives redaction, wherever it sits.
+        #[test]
+        fn any_text_is_made_safe(text in ".{0,200}", at in 0usize..200) {
+            register_secret("SECRET-prop-7777");
+            let mut cut = at.min(text.len());
+            while !text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            let with = format!("{}SECRET-prop-7777{}", &text[..cut], &text[cut..]);
+            let shown = clean(&with);
+            proptest::prop_assert!(!shown.chars().any(is_unsafe));
+            proptest::prop_assert!(!shown.contains("SECRET-prop-7777"));
+        }
+    }
+
+    #[test]
+    fn clean_does_both() {
+        assert_eq!(clean("Bearer tok-12345\r\n"), "Bearer ***\\r\\n");
+    }
+}
