@@ -18,10 +18,23 @@ pub enum Rule {
     ShortRateWindow,
     ExporterAttribution,
     ParseError,
+    UncoveredProducer,
+    BucketRatio,
+    RateOfSum,
+    LifetimeAverage,
+    StepsAsTokens,
+    FractionAsPercent,
+    UnusedVariable,
+    IgnoredVariable,
+    NothingChecked,
+    FallbackChangesMeaning,
+    UnreachableThreshold,
+    SummedFraction,
+    OtherDialect,
 }
 
 impl Rule {
-    pub const ALL: [Rule; 10] = [
+    pub const ALL: [Rule; 23] = [
         Rule::UnknownMetric,
         Rule::RenamedMetric,
         Rule::MissingLabel,
@@ -32,6 +45,19 @@ impl Rule {
         Rule::ShortRateWindow,
         Rule::ExporterAttribution,
         Rule::ParseError,
+        Rule::UncoveredProducer,
+        Rule::BucketRatio,
+        Rule::RateOfSum,
+        Rule::LifetimeAverage,
+        Rule::StepsAsTokens,
+        Rule::FractionAsPercent,
+        Rule::UnusedVariable,
+        Rule::IgnoredVariable,
+        Rule::NothingChecked,
+        Rule::FallbackChangesMeaning,
+        Rule::UnreachableThreshold,
+        Rule::SummedFraction,
+        Rule::OtherDialect,
     ];
 
     pub fn id(self) -> &'static str {
@@ -46,6 +72,19 @@ impl Rule {
             Rule::ShortRateWindow => "short-rate-window",
             Rule::ExporterAttribution => "exporter-attribution",
             Rule::ParseError => "parse-error",
+            Rule::UncoveredProducer => "uncovered-producer",
+            Rule::BucketRatio => "bucket-ratio",
+            Rule::RateOfSum => "rate-of-sum",
+            Rule::LifetimeAverage => "lifetime-average",
+            Rule::StepsAsTokens => "steps-as-tokens",
+            Rule::FractionAsPercent => "fraction-as-percent",
+            Rule::UnusedVariable => "unused-variable",
+            Rule::IgnoredVariable => "ignored-variable",
+            Rule::NothingChecked => "nothing-checked",
+            Rule::FallbackChangesMeaning => "fallback-changes-meaning",
+            Rule::UnreachableThreshold => "unreachable-threshold",
+            Rule::SummedFraction => "summed-fraction",
+            Rule::OtherDialect => "other-dialect",
         }
     }
 
@@ -68,6 +107,39 @@ impl Rule {
                 "dcgm series selected by pod/namespace labels that belong to the exporter"
             }
             Rule::ParseError => "PromQL or a file that does not parse",
+            Rule::UncoveredProducer => {
+                "names of a producer (router, gateway, cache, exporter) that no inventory covers: not checked, said once"
+            }
+            Rule::BucketRatio => "rate(x_bucket) / rate(x_bucket): 1 per bucket, not a mean",
+            Rule::RateOfSum => {
+                "rate(x_sum) alone: seconds (or tokens) per second, not a latency or a size"
+            }
+            Rule::LifetimeAverage => {
+                "x_sum / x_count without rate(): the mean since the process started, not the current one"
+            }
+            Rule::StepsAsTokens => {
+                "rate(vllm:iteration_tokens_total_count) shown as tokens/s: it counts engine steps"
+            }
+            Rule::FractionAsPercent => {
+                "a 0..1 fraction on a panel titled as a percent without a percentunit unit"
+            }
+            Rule::UnusedVariable => "a dashboard variable that no panel uses",
+            Rule::IgnoredVariable => {
+                "a dashboard variable that most panels filter on and some ignore"
+            }
+            Rule::NothingChecked => "a file in which no expression could be checked",
+            Rule::FallbackChangesMeaning => {
+                "`a or b` whose arms are different quantities (not one quantity's names in two versions)"
+            }
+            Rule::UnreachableThreshold => {
+                "a threshold the value cannot reach: above 1 on a 0..1 fraction, beyond a histogram's finite buckets for a quantile"
+            }
+            Rule::SummedFraction => {
+                "sum over an engine's 0..1 fraction across engines or pods: max or avg is meant"
+            }
+            Rule::OtherDialect => {
+                "an expression in MetricsQL (VictoriaMetrics), not PromQL: named, not linted"
+            }
         }
     }
 }

@@ -177,7 +177,7 @@ mod tests {
                 .as_array()
                 .unwrap()
                 .len(),
-            10
+            Rule::ALL.len()
         );
     }
 

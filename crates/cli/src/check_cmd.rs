@@ -106,17 +106,21 @@ impl CheckArgs {
 
 pub fn run(args: CheckArgs) -> Result<ExitCode> {
     let plan = args.plan()?;
-    let (queries, recorded, mut findings) = read_sources(&plan)?;
-    let names: BTreeSet<String> = queries
+    let sources = read_sources(&plan)?;
+    let names: BTreeSet<String> = sources
         .iter()
+        .flat_map(|s| &s.queries)
         .flat_map(|q| promql::metric_names(&q.parsed))
         .collect();
     let mut inv = load(&plan.inventory, &names)?;
-    inv.add_recorded(recorded);
+    inv.add_recorded(sources.iter().flat_map(|s| s.recorded.iter().cloned()));
     if let Some(i) = plan.scrape_interval {
         inv.set_scrape_interval(i.as_secs_f64());
     }
-    findings.extend(input::check(&queries, &inv));
+    let mut findings: Vec<Finding> = sources.iter().flat_map(|s| s.errors.clone()).collect();
+    for s in &sources {
+        findings.extend(input::check_source(s, &inv));
+    }
     write(&plan, &findings, &inv.sources())?;
     Ok(if plan.fail_on.fails(&findings) {
         ExitCode::from(1)
@@ -125,20 +129,21 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
     })
 }
 
-/// Queries, recorded names and file-level errors of every input.
-fn read_sources(plan: &CheckPlan) -> Result<(Vec<Query>, Vec<String>, Vec<Finding>)> {
-    let mut all = Source::default();
-    for e in &plan.exprs {
-        all.queries.push(input::text::expr(e));
+/// Every input as a source: the `--expr`s together, then one per file.
+fn read_sources(plan: &CheckPlan) -> Result<Vec<Source>> {
+    let mut out = Vec::new();
+    if !plan.exprs.is_empty() {
+        let queries: Vec<Query> = plan.exprs.iter().map(|e| input::text::expr(e)).collect();
+        out.push(Source {
+            queries,
+            ..Source::default()
+        });
     }
     for f in &plan.files {
         let text = input::files::read_text(f, plan.max_file_bytes)?;
-        let s = input::read(&f.display().to_string(), &text);
-        all.queries.extend(s.queries);
-        all.recorded.extend(s.recorded);
-        all.errors.extend(s.errors);
+        out.push(input::read(&f.display().to_string(), &text));
     }
-    Ok((all.queries, all.recorded, all.errors))
+    Ok(out)
 }
 
 fn write(plan: &CheckPlan, findings: &[Finding], sources: &str) -> Result<()> {

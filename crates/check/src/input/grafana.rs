@@ -9,7 +9,7 @@
 //! `label_values(q, l)` is checked as `count by (l) (q)`, so both the metric and the label are.
 
 use super::{Query, Source, file_error};
-use crate::finding::Location;
+use crate::finding::{Finding, Location};
 use crate::promql::analyze::{INTERVAL_S, RANGE_S, RATE_INTERVAL_S};
 use crate::promql::labels::VAR_PREFIX;
 use serde_json::Value;
@@ -61,10 +61,179 @@ pub fn read(file: &str, content: &str) -> Source {
             ..Source::default()
         };
     }
+    let findings = variables(file, content, dash, &r.queries);
     Source {
         queries: r.queries,
+        findings,
         ..Source::default()
     }
+}
+
+/// Whether `text` refers to variable `name` (`$name`, `${name…}`, `[[name…]]`).
+fn uses(text: &str, name: &str) -> bool {
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    text.match_indices(&format!("${name}"))
+        .any(|(i, m)| !text[i + m.len()..].starts_with(ident))
+        || text.contains(&format!("${{{name}}}"))
+        || text.contains(&format!("${{{name}:"))
+        || text.contains(&format!("[[{name}]]"))
+        || text.contains(&format!("[[{name}:"))
+}
+
+/// The engine or exporter namespace of a query's first metric (`vllm`, `sglang`, `tgi`, …).
+fn namespace(q: &Query) -> Option<String> {
+    let name = crate::promql::metric_names(&q.parsed).into_iter().next()?;
+    Some(match name.split_once(':') {
+        Some((ns, _)) => ns.to_owned(),
+        None => name.split('_').next().unwrap_or_default().to_owned(),
+    })
+}
+
+/// `unused-variable` and `ignored-variable`: dashboard variables no panel uses, or that some
+/// panels filter on while others over the same metrics ignore.
+fn variables(file: &str, content: &str, dash: &Value, queries: &[Query]) -> Vec<Finding> {
+    use crate::finding::{Rule, Severity};
+    let list: Vec<&Value> = dash
+        .pointer("/templating/list")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .collect();
+    let panels: Vec<&Query> = queries
+        .iter()
+        .filter(|q| {
+            q.location
+                .context
+                .as_deref()
+                .is_some_and(|c| c.starts_with("panel "))
+        })
+        .collect();
+    let definition = |v: &Value| -> String {
+        let q = v.get("query");
+        let q = q
+            .and_then(|q| q.as_str().or_else(|| q.get("query")?.as_str()))
+            .unwrap_or("");
+        format!(
+            "{q} {}",
+            v.get("regex").and_then(Value::as_str).unwrap_or("")
+        )
+    };
+    let mut out = Vec::new();
+    for v in &list {
+        let Some(name) = v.get("name").and_then(Value::as_str) else {
+            continue;
+        };
+        let kind = v.get("type").and_then(Value::as_str).unwrap_or("");
+        if !matches!(
+            kind,
+            "query" | "custom" | "textbox" | "constant" | "interval"
+        ) || name.starts_with("__")
+        {
+            continue;
+        }
+        let in_panels = |q: &&Query| {
+            uses(&q.text, name)
+                || q.title.as_deref().is_some_and(|t| uses(t, name))
+                || q.location.context.as_deref().is_some_and(|c| uses(c, name))
+        };
+        let using: Vec<&&Query> = panels.iter().filter(|q| in_panels(q)).collect();
+        let by_variables = list.iter().any(|o| {
+            o.get("name").and_then(Value::as_str) != Some(name) && uses(&definition(o), name)
+        });
+        let located = |mut f: Finding| {
+            f.location = Location {
+                file: file.to_owned(),
+                context: Some(format!("variable ${name}")),
+                line: content
+                    .find(&format!("\"name\": \"{name}\""))
+                    .map(|at| crate::promql::parse::line_col(content, at).0),
+                ..Location::default()
+            };
+            f
+        };
+        if using.is_empty() && !by_variables && !panels.is_empty() {
+            let f = Finding::new(
+                Rule::UnusedVariable,
+                Severity::Warning,
+                format!("the variable `${name}` is defined, but no panel or other variable uses it: choosing a value changes nothing"),
+            )
+            .suggest(format!("filter the panels on it (e.g. {{…=~\"${name}\"}}), or remove it"));
+            out.push(located(f));
+            continue;
+        }
+        let filters = using.iter().any(|q| {
+            q.text.contains(&format!("\"${name}\""))
+                || q.text.contains(&format!("\"${{{name}}}\""))
+                || q.text.contains(&format!("~\"${name}"))
+                || q.text.contains(&format!("\"${{{name}:"))
+        });
+        let spaces: Vec<String> = using.iter().filter_map(|q| namespace(q)).collect();
+        let ignoring: Vec<&&Query> = panels
+            .iter()
+            .filter(|q| !in_panels(q))
+            .filter(|q| namespace(q).is_some_and(|n| spaces.contains(&n)))
+            .collect();
+        if !filters || ignoring.is_empty() {
+            continue;
+        }
+        let mut titles: Vec<String> = ignoring
+            .iter()
+            .filter_map(|q| q.location.context.as_deref())
+            .map(|c| {
+                c.split(" (")
+                    .next()
+                    .unwrap_or(c)
+                    .trim_start_matches("panel ")
+                    .to_owned()
+            })
+            .collect();
+        titles.dedup();
+        let shown: Vec<&str> = titles.iter().take(3).map(String::as_str).collect();
+        let f = Finding::new(
+            Rule::IgnoredVariable,
+            Severity::Warning,
+            format!(
+                "{} queries filter on `${name}`, but {} over the same metrics ignore it ({}{}): those panels show every value whatever is chosen",
+                using.len(),
+                ignoring.len(),
+                shown.join(", "),
+                if titles.len() > 3 { ", …" } else { "" }
+            ),
+        )
+        .suggest(format!("add the same ${name} matcher to those queries, or say in their titles that they cover all"));
+        out.push(located(f));
+    }
+    out
+}
+
+/// The threshold values a panel shows: the steps of a stat, gauge or bar gauge (they colour the
+/// value), or of a graph whose thresholds are drawn (`thresholdsStyle.mode` other than `off`), and
+/// the old graph panel's `thresholds`. The base step (`null`) is no threshold.
+fn shown_thresholds(p: &Value, kind: &str) -> Vec<f64> {
+    let mut out = Vec::new();
+    let colours = matches!(kind, "stat" | "gauge" | "bargauge" | "singlestat");
+    let drawn = p
+        .pointer("/fieldConfig/defaults/custom/thresholdsStyle/mode")
+        .and_then(Value::as_str)
+        .is_some_and(|m| m != "off");
+    if colours || drawn {
+        let steps = p
+            .pointer("/fieldConfig/defaults/thresholds/steps")
+            .and_then(Value::as_array);
+        out.extend(
+            steps
+                .into_iter()
+                .flatten()
+                .filter_map(|s| s.get("value").and_then(Value::as_f64)),
+        );
+    }
+    if let Some(old) = p.get("thresholds").and_then(Value::as_array) {
+        out.extend(
+            old.iter()
+                .filter_map(|s| s.get("value").and_then(Value::as_f64)),
+        );
+    }
+    out
 }
 
 struct Reader<'a> {
@@ -96,6 +265,7 @@ impl Reader<'_> {
             .or_else(|| p.pointer("/yaxes/0/format"))
             .and_then(Value::as_str);
         let graph = matches!(kind, "graph" | "timeseries" | "heatmap");
+        let thresholds = shown_thresholds(p, kind);
         for t in p
             .get("targets")
             .and_then(Value::as_array)
@@ -116,6 +286,9 @@ impl Reader<'_> {
             let mut q = self.query(expr, format!("panel \"{title}\" ({kind}), query {r}"));
             q.graph = graph;
             q.panel_unit = unit.map(str::to_owned);
+            let legend = t.get("legendFormat").and_then(Value::as_str).unwrap_or("");
+            q.title = Some(format!("{title} {legend}").trim().to_owned());
+            q.thresholds = thresholds.clone();
             self.queries.push(q);
         }
     }

@@ -26,6 +26,13 @@ pub struct Query {
     /// Drawn as a graph over time.
     pub graph: bool,
     pub panel_unit: Option<String>,
+    /// Panel title and legend, where the query is shown.
+    pub title: Option<String>,
+    /// The panel's thresholds that show (colour a stat or gauge, or are drawn on a graph).
+    pub thresholds: Vec<f64>,
+    /// Feeds an autoscaler (a KEDA trigger, a prometheus-adapter rule), which divides the value
+    /// by the replica count: a sum across pods is what it wants.
+    pub scaler: bool,
 }
 
 impl Query {
@@ -37,6 +44,9 @@ impl Query {
             location,
             graph: false,
             panel_unit: None,
+            title: None,
+            thresholds: Vec::new(),
+            scaler: false,
         }
     }
 }
@@ -44,23 +54,29 @@ impl Query {
 /// What a source file holds.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Source {
+    /// The file read, when there is one.
+    pub file: Option<String>,
     pub queries: Vec<Query>,
     /// Names its recording rules produce.
     pub recorded: Vec<String>,
     /// The file itself does not parse (as JSON, YAML, …).
     pub errors: Vec<Finding>,
+    /// What only the file as a whole shows (dashboard variables used by no panel, or by some).
+    pub findings: Vec<Finding>,
 }
 
 /// Reads a file by its extension: `.json` dashboards, `.yaml`/`.yml` rules, anything else PromQL.
 pub fn read(file: &str, content: &str) -> Source {
     let lower = file.to_ascii_lowercase();
-    if lower.ends_with(".json") {
+    let mut src = if lower.ends_with(".json") {
         grafana::read(file, content)
     } else if lower.ends_with(".yaml") || lower.ends_with(".yml") {
         rules::read(file, content)
     } else {
         text::read(file, content)
-    }
+    };
+    src.file = Some(file.to_owned());
+    src
 }
 
 /// A file-level parse error.
@@ -75,6 +91,79 @@ pub fn file_error(file: &str, line: Option<u32>, column: Option<u32>, message: S
     f
 }
 
+/// Runs the rules over a whole source: every query, then what only the file as a whole shows.
+/// Names of a producer no inventory covers are said once per producer, at its first use.
+pub fn check_source(src: &Source, inv: &Inventories) -> Vec<Finding> {
+    let mut findings = one_per_producer(check(&src.queries, inv));
+    findings.extend(src.findings.iter().cloned());
+    if src.queries.is_empty() && src.errors.is_empty() {
+        let file = src
+            .findings
+            .first()
+            .map(|f| f.location.file.clone())
+            .or_else(|| src.file.clone())
+            .unwrap_or_default();
+        let mut f = Finding::new(
+            Rule::NothingChecked,
+            Severity::Info,
+            "nothing in this file could be checked: it holds no PromQL expression llmscope reads (dashboard targets, rule expr, prometheus-adapter metricsQuery/seriesQuery, KEDA prometheus trigger query)",
+        )
+        .suggest("an HPA on adapter or external metrics names them only: check the adapter config or ScaledObject that defines them");
+        f.location.file = file;
+        findings.push(f);
+    }
+    findings
+}
+
+fn one_per_producer(findings: Vec<Finding>) -> Vec<Finding> {
+    use llmscope_core::catalog::producers::producer_of;
+    let producer = |f: &Finding| {
+        (f.rule == Rule::UncoveredProducer)
+            .then(|| f.metric.as_deref().and_then(producer_of))
+            .flatten()
+            .map(|p| p.name)
+    };
+    let mut out: Vec<Finding> = Vec::new();
+    let mut names: Vec<(&'static str, usize, Vec<String>)> = Vec::new();
+    for f in findings {
+        let Some(p) = producer(&f) else {
+            out.push(f);
+            continue;
+        };
+        let name = f.metric.clone().unwrap_or_default();
+        match names.iter_mut().find(|(q, _, _)| *q == p) {
+            Some((_, _, seen)) => {
+                if !seen.contains(&name) {
+                    seen.push(name);
+                }
+            }
+            None => {
+                names.push((p, out.len(), vec![name]));
+                out.push(f);
+            }
+        }
+    }
+    for (_, at, seen) in names {
+        if seen.len() > 1 {
+            let shown: Vec<&str> = seen.iter().take(6).map(String::as_str).collect();
+            let more = seen.len().saturating_sub(6);
+            let f = &mut out[at];
+            f.message = format!(
+                "{}; the file uses {} of its names: {}{}",
+                f.message,
+                seen.len(),
+                shown.join(", "),
+                if more > 0 {
+                    format!(" and {more} more")
+                } else {
+                    String::new()
+                }
+            );
+        }
+    }
+    out
+}
+
 /// Runs the rules over every query, with located findings, in query order.
 pub fn check(queries: &[Query], inv: &Inventories) -> Vec<Finding> {
     let mut out = Vec::new();
@@ -82,6 +171,9 @@ pub fn check(queries: &[Query], inv: &Inventories) -> Vec<Finding> {
         let cx = Context {
             graph: q.graph,
             panel_unit: q.panel_unit.as_deref(),
+            title: q.title.as_deref(),
+            thresholds: &q.thresholds,
+            scaler: q.scaler,
         };
         for hit in promql::check_expr(&q.parsed, inv, cx) {
             let mut f = hit.finding;

@@ -40,9 +40,183 @@ struct RuleDef {
     expr: Spanned<String>,
 }
 
-/// Reads a rule file or a `PrometheusRule` manifest.
+/// Reads a rule file or a `PrometheusRule` manifest; failing those, a prometheus-adapter config
+/// or a KEDA `ScaledObject`. A Helm template is read with its `{{ … }}` actions blanked out
+/// (control lines emptied, inline actions replaced by a placeholder), lines kept.
 pub fn read(file: &str, content: &str) -> Source {
-    let docs: Vec<Doc> = match serde_saphyr::from_multiple(content) {
+    let templated = content.contains("{{");
+    let untemplated = helm(content);
+    let content = untemplated.as_str();
+    let mut src = read_rules(file, content, templated);
+    if src.queries.is_empty() && src.errors.is_empty() {
+        others(file, content, templated, &mut src);
+    }
+    src
+}
+
+/// Several YAML documents; in a template, `if`/`else` branches may repeat a key: the last wins.
+fn documents<T: serde::de::DeserializeOwned>(
+    content: &str,
+    templated: bool,
+) -> Result<Vec<T>, serde_saphyr::Error> {
+    if templated {
+        let options = serde_saphyr::options! {
+            duplicate_keys: serde_saphyr::options::DuplicateKeyPolicy::LastWins,
+        };
+        serde_saphyr::from_multiple_with_options(content, options)
+    } else {
+        serde_saphyr::from_multiple(content)
+    }
+}
+
+/// Blanks Helm/Go template actions, keeping every line where it was.
+fn helm(content: &str) -> String {
+    if !content.contains("{{") {
+        return content.to_owned();
+    }
+    content
+        .lines()
+        .map(|line| {
+            let t = line.trim();
+            if t.starts_with("{{") && t.ends_with("}}") && !t[2..].contains("{{") {
+                return String::new();
+            }
+            let mut out = String::with_capacity(line.len());
+            let mut rest = line;
+            while let Some(at) = rest.find("{{") {
+                out.push_str(&rest[..at]);
+                match rest[at..].find("}}") {
+                    Some(end) => {
+                        out.push_str("helm");
+                        rest = &rest[at + end + 2..];
+                    }
+                    None => {
+                        rest = &rest[at..];
+                        break;
+                    }
+                }
+            }
+            out.push_str(rest);
+            out
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// prometheus-adapter rules (`metricsQuery`, `seriesQuery`) and KEDA prometheus triggers.
+fn others(file: &str, content: &str, templated: bool, src: &mut Source) {
+    let Ok(docs) = documents::<serde_json::Value>(content, templated) else {
+        return;
+    };
+    for doc in &docs {
+        let kind = doc.get("kind").and_then(|k| k.as_str()).unwrap_or("");
+        if matches!(kind, "ScaledObject" | "ScaledJob") {
+            let name = doc
+                .pointer("/metadata/name")
+                .and_then(|n| n.as_str())
+                .unwrap_or("?");
+            for t in doc
+                .pointer("/spec/triggers")
+                .and_then(|t| t.as_array())
+                .into_iter()
+                .flatten()
+            {
+                if t.get("type").and_then(|x| x.as_str()) != Some("prometheus") {
+                    continue;
+                }
+                if let Some(q) = t.pointer("/metadata/query").and_then(|q| q.as_str()) {
+                    push(
+                        src,
+                        file,
+                        content,
+                        q,
+                        q,
+                        format!("{kind} {name}, prometheus trigger"),
+                    );
+                }
+            }
+            continue;
+        }
+        let rules = doc.get("rules");
+        let lists = [
+            rules.and_then(|r| r.get("custom")),
+            rules.and_then(|r| r.get("external")),
+            rules.filter(|r| r.is_array()),
+            doc.get("externalRules"),
+        ];
+        for rule in lists
+            .into_iter()
+            .flatten()
+            .filter_map(|l| l.as_array())
+            .flatten()
+        {
+            let series = rule
+                .get("seriesQuery")
+                .and_then(|q| q.as_str())
+                .unwrap_or("");
+            let name = series_name(series);
+            let Some(q) = rule.get("metricsQuery").and_then(|q| q.as_str()) else {
+                continue;
+            };
+            let parsed = q
+                .replace(
+                    "<<.Series>>",
+                    name.as_deref().unwrap_or("__llmscope_var_series"),
+                )
+                .replace("<<.LabelMatchers>>", "")
+                .replace("<<.GroupBy>>", "__llmscope_var_groupby");
+            let what = rule
+                .pointer("/name/as")
+                .and_then(|a| a.as_str())
+                .unwrap_or("rule");
+            push(
+                src,
+                file,
+                content,
+                q,
+                &parsed,
+                format!("prometheus-adapter rule {what}"),
+            );
+        }
+    }
+}
+
+/// The metric a prometheus-adapter `seriesQuery` names exactly (`{__name__=~"^x$"}`, `x{…}`).
+fn series_name(series: &str) -> Option<String> {
+    let t = series.trim();
+    if let Some(at) = t.find("__name__=~\"^") {
+        let rest = &t[at + 12..];
+        let end = rest.find("$\"")?;
+        let name = &rest[..end];
+        return (!name.contains(['|', '.', '*', '(', '['])).then(|| name.to_owned());
+    }
+    let name: String = t
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | ':'))
+        .collect();
+    (!name.is_empty()).then_some(name)
+}
+
+fn push(src: &mut Source, file: &str, content: &str, text: &str, parsed: &str, context: String) {
+    let line = content
+        .find(text.lines().next().unwrap_or(text))
+        .map(|at| crate::promql::parse::line_col(content, at).0);
+    let mut q = Query::new(
+        text.trim_end(),
+        Location {
+            file: file.to_owned(),
+            context: Some(context),
+            line,
+            ..Location::default()
+        },
+    );
+    q.parsed = parsed.trim_end().to_owned();
+    q.scaler = true;
+    src.queries.push(q);
+}
+
+fn read_rules(file: &str, content: &str, templated: bool) -> Source {
+    let docs: Vec<Doc> = match documents(content, templated) {
         Ok(d) => d,
         Err(e) => {
             let loc = e.location();

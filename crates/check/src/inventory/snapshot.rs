@@ -14,6 +14,10 @@ use std::collections::BTreeMap;
 /// One exposition page as an inventory.
 #[derive(Debug, Clone)]
 pub struct Snapshot {
+    /// What the page was given as (a file name, a URL).
+    given: String,
+    /// `given`, followed by what is doubtful about the engine version its names show (a mix
+    /// of versions, or too few names to date it): what messages name the page by.
     source: String,
     metrics: BTreeMap<String, MetricInfo>,
     /// Family name → (type, HELP, series count), in page order of first appearance.
@@ -37,8 +41,10 @@ impl Snapshot {
     /// Reads `text`; lines that do not parse are returned as errors and the rest is kept.
     pub fn parse(source: impl Into<String>, text: &[u8]) -> (Snapshot, Vec<promtext::ParseError>) {
         let (families, errors) = promtext::parse_families(text);
+        let source = source.into();
         let mut snap = Snapshot {
-            source: source.into(),
+            source: source.clone(),
+            given: source,
             metrics: BTreeMap::new(),
             families: Vec::new(),
             detections: Vec::new(),
@@ -57,7 +63,26 @@ impl Snapshot {
                 .flat_map(|(_, m)| m.labels.iter().map(String::as_str));
             detect::refine_with_labels(d, labels);
         }
+        snap.describe();
         (snap, errors)
+    }
+
+    /// A page is one engine of one version: names of several versions on it, or too few to date
+    /// it, are said wherever the page is named, so no message leans on a fitted version.
+    fn describe(&mut self) {
+        let doubts: Vec<String> = self
+            .engine_versions()
+            .iter()
+            .filter(|v| {
+                matches!(v, EngineVersion::Detected(d)
+                    if !d.conflicts.is_empty() || d.confidence == detect::Confidence::Low)
+            })
+            .map(ToString::to_string)
+            .collect();
+        self.source = match doubts.as_slice() {
+            [] => self.given.clone(),
+            _ => format!("{} ({})", self.given, doubts.join("; ")),
+        };
     }
 
     fn add_family(&mut self, fam: &promtext::Family<'_>) {
@@ -106,6 +131,7 @@ impl Snapshot {
     /// Records the version `exporter` reported about itself; it wins over the names' range.
     pub fn set_reported_version(&mut self, exporter: Exporter, version: Version) {
         self.reported = Some((exporter, version));
+        self.describe();
     }
 
     /// Each detected engine's version as llmscope can name it (reported, else from names).
@@ -207,12 +233,21 @@ broken{ 1
     fn a_reported_version_replaces_the_guess_from_names() {
         let (mut snap, _) = Snapshot::parse("page", PAGE.as_bytes());
         let guessed = snap.engines()[0].version;
+        // One catalogued name on this page: a guess, and said to be one.
         assert!(
             snap.engine_versions()[0]
                 .to_string()
-                .ends_with("(from names)")
+                .ends_with("(from names; low confidence: 1 catalogued name)"),
+            "{}",
+            snap.engine_versions()[0]
+        );
+        assert!(
+            snap.source().contains("low confidence"),
+            "{}",
+            snap.source()
         );
         snap.set_reported_version(Exporter::Vllm, Version::new(0, 30, 1));
+        assert_eq!(snap.source(), "page", "a reported version leaves no doubt");
         assert_eq!(snap.engines()[0].version, Version::new(0, 30, 1));
         assert_ne!(guessed, Version::new(0, 30, 1));
         assert_eq!(
@@ -224,6 +259,23 @@ broken{ 1
             snap.engines()[0].version,
             guessed,
             "another exporter's version"
+        );
+    }
+
+    #[test]
+    fn a_page_of_mixed_versions_says_so_where_it_is_named() {
+        let page = "# TYPE vllm:num_requests_swapped gauge\nvllm:num_requests_swapped{model_name=\"m\"} 0\n# TYPE vllm:kv_cache_usage_perc gauge\nvllm:kv_cache_usage_perc{engine=\"0\",model_name=\"m\"} 0.1\n# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{engine=\"0\",model_name=\"m\"} 1\n";
+        let (snap, _) = Snapshot::parse("mixed.prom", page.as_bytes());
+        assert!(
+            snap.source()
+                .starts_with("mixed.prom (vllm of mixed versions"),
+            "{}",
+            snap.source()
+        );
+        assert!(
+            snap.source().contains("V0 engine only"),
+            "{}",
+            snap.source()
         );
     }
 }

@@ -9,7 +9,9 @@ use super::names;
 use super::units;
 use crate::finding::{Finding, Rule, Severity};
 use crate::inventory::{Inventories, MetricInfo};
-use llmscope_core::catalog::{Exporter, Kind, Suffix, Unit};
+use llmscope_core::catalog::producers::{Producer, producer_of};
+use llmscope_core::catalog::{self, Exporter, Family, Kind, Suffix, Unit, buckets};
+use llmscope_core::diagnose::Concept;
 use promql_parser::label::{MatchOp, Matcher};
 use promql_parser::parser::{
     AggregateExpr, BinaryExpr, Call, Expr, LabelModifier, VectorMatchCardinality, VectorSelector,
@@ -30,6 +32,12 @@ pub struct Context<'a> {
     pub graph: bool,
     /// The Grafana panel unit (`percent`, `percentunit`, `s`, `ms`), when there is one.
     pub panel_unit: Option<&'a str>,
+    /// What the query is called where it is shown (panel title and legend).
+    pub title: Option<&'a str>,
+    /// The thresholds the panel shows (colouring a stat or gauge, drawn on a graph).
+    pub thresholds: &'a [f64],
+    /// Feeds an autoscaler that divides by the replica count (KEDA, prometheus-adapter).
+    pub scaler: bool,
 }
 
 /// A finding and the text to underline in the expression (a metric, label or function name).
@@ -58,6 +66,13 @@ pub(super) struct Value {
     pub sels: Vec<Sel>,
     /// A number literal's value.
     pub scalar: Option<f64>,
+    /// Histogram `_sum` series under rate()/increase() not yet divided by anything.
+    pub sum_rates: Vec<String>,
+    /// The histogram family a `histogram_quantile` here reads, while the value is still that
+    /// quantile in the histogram's unit (through max/min/avg, not through arithmetic).
+    pub quantile_of: Option<String>,
+    /// An engine's 0..1 fraction summed across series, not yet divided by anything.
+    pub summed_fraction: Option<String>,
 }
 
 impl Value {
@@ -68,6 +83,9 @@ impl Value {
             raw: Vec::new(),
             sels: Vec::new(),
             scalar: None,
+            sum_rates: Vec::new(),
+            quantile_of: None,
+            summed_fraction: None,
         }
     }
 
@@ -95,10 +113,18 @@ pub fn check(expr: &Expr, inv: &Inventories, cx: Context<'_>) -> Vec<Hit> {
     let mut w = Walk {
         inv,
         hits: Vec::new(),
+        covered: None,
     };
     let root = w.expr(expr);
     if cx.graph {
         w.raw_counters(&root.raw, "is drawn as a graph");
+    }
+    w.rate_of_sum(&root, cx);
+    w.steps_as_tokens(&root, cx);
+    w.fraction_as_percent(&root, cx);
+    w.unreachable_thresholds(&root, cx);
+    if let Some(name) = root.summed_fraction.as_ref().filter(|_| !cx.scaler) {
+        w.summed_fraction(name);
     }
     if let (Some(panel), Some(unit)) = (cx.panel_unit, root.unit)
         && let Some(f) = units::panel_mismatch(panel, unit, root.first_name())
@@ -114,6 +140,8 @@ pub fn check(expr: &Expr, inv: &Inventories, cx: Context<'_>) -> Vec<Hit> {
 struct Walk<'a> {
     inv: &'a Inventories,
     hits: Vec<Hit>,
+    /// Producers some inventory has names of (computed on first use).
+    covered: Option<std::collections::BTreeSet<&'static str>>,
 }
 
 impl Walk<'_> {
@@ -167,11 +195,45 @@ impl Walk<'_> {
         };
         let unit = units::of_name(&name);
         let Some(info) = self.inv.metric(&name) else {
+            if catalogued.is_none()
+                && let Some(p) = producer_of(&name)
+                && !self.covers(p)
+            {
+                let f = Finding::new(
+                    Rule::UncoveredProducer,
+                    Severity::Warning,
+                    format!(
+                        "no inventory covers {} ({}), so `{name}` is not checked",
+                        p.name,
+                        self.inv.sources()
+                    ),
+                )
+                .metric(&name)
+                .suggest(p.hint);
+                self.push(f, Some(&name));
+                return Value {
+                    unit,
+                    sels: vec![sel(None)],
+                    raw: if name.ends_with("_total") {
+                        vec![name.clone()]
+                    } else {
+                        Vec::new()
+                    },
+                    ..Value::any()
+                };
+            }
             let f = names::absent_name(self.inv, &name);
             self.push(f, Some(&name));
+            // Kept as raw, so what is wrong besides the name (a lifetime mean, a ratio of
+            // counters) is still said.
+            let raw = ["_total", "_sum", "_count"]
+                .iter()
+                .any(|s| name.ends_with(s))
+                .then(|| name.clone());
             return Value {
                 unit,
                 sels: vec![sel(None)],
+                raw: raw.into_iter().collect(),
                 ..Value::any()
             };
         };
@@ -179,15 +241,21 @@ impl Walk<'_> {
             self.push(f, Some(&name));
         }
         let s = sel(Some(&info));
+        let mut empty = false;
         for m in vs
             .matchers
             .matchers
             .iter()
             .chain(vs.matchers.or_matchers.iter().flatten())
         {
-            self.matcher(&name, &info, m, &s);
+            empty |= self.matcher(&name, &info, m, &s);
         }
-        let labels = LabelSet::of(info.labels.iter().cloned(), self.inv.adds_target_labels());
+        // A selector already reported as matching nothing says nothing more about its labels.
+        let labels = if empty {
+            LabelSet::Any
+        } else {
+            LabelSet::of(info.labels.iter().cloned(), self.inv.adds_target_labels())
+        };
         let raw = if is_counterish(&s) {
             vec![name.clone()]
         } else {
@@ -198,30 +266,47 @@ impl Walk<'_> {
             unit,
             raw,
             sels: vec![s],
-            scalar: None,
+            ..Value::any()
         }
     }
 
-    fn matcher(&mut self, name: &str, info: &MetricInfo, m: &Matcher, sel: &Sel) {
+    /// Checks one matcher; true when it was reported as selecting nothing.
+    fn matcher(&mut self, name: &str, info: &MetricInfo, m: &Matcher, sel: &Sel) -> bool {
         if m.name == "__name__" || m.name.starts_with(VAR_PREFIX) {
-            return;
+            return false;
         }
         let set = LabelSet::of(info.labels.iter().cloned(), self.inv.adds_target_labels());
         if !set.has(&m.name) {
+            let serious = selects_something(m);
             self.missing_label(
                 name,
                 &m.name,
                 Some(info),
                 &set,
-                selects_something(m),
+                serious,
                 ("is matched", &m.name),
             );
-            return;
+            return serious;
         }
         if sel.exporter == Some(Exporter::DcgmExporter) {
             self.attribution(name, &m.name, info);
         }
         self.unseen_value(name, info, m);
+        false
+    }
+
+    /// Whether some inventory has names of producer `p` (then a name of it that is absent is
+    /// really absent).
+    fn covers(&mut self, p: &'static Producer) -> bool {
+        let covered = self.covered.get_or_insert_with(|| {
+            self.inv
+                .names()
+                .iter()
+                .filter_map(|n| producer_of(n))
+                .map(|p| p.name)
+                .collect()
+        });
+        covered.contains(p.name)
     }
 
     fn unseen_value(&mut self, name: &str, info: &MetricInfo, m: &Matcher) {
@@ -268,20 +353,32 @@ impl Walk<'_> {
         (how, needle): (&str, &str),
     ) {
         let have_names = have.names();
-        let mut f = Finding::new(
-            Rule::MissingLabel,
-            if serious {
-                Severity::Error
-            } else {
-                Severity::Warning
-            },
+        let suggestion = names::label_suggestion(name, label, info, &have_names);
+        // A page or the catalog cannot show what Prometheus adds (target labels, relabelling):
+        // against them an unknown label is evidence only when it is a known mistake or a near
+        // miss of a label the metric has.
+        let near_miss = suggestion
+            .as_deref()
+            .is_some_and(|s| s.starts_with("use `"));
+        let partial = self.inv.adds_target_labels();
+        let severity = match (serious, partial && !near_miss) {
+            (_, true) => Severity::Info,
+            (true, false) => Severity::Error,
+            (false, false) => Severity::Warning,
+        };
+        let message = if partial && !near_miss {
+            format!(
+                "`{label}` {how}, but no series of `{name}` carries it on {}; Prometheus may add it (target labels, relabelling): only a Prometheus inventory can tell",
+                self.inv.sources()
+            )
+        } else {
             format!(
                 "`{label}` {how}, but no series of `{name}` carries it ({})",
                 self.inv.sources()
-            ),
-        )
-        .metric(name);
-        f.suggestion = names::label_suggestion(name, label, info, &have_names);
+            )
+        };
+        let mut f = Finding::new(Rule::MissingLabel, severity, message).metric(name);
+        f.suggestion = suggestion;
         self.push(f, Some(needle));
     }
 
@@ -351,12 +448,23 @@ impl Walk<'_> {
             _ => labels,
         };
         let counts = matches!(op.as_str(), "count" | "count_values" | "group");
+        let keeps_level = matches!(op.as_str(), "max" | "min" | "avg" | "topk" | "bottomk");
+        let summed_fraction = match op.as_str() {
+            "sum" if sums_engine_fraction(&inner, a.modifier.as_ref()) => {
+                inner.first_name().map(str::to_owned)
+            }
+            _ if counts => None,
+            _ => inner.summed_fraction.clone(),
+        };
         Value {
             labels,
             unit: units::through_aggregation(&op, inner.unit),
             raw: if counts { Vec::new() } else { inner.raw },
             sels: inner.sels,
             scalar: None,
+            sum_rates: if counts { Vec::new() } else { inner.sum_rates },
+            quantile_of: if keeps_level { inner.quantile_of } else { None },
+            summed_fraction,
         }
     }
 
@@ -387,15 +495,21 @@ impl Walk<'_> {
     // ---- binary operators ------------------------------------------------------------------
 
     fn binary(&mut self, b: &BinaryExpr) -> Value {
+        let start = self.hits.len();
         let lhs = self.expr(&b.lhs);
+        let mid = self.hits.len();
         let rhs = self.expr(&b.rhs);
         let op = b.op.to_string();
+        if op == "or" {
+            self.fallback(&lhs, &rhs, start..mid, mid..self.hits.len());
+        }
         let modifier = b.modifier.as_ref();
         if let Some(m) = modifier {
             self.matching(&lhs, &rhs, m);
         }
         let comparison = b.op.is_comparison_operator();
         if comparison {
+            self.compared_quantile(&lhs, &rhs, &op);
             if let Some(f) = units::comparison_mismatch(&lhs, &rhs, &op) {
                 let needle = lhs.first_name().or(rhs.first_name()).map(str::to_owned);
                 self.push(f, needle.as_deref());
@@ -418,13 +532,201 @@ impl Walk<'_> {
             (Some(_), Some(_)) => Some(0.0),
             _ => None,
         };
+        if op == "/" {
+            self.histogram_ratios(&lhs, &rhs);
+        }
+        let lifetime = if op == "/" {
+            lifetime_pair(&lhs, &rhs)
+        } else {
+            None
+        };
+        if let Some((sum, count)) = &lifetime {
+            let f = Finding::new(
+                Rule::LifetimeAverage,
+                Severity::Warning,
+                format!("`{sum}` / `{count}` without rate(): the mean over everything since the process started, which hardly moves and hides what happens now"),
+            )
+            .metric(sum)
+            .suggest(format!(
+                "rate({sum}[5m]) / rate({count}[5m]) for the current mean (or increase(…[$__range]) for the dashboard's range)"
+            ));
+            self.push(f, Some(sum));
+        }
+        let raw = match &lifetime {
+            Some((sum, count)) => raw.into_iter().filter(|n| n != sum && n != count).collect(),
+            None => raw,
+        };
+        let sum_rates = match op.as_str() {
+            "/" if rhs.scalar.is_none() => Vec::new(),
+            _ if comparison => lhs.sum_rates.clone(),
+            "and" | "unless" => lhs.sum_rates.clone(),
+            _ => lhs
+                .sum_rates
+                .iter()
+                .chain(&rhs.sum_rates)
+                .cloned()
+                .collect(),
+        };
+        let summed_fraction = match op.as_str() {
+            "/" => None,
+            "and" | "unless" => lhs.summed_fraction.clone(),
+            _ => lhs
+                .summed_fraction
+                .clone()
+                .or_else(|| rhs.summed_fraction.clone()),
+        };
         Value {
             labels,
             unit,
             raw,
             sels: lhs.sels.into_iter().chain(rhs.sels).collect(),
             scalar,
+            sum_rates,
+            quantile_of: None,
+            summed_fraction,
         }
+    }
+
+    /// The finite bucket bounds of `family` (lowest, top) and where they come from: the `le`
+    /// values an inventory saw, else the catalog's defaults for the inventory's version.
+    fn bucket_bounds(&self, family: &str) -> Option<(f64, f64, String)> {
+        let seen = self
+            .inv
+            .metric(&format!("{family}_bucket"))
+            .and_then(|i| i.values)
+            .and_then(|v| v.get("le").cloned())
+            .unwrap_or_default();
+        let finite: Vec<f64> = seen
+            .iter()
+            .filter_map(|s| s.parse::<f64>().ok())
+            .filter(|x| x.is_finite())
+            .collect();
+        if let (Some(lo), Some(hi)) = (
+            finite.iter().copied().reduce(f64::min),
+            finite.iter().copied().reduce(f64::max),
+        ) {
+            return Some((lo, hi, format!("its `le` labels on {}", self.inv.sources())));
+        }
+        let spec = names::inventory_spec(self.inv, Exporter::Vllm);
+        let b = buckets::bounds(family, spec.as_ref().map(|s| s.version))?;
+        let whence = match spec {
+            Some(s) => format!("vLLM {}'s default buckets", s.version),
+            None => "vLLM's default buckets".to_owned(),
+        };
+        Some((*b.first()?, *b.last()?, whence))
+    }
+
+    /// A threshold `t` on a quantile of `family` beyond its finite buckets; `how` says where
+    /// the threshold is (`the panel's threshold 80`, `compared \`> 80\``).
+    fn beyond_buckets(&mut self, family: &str, t: f64, how: &str, needle: &str) {
+        let Some((lo, hi, whence)) = self.bucket_bounds(family) else {
+            return;
+        };
+        let (message, suggestion) = if t > hi {
+            (
+                format!(
+                    "{how} is above the top finite bucket of `{family}` ({} from {whence}): a quantile is at most that bound (it comes back pinned there), so it never crosses {t}",
+                    fmt_num(hi)
+                ),
+                format!(
+                    "use a threshold of at most {} (or histogram buckets that reach it)",
+                    fmt_num(hi)
+                ),
+            )
+        } else if t > 0.0 && t < lo {
+            (
+                format!(
+                    "{how} is below the lowest bucket of `{family}` ({} from {whence}): under it the quantile is interpolated from 0, not measured",
+                    fmt_num(lo)
+                ),
+                format!(
+                    "use a threshold of at least {} (or finer buckets)",
+                    fmt_num(lo)
+                ),
+            )
+        } else {
+            return;
+        };
+        let bucket = format!("{family}_bucket");
+        let f = Finding::new(Rule::UnreachableThreshold, Severity::Warning, message)
+            .metric(&bucket)
+            .suggest(suggestion);
+        self.push(f, Some(needle));
+    }
+
+    /// `histogram_quantile(…) > T` with T beyond the histogram's buckets.
+    fn compared_quantile(&mut self, lhs: &Value, rhs: &Value, op: &str) {
+        let (q, c) = match (lhs.scalar, rhs.scalar) {
+            (None, Some(c)) => (lhs, c),
+            (Some(c), None) => (rhs, c),
+            _ => return,
+        };
+        if let Some(family) = q.quantile_of.clone() {
+            self.beyond_buckets(
+                &family,
+                c,
+                &format!("the quantile compared `{op} {}`", fmt_num(c)),
+                "histogram_quantile",
+            );
+        }
+    }
+
+    /// Panel thresholds the value cannot reach.
+    fn unreachable_thresholds(&mut self, root: &Value, cx: Context<'_>) {
+        if cx.thresholds.is_empty() || root.scalar.is_some() {
+            return;
+        }
+        if root.unit == Some(Unit::Fraction) {
+            let Some(t) = cx.thresholds.iter().copied().find(|t| *t > 1.0) else {
+                return;
+            };
+            let name = root.first_name().unwrap_or("the query").to_owned();
+            let shown = match cx.panel_unit {
+                Some("percentunit") => format!(
+                    " (the panel's `percentunit` shows 0.8 as 80 %, and reads a threshold of {} as {} %)",
+                    fmt_num(t),
+                    fmt_num(t * 100.0)
+                ),
+                _ => String::new(),
+            };
+            let f = Finding::new(
+                Rule::UnreachableThreshold,
+                Severity::Warning,
+                format!(
+                    "the panel's threshold {} is never reached: `{name}` is a 0..1 fraction{shown}",
+                    fmt_num(t)
+                ),
+            )
+            .metric(&name)
+            .suggest(format!(
+                "write the threshold as a fraction: {}",
+                fmt_num(t / 100.0)
+            ));
+            self.push(f, Some(&name));
+            return;
+        }
+        if let Some(family) = root.quantile_of.clone() {
+            for t in cx.thresholds {
+                self.beyond_buckets(
+                    &family,
+                    *t,
+                    &format!("the panel's threshold {}", fmt_num(*t)),
+                    "histogram_quantile",
+                );
+            }
+        }
+    }
+
+    /// `sum` over an engine's 0..1 fraction across engines or pods.
+    fn summed_fraction(&mut self, name: &str) {
+        let f = Finding::new(
+            Rule::SummedFraction,
+            Severity::Warning,
+            format!("`{name}` is a 0..1 fraction per engine, and sum() adds it across engines or pods: the result is no fraction of anything (two engines at 60 % read 1.2)"),
+        )
+        .metric(name)
+        .suggest(format!("max({name}) for the fullest engine, avg({name}) for the mean (or sum by the label that tells engines apart)"));
+        self.push(f, Some("sum"));
     }
 
     /// `on (…)`, `ignoring (…)`, `group_left (…)`, `group_right (…)` labels.
@@ -519,8 +821,22 @@ impl Walk<'_> {
             .cloned()
             .unwrap_or_else(Value::any);
         match func {
-            "rate" | "irate" | "increase" | "delta" | "idelta" | "deriv" | "resets" | "changes"
-            | "count_over_time" | "present_over_time" => Value {
+            "rate" | "irate" | "increase" => {
+                let sum_rates = first
+                    .sels
+                    .iter()
+                    .filter(|s| is_histogram_sum(s))
+                    .map(|s| s.name.clone())
+                    .collect();
+                Value {
+                    unit: None,
+                    raw: Vec::new(),
+                    sum_rates,
+                    ..first
+                }
+            }
+            "delta" | "idelta" | "deriv" | "resets" | "changes" | "count_over_time"
+            | "present_over_time" => Value {
                 unit: None,
                 raw: Vec::new(),
                 ..first
@@ -608,6 +924,186 @@ impl Walk<'_> {
         self.push(f, Some(func));
     }
 
+    /// `a or b`. Over one quantity's names in two versions (`vllm:kv_cache_usage_perc or
+    /// vllm:gpu_cache_usage_perc`, each the other's successor or both of one concept) it is a
+    /// deliberate fallback: what the walk said about one arm's name (renamed, removed, unknown)
+    /// becomes an info when the other arm exists. Over two different quantities the fallback
+    /// silently changes what the panel shows where the first is missing: a finding.
+    /// `lhs_hits`/`rhs_hits` are the ranges of `self.hits` each arm's walk added.
+    fn fallback(
+        &mut self,
+        lhs: &Value,
+        rhs: &Value,
+        lhs_hits: std::ops::Range<usize>,
+        rhs_hits: std::ops::Range<usize>,
+    ) {
+        let (Some(a), Some(b)) = (arm_family(lhs), arm_family(rhs)) else {
+            return;
+        };
+        if a.name == b.name {
+            return;
+        }
+        if !same_quantity(a, b) {
+            let (x, y) = (
+                lhs.first_name().unwrap_or(a.name).to_owned(),
+                rhs.first_name().unwrap_or(b.name).to_owned(),
+            );
+            let f = Finding::new(
+                Rule::FallbackChangesMeaning,
+                Severity::Warning,
+                format!(
+                    "`{x}` or `{y}`: the arms are different quantities ({} vs {}), not one quantity's names in two versions; where `{x}` is missing the panel shows `{y}` under the same title",
+                    quantity(a),
+                    quantity(b)
+                ),
+            )
+            .metric(&x)
+            .suggest(format!(
+                "draw them as two queries, or fall back to `{x}`'s own older name{}",
+                a.successor
+                    .map(|s| format!(" (it was renamed to {s})"))
+                    .unwrap_or_default()
+            ));
+            self.push(f, Some(&y));
+            return;
+        }
+        let exists = |v: &Value| {
+            !v.sels.is_empty() && v.sels.iter().all(|s| self.inv.metric(&s.name).is_some())
+        };
+        let (l, r) = (exists(lhs), exists(rhs));
+        let mut soften = |range: std::ops::Range<usize>, arm: &Value, other: &Value| {
+            let names: Vec<&str> = arm.sels.iter().map(|s| s.name.as_str()).collect();
+            let present = other.first_name().unwrap_or("the other arm");
+            for h in &mut self.hits[range] {
+                let f = &mut h.finding;
+                let about_arm = f.metric.as_deref().is_some_and(|m| names.contains(&m));
+                if about_arm
+                    && matches!(f.rule, Rule::RenamedMetric | Rule::UnknownMetric)
+                    && f.severity > Severity::Info
+                {
+                    f.severity = Severity::Info;
+                    f.message.push_str(&format!(
+                        "; here it is a version fallback beside `{present}`, which exists, so the query still returns data"
+                    ));
+                }
+            }
+        };
+        if r {
+            soften(lhs_hits, lhs, rhs);
+        }
+        if l {
+            soften(rhs_hits, rhs, lhs);
+        }
+    }
+
+    /// `rate(x_bucket) / rate(x_bucket)`: 1 in every bucket.
+    fn histogram_ratios(&mut self, lhs: &Value, rhs: &Value) {
+        let buckets = |v: &Value| {
+            !v.sels.is_empty()
+                && v.sels
+                    .iter()
+                    .all(|s| s.suffix == Some(Suffix::Bucket) || s.name.ends_with("_bucket"))
+        };
+        if !(buckets(lhs) && buckets(rhs)) {
+            return;
+        }
+        let name = lhs.first_name().unwrap_or("?").to_owned();
+        let stem = name.strip_suffix("_bucket").unwrap_or(&name).to_owned();
+        let f = Finding::new(
+            Rule::BucketRatio,
+            Severity::Error,
+            format!("`{name}` divided by buckets: every bucket series is divided by itself, so the result is 1 (or NaN), not a mean"),
+        )
+        .metric(&name)
+        .suggest(format!(
+            "the mean is rate({stem}_sum[5m]) / rate({stem}_count[5m]); a quantile is histogram_quantile(0.99, sum by (le) (rate({name}[5m])))"
+        ));
+        self.push(f, Some(&name));
+    }
+
+    /// A rate of a histogram's `_sum` left undivided: seconds per second, not a latency.
+    fn rate_of_sum(&mut self, root: &Value, cx: Context<'_>) {
+        for name in &root.sum_rates {
+            let stem = name.strip_suffix("_sum").unwrap_or(name);
+            let shown = match cx.panel_unit {
+                Some(u) if !u.is_empty() && u != "none" && u != "short" => {
+                    format!(" under the unit `{u}`")
+                }
+                _ => String::new(),
+            };
+            let f = Finding::new(
+                Rule::RateOfSum,
+                Severity::Warning,
+                format!("rate(`{name}`) alone is drawn{shown}: it is the total observed per second (seconds of latency per second, tokens per second), which grows with traffic, not a per-request value"),
+            )
+            .metric(name)
+            .suggest(format!(
+                "divide by the count for the mean: rate({stem}_sum[5m]) / rate({stem}_count[5m]); or histogram_quantile over {stem}_bucket"
+            ));
+            self.push(f, Some(name));
+        }
+    }
+
+    /// `rate(vllm:iteration_tokens_total_count)` shown as tokens per second (also spelled
+    /// `vllm_iteration_tokens_total_count`, as a pipeline that turns `:` into `_` writes it).
+    fn steps_as_tokens(&mut self, root: &Value, cx: Context<'_>) {
+        const SPELLINGS: [&str; 2] = [
+            "vllm:iteration_tokens_total_count",
+            "vllm_iteration_tokens_total_count",
+        ];
+        let Some(name) = root
+            .sels
+            .iter()
+            .map(|s| s.name.clone())
+            .find(|n| SPELLINGS.contains(&n.as_str()))
+        else {
+            return;
+        };
+        if !root.raw.is_empty() {
+            return;
+        }
+        let said = format!(
+            "{} {}",
+            cx.title.unwrap_or_default(),
+            cx.panel_unit.unwrap_or_default()
+        )
+        .to_ascii_lowercase();
+        if !(said.contains("tok") || said.contains("tps") || said.contains("throughput")) {
+            return;
+        }
+        let f = Finding::new(
+            Rule::StepsAsTokens,
+            Severity::Warning,
+            format!("`{name}` counts engine steps (one observation per step), but it is shown as tokens per second"),
+        )
+        .metric(&name)
+        .suggest("tokens per second is rate(vllm:iteration_tokens_total_sum[5m]) (or prompt + generation token rates); keep _count for steps per second");
+        self.push(f, Some(&name));
+    }
+
+    /// A 0..1 fraction on a panel titled as a percent, with no percent unit.
+    fn fraction_as_percent(&mut self, root: &Value, cx: Context<'_>) {
+        if root.unit != Some(Unit::Fraction) {
+            return;
+        }
+        if !matches!(cx.panel_unit, None | Some("" | "none" | "short")) {
+            return;
+        }
+        let title = cx.title.unwrap_or_default().to_ascii_lowercase();
+        if !(title.contains('%') || title.contains("percent")) {
+            return;
+        }
+        let name = root.first_name().unwrap_or("the query").to_owned();
+        let f = Finding::new(
+            Rule::FractionAsPercent,
+            Severity::Warning,
+            format!("`{name}` is a 0..1 fraction, but the panel says percent and has no unit: 0.45 reads as 0.45 %"),
+        )
+        .metric(&name)
+        .suggest("set the panel unit to `percentunit` (or multiply by 100 and use `percent`)");
+        self.push(f, Some(&name));
+    }
+
     fn histogram_quantile(&mut self, args: &[Value]) -> Value {
         let (Some(q), Some(v)) = (args.first(), args.get(1)) else {
             return Value::any();
@@ -641,17 +1137,21 @@ impl Walk<'_> {
             &v.raw,
             "feeds histogram_quantile (so the quantile covers all time since the process started)",
         );
-        let unit = v
-            .sels
-            .first()
-            .and_then(|s| names::family_of(&s.name))
-            .map(|f| f.unit);
+        // The histogram's unit: the catalog's, else what its name says (`…_seconds_bucket`).
+        let unit = v.sels.first().and_then(|s| {
+            names::family_of(&s.name).map(|f| f.unit).or_else(|| {
+                s.name
+                    .strip_suffix("_bucket")
+                    .filter(|base| base.ends_with("_seconds"))
+                    .map(|_| Unit::Seconds)
+            })
+        });
         Value {
             labels: v.labels.without(&["le"]),
             unit,
-            raw: Vec::new(),
             sels: v.sels.clone(),
-            scalar: None,
+            quantile_of: arm_family(v).map(|f| f.name.to_owned()),
+            ..Value::any()
         }
     }
 
@@ -671,6 +1171,80 @@ pub fn selector_name(vs: &VectorSelector) -> Option<String> {
             .iter()
             .find(|m| m.name == "__name__" && m.op == MatchOp::Equal)
             .map(|m| m.value.clone())
+    })
+}
+
+/// `sum` over an engine's fraction (vLLM, SGLang, TGI; not a GPU exporter's ratio, whose sum
+/// over GPUs is a count of busy GPUs) without a grouping that keeps one series per engine or pod.
+fn sums_engine_fraction(inner: &Value, modifier: Option<&LabelModifier>) -> bool {
+    let engine = inner.sels.iter().any(|s| {
+        matches!(
+            s.exporter,
+            Some(Exporter::Vllm | Exporter::Sglang | Exporter::Tgi)
+        )
+    });
+    if inner.unit != Some(Unit::Fraction) || !engine {
+        return false;
+    }
+    const PER_ENGINE: [&str; 6] = ["engine", "pod", "instance", "dp_rank", "tp_rank", "gpu"];
+    match modifier {
+        Some(LabelModifier::Include(ls)) => {
+            !ls.labels.iter().any(|l| PER_ENGINE.contains(&l.as_str()))
+        }
+        Some(LabelModifier::Exclude(_)) | None => true,
+    }
+}
+
+/// The one catalogued family every selector of an arm belongs to (`x_sum / x_count` is one).
+fn arm_family(v: &Value) -> Option<&'static Family> {
+    let mut families = v.sels.iter().map(|s| names::family_of(&s.name));
+    let first = families.next()??;
+    families
+        .all(|f| f.is_some_and(|f| f.name == first.name))
+        .then_some(first)
+}
+
+/// One quantity under two names: one is (a successor of a successor of …) the other, or both
+/// are catalogued as the same concept.
+fn same_quantity(a: &Family, b: &Family) -> bool {
+    let leads_to = |from: &Family, to: &str| {
+        let mut next = from.successor;
+        for _ in 0..8 {
+            match next {
+                Some(n) if n == to => return true,
+                Some(n) => next = catalog::family(n).and_then(|f| f.successor),
+                None => return false,
+            }
+        }
+        false
+    };
+    leads_to(a, b.name) || leads_to(b, a.name) || (a.concept.is_some() && a.concept == b.concept)
+}
+
+/// What a family measures, in a few words.
+fn quantity(f: &Family) -> String {
+    match f.concept {
+        Some(Concept::Itl) => "one observation per token gap".to_owned(),
+        Some(Concept::Tpot) => "one observation per finished request".to_owned(),
+        Some(c) => c.name().replace('_', " "),
+        None => format!("a {} in {}", f.kind.name(), f.unit.name()),
+    }
+}
+
+fn is_histogram_sum(s: &Sel) -> bool {
+    match s.suffix {
+        Some(Suffix::Sum) => true,
+        Some(_) => false,
+        None => s.name.ends_with("_sum"),
+    }
+}
+
+/// `x_sum / x_count` of one family with neither under rate()/increase(): their raw names.
+fn lifetime_pair(lhs: &Value, rhs: &Value) -> Option<(String, String)> {
+    lhs.raw.iter().find_map(|sum| {
+        let stem = sum.strip_suffix("_sum")?;
+        let count = format!("{stem}_count");
+        rhs.raw.contains(&count).then(|| (sum.clone(), count))
     })
 }
 
@@ -748,6 +1322,12 @@ fn string_arg(e: &Expr) -> Option<String> {
 fn join(values: &[&String]) -> String {
     let shown: Vec<&str> = values.iter().take(3).map(|s| s.as_str()).collect();
     shown.join(", ")
+}
+
+/// `60`, `0.8`, `2.5e-5`: a number as written in a query or a threshold.
+fn fmt_num(x: f64) -> String {
+    let s = format!("{x}");
+    s.strip_suffix(".0").map(str::to_owned).unwrap_or(s)
 }
 
 fn fmt_secs(s: f64) -> String {

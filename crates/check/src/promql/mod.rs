@@ -5,6 +5,7 @@
 //! findings), each with the text to underline so the caller can turn it into a line and column.
 
 pub mod analyze;
+pub mod dialect;
 pub mod labels;
 pub mod names;
 pub mod parse;
@@ -20,6 +21,18 @@ pub fn check_expr(text: &str, inv: &Inventories, cx: Context<'_>) -> Vec<Hit> {
     match parse::parse(text) {
         Ok(expr) => analyze::check(&expr, inv, cx),
         Err(e) => {
+            if let Some(what) = dialect::metricsql(text) {
+                let f = Finding::new(
+                    Rule::OtherDialect,
+                    Severity::Info,
+                    format!("MetricsQL (VictoriaMetrics), not PromQL: {what} is not in PromQL, so this expression is not linted"),
+                )
+                .suggest("lint it against VictoriaMetrics (vmalert -dryRun), or keep a PromQL form of it for Prometheus datasources");
+                return vec![Hit {
+                    finding: f,
+                    needle: None,
+                }];
+            }
             let at = e.offset.map(|o| {
                 let (line, col) = parse::line_col(text, o);
                 format!(" at line {line}, column {col}")

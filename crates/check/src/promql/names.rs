@@ -34,7 +34,7 @@ fn suffix_text(s: Suffix) -> &'static str {
 }
 
 /// The inventories' version of `exporter` (the newest one, if several).
-fn inventory_spec(inv: &Inventories, exporter: Exporter) -> Option<EngineSpec> {
+pub(super) fn inventory_spec(inv: &Inventories, exporter: Exporter) -> Option<EngineSpec> {
     inv.engines()
         .into_iter()
         .filter(|e| e.exporter == exporter)
@@ -68,6 +68,9 @@ pub fn absent_name(inv: &Inventories, name: &str) -> Finding {
                 ),
             )
             .metric(name);
+            if let Some((family, sample)) = catalogued_near(name) {
+                return finding.suggest(catalogued_hint(inv, family, &sample));
+            }
             match nearest(inv, name) {
                 Some(s) => finding.suggest(format!("did you mean {s}?")),
                 None => finding,
@@ -233,6 +236,71 @@ pub fn ago(seconds: f64) -> String {
     }
 }
 
+/// The catalogued name (of any version, whatever the inventories hold) that `name` most likely
+/// misspells: `vllm:spec_decode_accepted_tokens_total` → `vllm:spec_decode_num_accepted_tokens_total`.
+/// Only names of `name`'s own exporter, close in spelling and sharing its meaning.
+fn catalogued_near(name: &str) -> Option<(&'static Family, String)> {
+    let exporter = Exporter::of_name(name)?;
+    catalog::families()
+        .filter(|f| f.exporter == exporter)
+        .flat_map(|f| f.sample_names().into_iter().map(move |s| (f, s)))
+        .filter(|(_, s)| s != name && shares_meaning(name, s))
+        .map(|(f, s)| (similarity(name, &s), f, s))
+        .filter(|(score, _, _)| *score >= 0.75)
+        .max_by(|a, b| a.0.total_cmp(&b.0).then_with(|| b.2.cmp(&a.2)))
+        .map(|(_, f, s)| (f, s))
+}
+
+/// "did you mean X?", with what the catalog knows of X: behind which switch it is exposed, and
+/// whether the inventory's version has it.
+fn catalogued_hint(inv: &Inventories, family: &Family, sample: &str) -> String {
+    let mut hint = format!("did you mean {sample}?");
+    if let Some(c) = family.condition {
+        hint.push_str(&format!(" ({} exposes it only when {c})", family.exporter));
+    }
+    if let Some(spec) = inventory_spec(inv, family.exporter) {
+        match spec.status(family) {
+            Status::NotYet => hint.push_str(&format!(
+                "; {} {} does not have it yet (added in {})",
+                spec.exporter, spec.version, family.since
+            )),
+            Status::Removed => hint.push_str(&format!(
+                "; {} {} no longer has it ({})",
+                spec.exporter,
+                spec.version,
+                family.lifetime()
+            )),
+            _ => {}
+        }
+    }
+    hint
+}
+
+/// Words of a name that carry no meaning of their own (units, sample suffixes, prefixes).
+const GENERIC_WORDS: &[&str] = &[
+    "vllm", "sglang", "tgi", "total", "count", "sum", "bucket", "seconds", "second", "ms", "bytes",
+    "num", "number", "tokens", "token", "requests", "request", "perc", "percent", "usage", "time",
+    "per", "info", "created", "of", "by",
+];
+
+/// Whether `candidate` is about what `name` is about: some word of `name` that is not generic
+/// (`spec`, `decode`, `accepted`, `running`, `cache`) is in `candidate` too. A name of generic
+/// words only matches anything.
+fn shares_meaning(name: &str, candidate: &str) -> bool {
+    let words = |s: &str| -> Vec<String> {
+        s.split([':', '_'])
+            .filter(|w| !w.is_empty())
+            .map(str::to_ascii_lowercase)
+            .collect()
+    };
+    let theirs = words(candidate);
+    let mut distinctive = words(name)
+        .into_iter()
+        .filter(|w| !GENERIC_WORDS.contains(&w.as_str()))
+        .peekable();
+    distinctive.peek().is_none() || distinctive.any(|w| theirs.contains(&w))
+}
+
 /// Up to three inventory names close to `name`, as `a, b or c`.
 pub fn nearest(inv: &Inventories, name: &str) -> Option<String> {
     let wants_suffix = ["_bucket", "_sum", "_count"]
@@ -245,6 +313,7 @@ pub fn nearest(inv: &Inventories, name: &str) -> Option<String> {
         .filter(|n| !n.ends_with("_created"))
         .filter(|n| wants_suffix || !["_bucket", "_sum", "_count"].iter().any(|s| n.ends_with(s)))
         .filter(|n| prefix.is_none_or(|e| e.owns(n)))
+        .filter(|n| shares_meaning(name, n))
         .map(|n| (similarity(name, &n), n))
         .filter(|(s, _)| *s >= 0.5)
         .collect();
@@ -420,6 +489,37 @@ mod tests {
         );
         let f = absent_name(&inv("vllm@0.26"), "zzz_qqq");
         assert!(f.suggestion.is_none());
+    }
+
+    /// Against a live page without speculative decoding, a misspelt spec-decode name gets the
+    /// real spec-decode name and the switch it needs, never a nearby name of another meaning.
+    #[test]
+    fn did_you_mean_never_crosses_meaning() {
+        let page = "# TYPE vllm:prompt_tokens_total counter\nvllm:prompt_tokens_total{engine=\"0\",model_name=\"m\"} 5\n# TYPE vllm:generation_tokens_total counter\nvllm:generation_tokens_total{engine=\"0\",model_name=\"m\"} 5\n";
+        let mut live = Inventories::new();
+        live.push(Box::new(
+            crate::inventory::snapshot::Snapshot::parse("page", page.as_bytes()).0,
+        ));
+        for inv in [live, inv("vllm@0.26"), Inventories::new()] {
+            let f = absent_name(&inv, "vllm:spec_decode_accepted_tokens_total");
+            let s = f.suggestion.unwrap_or_default();
+            assert!(
+                s.starts_with("did you mean vllm:spec_decode_num_accepted_tokens_total?"),
+                "{s}"
+            );
+            assert!(s.contains("speculative decoding"), "{s}");
+            assert!(!s.contains("prompt_tokens"), "{s}");
+        }
+        // A misspelling with no catalogued twin gets no suggestion of another meaning either.
+        let mut live = Inventories::new();
+        live.push(Box::new(
+            crate::inventory::snapshot::Snapshot::parse("page", page.as_bytes()).0,
+        ));
+        let f = absent_name(&live, "vllm:spec_decode_bonus_tokens_total");
+        assert!(
+            !f.suggestion.unwrap_or_default().contains("prompt_tokens"),
+            "crossed meaning"
+        );
     }
 
     #[test]

@@ -41,6 +41,9 @@ fn run_with(inv: &Inventories, expr: &str, graph: bool, unit: Option<&str>) -> V
     let cx = Context {
         graph,
         panel_unit: unit,
+        title: None,
+        thresholds: &[],
+        scaler: false,
     };
     check_expr(expr, inv, cx)
         .into_iter()
@@ -104,7 +107,13 @@ fn missing_label() {
         false,
         Rule::MissingLabel,
     );
-    assert_eq!(f.severity, Severity::Error);
+    // A page and the catalog cannot show relabelled labels: at most an info (issue 13).
+    assert_eq!(f.severity, Severity::Info);
+    assert!(
+        f.message.contains("only a Prometheus inventory"),
+        "{}",
+        f.message
+    );
     let f = only(
         "sum by (team) (kube_namespace_labels)",
         false,
@@ -409,7 +418,7 @@ mod no_panics {
         fn checking_any_text_never_panics(text in promqlish()) {
             let inv = inventories();
             let substituted = crate::input::grafana::substitute(&text);
-            let _ = check_expr(&substituted, &inv, Context { graph: true, panel_unit: Some("percent") });
+            let _ = check_expr(&substituted, &inv, Context { graph: true, panel_unit: Some("percent"), title: None, thresholds: &[], scaler: false });
             let queries = vec![crate::input::Query::new(text.clone(), crate::Location::default())];
             let _ = crate::input::check(&queries, &inv);
         }
@@ -421,4 +430,264 @@ mod no_panics {
             }
         }
     }
+}
+
+fn run_titled(expr: &str, title: &str, unit: Option<&str>) -> Vec<Finding> {
+    let cx = Context {
+        graph: true,
+        panel_unit: unit,
+        title: Some(title),
+        thresholds: &[],
+        scaler: false,
+    };
+    check_expr(expr, &inventories(), cx)
+        .into_iter()
+        .map(|h| h.finding)
+        .collect()
+}
+
+#[test]
+fn steps_as_tokens_in_either_spelling() {
+    for name in [
+        "vllm:iteration_tokens_total_count",
+        "vllm_iteration_tokens_total_count",
+    ] {
+        let f = run_titled(&format!("rate({name}[5m])"), "Overall Iteration TPS", None);
+        assert!(
+            f.iter()
+                .any(|f| f.rule == Rule::StepsAsTokens && f.metric.as_deref() == Some(name)),
+            "{name}: {f:#?}"
+        );
+        let f = run_titled(
+            &format!("rate({name}[5m])"),
+            "Engine steps per second",
+            None,
+        );
+        assert!(!f.iter().any(|f| f.rule == Rule::StepsAsTokens), "{f:#?}");
+    }
+}
+
+fn worst(findings: &[Finding]) -> Option<Severity> {
+    findings.iter().map(|f| f.severity).max()
+}
+
+#[test]
+fn version_fallbacks_are_an_info_when_one_arm_exists() {
+    for expr in [
+        "vllm:kv_cache_usage_perc or vllm:gpu_cache_usage_perc",
+        "max by (model_name) (vllm:gpu_cache_usage_perc{model_name=\"m\"} or vllm:kv_cache_usage_perc{model_name=\"m\"})",
+        "histogram_quantile(0.9, sum by (le) (rate(vllm:time_per_output_token_seconds_bucket[5m]) or rate(vllm:inter_token_latency_seconds_bucket[5m])))",
+    ] {
+        let f = run(expr, true);
+        assert_eq!(worst(&f), Some(Severity::Info), "{expr}: {f:#?}");
+        let said = f
+            .iter()
+            .find(|f| f.rule == Rule::RenamedMetric)
+            .unwrap_or_else(|| panic!("{expr}: {f:#?}"));
+        assert!(
+            said.message.contains("version fallback"),
+            "{}",
+            said.message
+        );
+    }
+    // Without the `or`, the removed name is what it always was.
+    let f = run("vllm:gpu_cache_usage_perc", true);
+    assert!(worst(&f) > Some(Severity::Info), "{f:#?}");
+}
+
+#[test]
+fn fallbacks_that_change_meaning_are_said() {
+    let f = run(
+        "histogram_quantile(0.9, sum by (le) (rate(vllm:request_time_per_output_token_seconds_bucket[5m]) or rate(vllm:inter_token_latency_seconds_bucket[5m])))",
+        true,
+    );
+    let said = f
+        .iter()
+        .find(|f| f.rule == Rule::FallbackChangesMeaning)
+        .unwrap_or_else(|| panic!("{f:#?}"));
+    assert_eq!(said.severity, Severity::Warning);
+    assert!(
+        said.message.contains("per finished request"),
+        "{}",
+        said.message
+    );
+    assert!(said.message.contains("per token gap"), "{}", said.message);
+    // Two unrelated names, one of which exists: the other's absence is not softened.
+    let f = run(
+        "vllm:num_requests_running or vllm:num_requests_swapped",
+        true,
+    );
+    assert!(
+        f.iter().any(|f| f.rule == Rule::FallbackChangesMeaning),
+        "{f:#?}"
+    );
+    assert!(
+        f.iter()
+            .any(|f| f.rule == Rule::RenamedMetric && f.severity > Severity::Info),
+        "{f:#?}"
+    );
+    // `or` between a metric and a constant is no fallback between names.
+    clean("vllm:num_requests_running or vector(0)", true);
+}
+
+fn run_panel(
+    inv: &Inventories,
+    expr: &str,
+    unit: Option<&str>,
+    thresholds: &[f64],
+) -> Vec<Finding> {
+    let cx = Context {
+        graph: true,
+        panel_unit: unit,
+        title: Some("panel"),
+        thresholds,
+        scaler: false,
+    };
+    check_expr(expr, inv, cx)
+        .into_iter()
+        .map(|h| h.finding)
+        .collect()
+}
+
+fn catalog(spec: &str) -> Inventories {
+    let mut inv = Inventories::new();
+    inv.push(Box::new(CatalogInventory::new(spec.parse().unwrap())));
+    inv
+}
+
+fn has(findings: &[Finding], rule: Rule) -> bool {
+    findings.iter().any(|f| f.rule == rule)
+}
+
+#[test]
+fn unreachable_thresholds() {
+    let inv = inventories();
+    // A 0..1 fraction under `percentunit` with a threshold of 80 (meant 80 %).
+    let f = run_panel(
+        &inv,
+        "vllm:kv_cache_usage_perc",
+        Some("percentunit"),
+        &[80.0],
+    );
+    let said = f
+        .iter()
+        .find(|f| f.rule == Rule::UnreachableThreshold)
+        .unwrap();
+    assert!(said.message.contains("8000 %"), "{}", said.message);
+    assert_eq!(
+        said.suggestion.as_deref(),
+        Some("write the threshold as a fraction: 0.8")
+    );
+    assert!(!has(
+        &run_panel(
+            &inv,
+            "vllm:kv_cache_usage_perc",
+            Some("percentunit"),
+            &[0.8]
+        ),
+        Rule::UnreachableThreshold
+    ));
+    assert!(!has(
+        &run_panel(
+            &inv,
+            "vllm:kv_cache_usage_perc * 100",
+            Some("percent"),
+            &[80.0]
+        ),
+        Rule::UnreachableThreshold
+    ));
+    // A p99 above the top finite bucket: 60 s on vLLM before 0.8.4, 7680 s after.
+    let p99 =
+        "histogram_quantile(0.99, sum by (le) (rate(vllm:e2e_request_latency_seconds_bucket[5m])))";
+    let f = run_panel(&catalog("vllm@0.6.4"), p99, Some("s"), &[80.0]);
+    let said = f
+        .iter()
+        .find(|f| f.rule == Rule::UnreachableThreshold)
+        .unwrap_or_else(|| panic!("{f:#?}"));
+    assert!(
+        said.message.contains("(60 from vLLM 0.6.4"),
+        "{}",
+        said.message
+    );
+    assert!(!has(
+        &run_panel(&catalog("vllm@0.26"), p99, Some("s"), &[80.0]),
+        Rule::UnreachableThreshold
+    ));
+    // Through max() it is still the quantile; through `* 1000` it is not (the unit changed).
+    let max = format!("max({p99})");
+    assert!(has(
+        &run_panel(&catalog("vllm@0.6.4"), &max, Some("s"), &[80.0]),
+        Rule::UnreachableThreshold
+    ));
+    let ms = format!("{p99} * 1000");
+    assert!(!has(
+        &run_panel(&catalog("vllm@0.6.4"), &ms, Some("ms"), &[80.0]),
+        Rule::UnreachableThreshold
+    ));
+    // Below the lowest bucket.
+    let f = run_panel(&catalog("vllm@0.26"), p99, Some("s"), &[0.1]);
+    assert!(has(&f, Rule::UnreachableThreshold), "{f:#?}");
+    // An alert comparing the quantile beyond the buckets, and the bounds a page's `le` labels show.
+    let f = run_with(
+        &inventories(),
+        "histogram_quantile(0.99, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket[5m]))) > 5",
+        false,
+        None,
+    );
+    let said = f
+        .iter()
+        .find(|f| f.rule == Rule::UnreachableThreshold)
+        .unwrap_or_else(|| panic!("{f:#?}"));
+    assert!(said.message.contains("`le` labels"), "{}", said.message);
+    let f = run_with(
+        &catalog("vllm@0.26"),
+        "histogram_quantile(0.99, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket[5m]))) > 5",
+        false,
+        None,
+    );
+    assert!(f.is_empty(), "{f:#?}");
+}
+
+#[test]
+fn summed_fractions() {
+    let f = run("sum(vllm:kv_cache_usage_perc)", true);
+    assert_eq!(rules(&f), vec![Rule::SummedFraction], "{f:#?}");
+    let f = run("sum by (model_name) (vllm:kv_cache_usage_perc) * 100", true);
+    assert!(has(&f, Rule::SummedFraction), "{f:#?}");
+    clean("sum by (engine) (vllm:kv_cache_usage_perc)", true);
+    clean("max(vllm:kv_cache_usage_perc)", true);
+    clean(
+        "sum(vllm:kv_cache_usage_perc) / count(vllm:kv_cache_usage_perc)",
+        true,
+    );
+    clean("sum(vllm:num_requests_running)", true);
+    // An autoscaler divides by the replica count: there the sum is what is meant.
+    let cx = Context {
+        graph: false,
+        scaler: true,
+        ..Context::default()
+    };
+    assert!(check_expr("sum(vllm:kv_cache_usage_perc)", &inventories(), cx).is_empty());
+}
+
+#[test]
+fn metricsql_is_named_not_a_parse_error() {
+    let f = run("range_median(rate(vllm:generation_tokens_total[5m]))", true);
+    assert_eq!(rules(&f), vec![Rule::OtherDialect], "{f:#?}");
+    assert_eq!(f[0].severity, Severity::Info);
+    assert!(f[0].message.contains("MetricsQL"), "{}", f[0].message);
+    assert!(f[0].message.contains("`range_median`"), "{}", f[0].message);
+    // Broken PromQL stays a parse error.
+    let f = run("sum(rate(vllm:generation_tokens_total[5m])", true);
+    assert_eq!(rules(&f), vec![Rule::ParseError], "{f:#?}");
+}
+
+#[test]
+fn a_quantile_of_an_uncatalogued_seconds_histogram_is_in_seconds() {
+    let q =
+        "histogram_quantile(0.9, sum by (le) (rate(vllm_e2e_request_latency_seconds_bucket[5m])))";
+    let f = run_with(&inventories(), q, true, Some("ms"));
+    assert!(f.iter().any(|f| f.rule == Rule::UnitMismatch), "{f:#?}");
+    let f = run_with(&inventories(), q, true, Some("s"));
+    assert!(!f.iter().any(|f| f.rule == Rule::UnitMismatch), "{f:#?}");
 }

@@ -272,7 +272,7 @@ fn promql_past_its_limits_is_a_finding_not_a_stack_overflow() {
     let (stdout, stderr) = streams(&out);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
-        stdout.contains("more than 500 binary operators"),
+        stdout.contains("more than 250 binary operators"),
         "{stdout}"
     );
 }

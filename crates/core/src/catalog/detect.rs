@@ -36,7 +36,26 @@ pub struct Detection {
     pub missing: Vec<&'static str>,
     /// Misses of the best candidate: (hard, soft).
     pub misses: (usize, usize),
+    /// How far the names date the source: low from one or two catalogued names (any range
+    /// fits them), or when they contradict each other.
+    pub confidence: Confidence,
+    /// Pairs of names that no one release exposes together (a V0-engine name with a V1-engine
+    /// one, a name removed before another was added): the source mixes versions, and the
+    /// range is only the least-bad fit.
+    pub conflicts: Vec<String>,
 }
+
+/// How far a [`Detection`] can be trusted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Confidence {
+    High,
+    Low,
+}
+
+/// At most this many catalogued names date nothing: the always-on families such a source lacks
+/// say it is partial, not old.
+const FEW_NAMES: usize = 2;
 
 impl Detection {
     /// `>=0.9.2, <0.11.0`, or `>=0.26.0` when the newest known release fits.
@@ -88,9 +107,10 @@ fn detect_one(exporter: Exporter, names: &[&str]) -> Option<Detection> {
         return None;
     }
     let candidates = candidates(exporter);
+    let few = seen.len() <= FEW_NAMES;
     let scored: Vec<(EngineSpec, (usize, usize))> = candidates
         .iter()
-        .map(|spec| (*spec, score(spec, &seen)))
+        .map(|spec| (*spec, score(spec, &seen, !few)))
         .collect();
     let best = scored.iter().map(|(s, m)| (*m, prefer(s))).min()?;
     let fits: Vec<&EngineSpec> = scored
@@ -117,7 +137,48 @@ fn detect_one(exporter: Exporter, names: &[&str]) -> Option<Detection> {
             .map(|f| f.name)
             .collect(),
         misses: best.0,
+        confidence: if few || best.0.0 > 0 {
+            Confidence::Low
+        } else {
+            Confidence::High
+        },
+        conflicts: if best.0.0 > 0 {
+            conflicts(&seen)
+        } else {
+            Vec::new()
+        },
     })
+}
+
+/// Why no release exposes all of `seen`: engine-variant and era conflicts, named by example.
+fn conflicts(seen: &BTreeSet<&'static str>) -> Vec<String> {
+    let fams: Vec<&'static Family> = seen.iter().filter_map(|n| super::family(n)).collect();
+    let mut out = Vec::new();
+    let only = |v: Variant| fams.iter().find(|f| f.variant == v);
+    if let (Some(a), Some(b)) = (only(Variant::V0), only(Variant::V1)) {
+        out.push(format!(
+            "`{}` (V0 engine only) with `{}` (V1 engine only)",
+            a.name, b.name
+        ));
+    }
+    let newest = fams.iter().max_by_key(|f| f.since);
+    let first_gone = fams
+        .iter()
+        .filter(|f| f.restored.is_none())
+        .filter_map(|f| f.removed.map(|r| (r, *f)))
+        .min_by_key(|(r, _)| *r);
+    if let (Some(new), Some((removed, old))) = (newest, first_gone)
+        && new.since >= removed
+    {
+        out.push(format!(
+            "`{}` (since {}) with `{}` (removed {removed})",
+            new.name, new.since, old.name
+        ));
+    }
+    if out.is_empty() {
+        out.push("names that no one release exposes together".to_owned());
+    }
+    out
 }
 
 /// Ties go to the engine a version runs by default.
@@ -158,7 +219,9 @@ fn pre_created(exporter: Exporter) -> bool {
     matches!(exporter, Exporter::Vllm)
 }
 
-fn score(spec: &EngineSpec, seen: &BTreeSet<&'static str>) -> (usize, usize) {
+/// Hard and soft misses of `spec` for `seen`; a `complete` source also costs a soft point per
+/// always-on family it lacks.
+fn score(spec: &EngineSpec, seen: &BTreeSet<&'static str>, complete: bool) -> (usize, usize) {
     let mut hard = 0;
     let mut soft = 0;
     for name in seen {
@@ -171,7 +234,7 @@ fn score(spec: &EngineSpec, seen: &BTreeSet<&'static str>) -> (usize, usize) {
             Status::Present | Status::Deprecated => {}
         }
     }
-    if pre_created(spec.exporter) {
+    if complete && pre_created(spec.exporter) {
         soft += required(spec).filter(|f| !seen.contains(f.name)).count();
     }
     (hard, soft)
@@ -256,7 +319,23 @@ impl std::fmt::Display for EngineVersion {
             EngineVersion::Reported { exporter, version } => {
                 write!(f, "{exporter} {version} (from /version)")
             }
-            EngineVersion::Detected(d) => write!(f, "{} {} (from names)", d.exporter, d.range()),
+            EngineVersion::Detected(d) => match d.conflicts.first() {
+                Some(c) => write!(
+                    f,
+                    "{} of mixed versions (from names: {c}; no one release fits, nearest {})",
+                    d.exporter,
+                    d.range()
+                ),
+                None if d.confidence == Confidence::Low => write!(
+                    f,
+                    "{} {} (from names; low confidence: {} catalogued name{})",
+                    d.exporter,
+                    d.range(),
+                    d.matched,
+                    if d.matched == 1 { "" } else { "s" }
+                ),
+                None => write!(f, "{} {} (from names)", d.exporter, d.range()),
+            },
         }
     }
 }
@@ -332,6 +411,45 @@ mod tests {
 
     fn with(extra: &[&'static str]) -> Vec<&'static str> {
         BASE.iter().chain(extra).copied().collect()
+    }
+
+    #[test]
+    fn mixed_versions_are_said_not_fitted() {
+        // A V0-engine name (swapped requests) with a V1-engine one (the V1 KV name) and a name
+        // from 0.20 on: no release exposes them together.
+        let mut names = BASE.to_vec();
+        names.extend([
+            "vllm:num_requests_swapped",
+            "vllm:kv_cache_usage_perc",
+            "vllm:num_requests_waiting_by_reason",
+        ]);
+        let d = vllm(&names);
+        assert_eq!(d.confidence, Confidence::Low);
+        assert!(
+            d.conflicts
+                .iter()
+                .any(|c| c.contains("V0 engine only") && c.contains("V1 engine only")),
+            "{:?}",
+            d.conflicts
+        );
+        let shown = EngineVersion::Detected(d).to_string();
+        assert!(shown.contains("mixed versions"), "{shown}");
+        // A consistent page has none.
+        let d = vllm(BASE);
+        assert!(d.conflicts.is_empty(), "{:?}", d.conflicts);
+    }
+
+    #[test]
+    fn one_name_is_low_confidence_and_a_wide_range() {
+        let d = vllm(&["vllm:num_requests_running"]);
+        assert_eq!(d.confidence, Confidence::Low);
+        assert_eq!(d.below, None, "{}", d.range());
+        assert!(d.min < Version::new(0, 8, 0), "{}", d.range());
+        let shown = EngineVersion::Detected(d).to_string();
+        assert!(
+            shown.contains("low confidence: 1 catalogued name"),
+            "{shown}"
+        );
     }
 
     #[test]

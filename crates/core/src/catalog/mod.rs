@@ -15,11 +15,13 @@
 //!
 //! Sources: `shared/reference/serving-metrics.md` (§0 renames, §12 table) and `gpu-kueue-prom.md`.
 
+pub mod buckets;
 pub mod dcgm;
 pub mod detect;
 pub mod ksm;
 pub mod kueue;
 pub mod model;
+pub mod producers;
 pub mod sglang;
 pub mod tgi;
 pub mod vllm;

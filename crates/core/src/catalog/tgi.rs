@@ -1,5 +1,9 @@
 //! Hugging Face TGI's families (`tgi_` prefix, 1.x–3.3.x, maintenance mode;
-//! `shared/reference/serving-metrics.md` §8). TGI has no TTFT histogram and no KV-usage gauge.
+//! `shared/reference/serving-metrics.md` §8, and TGI's own reference
+//! `docs/source/reference/metrics.md` and `router/src` at `db931fcf`, 2026-01-08). TGI has no
+//! TTFT histogram and no KV-usage gauge. The Rust `metrics` exporter adds no `_total` to counters.
+//! The per-method forward/decode/filter histograms came with TGI PR #1346 (2023-12-14, ≈1.3.2);
+//! the rest is older than 1.0.
 
 use super::model::{Exporter, Family, Kind, Unit, Version};
 use crate::diagnose::Concept as C;
@@ -41,10 +45,30 @@ pub const FAMILIES: &[Family] = &[
     f("tgi_request_max_new_tokens", Histogram, Tokens, &[]),
     f("tgi_batch_next_size", Histogram, Count, &[]),
     f("tgi_batch_inference_count", Counter, Count, &["method"]),
+    f("tgi_batch_inference_success", Counter, Count, &["method"]),
+    f("tgi_batch_inference_failure", Counter, Count, &["method"]),
+    f(
+        "tgi_batch_inference_duration",
+        Histogram,
+        Seconds,
+        &["method"],
+    )
+    .note("method=prefill|decode: the whole batch step, forward + decode + filter"),
     f(
         "tgi_batch_forward_duration",
         Histogram,
         Seconds,
         &["method"],
+    )
+    .since(AFTER_1_3),
+    f("tgi_batch_decode_duration", Histogram, Seconds, &["method"]).since(AFTER_1_3),
+    f("tgi_batch_filter_duration", Histogram, Seconds, &["method"]).since(AFTER_1_3),
+    f("tgi_batch_concat", Counter, Count, &["reason"]).note(
+        "reason=backpressure|wait_exceeded: a waiting batch was concatenated to the running one",
     ),
+    f("tgi_batch_concat_duration", Histogram, Seconds, &["method"]),
+    f("tgi_request_skipped_tokens", Histogram, Tokens, &[]).note("speculated tokens per request"),
 ];
+
+/// TGI PR #1346 (2023-12-14): forward/decode/filter histograms per method.
+const AFTER_1_3: Version = Version::new(1, 3, 2);
