@@ -150,30 +150,8 @@ impl fmt::Display for Rule {
     }
 }
 
-/// How bad a finding is, ordered `Info < Warning < Error`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    Info,
-    Warning,
-    Error,
-}
-
-impl Severity {
-    pub fn name(self) -> &'static str {
-        match self {
-            Severity::Info => "info",
-            Severity::Warning => "warning",
-            Severity::Error => "error",
-        }
-    }
-}
-
-impl fmt::Display for Severity {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+/// How bad a finding is: the one scale the diagnosis, the linter and `--fail-on` share.
+pub use llmscope_core::severity::Severity;
 
 /// Where a finding is: the file (or `--expr`), the panel or rule inside it, and a position.
 #[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -244,35 +222,12 @@ impl Finding {
     }
 }
 
-/// `--fail-on`: the lowest severity that makes the run fail, or never.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FailOn {
-    Severity(Severity),
-    Never,
-}
+/// `--fail-on`: the one threshold every command shares.
+pub use llmscope_core::severity::FailOn;
 
-impl FailOn {
-    /// Whether `findings` make the run fail.
-    pub fn fails(self, findings: &[Finding]) -> bool {
-        match self {
-            FailOn::Never => false,
-            FailOn::Severity(min) => findings.iter().any(|f| f.severity >= min),
-        }
-    }
-}
-
-impl std::str::FromStr for FailOn {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Ok(match s {
-            "error" => FailOn::Severity(Severity::Error),
-            "warning" => FailOn::Severity(Severity::Warning),
-            "info" => FailOn::Severity(Severity::Info),
-            "never" => FailOn::Never,
-            _ => return Err(format!("expected error, warning, info or never, got `{s}`")),
-        })
-    }
+/// The severities of `findings`, for [`FailOn::fails`].
+pub fn severities(findings: &[Finding]) -> impl Iterator<Item = Severity> + '_ {
+    findings.iter().map(|f| f.severity)
 }
 
 #[cfg(test)]
@@ -280,14 +235,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn fail_on_compares_severities() {
+    fn fail_on_reads_the_findings_severities() {
         let warn = [Finding::new(Rule::ShortRateWindow, Severity::Warning, "w")];
-        assert!(!"error".parse::<FailOn>().unwrap().fails(&warn));
-        assert!("warning".parse::<FailOn>().unwrap().fails(&warn));
-        assert!("info".parse::<FailOn>().unwrap().fails(&warn));
-        assert!(!"never".parse::<FailOn>().unwrap().fails(&warn));
-        assert!(!"info".parse::<FailOn>().unwrap().fails(&[]));
-        assert!("fatal".parse::<FailOn>().is_err());
+        assert!(!"error".parse::<FailOn>().unwrap().fails(severities(&warn)));
+        assert!(
+            "warning"
+                .parse::<FailOn>()
+                .unwrap()
+                .fails(severities(&warn))
+        );
     }
 
     #[test]

@@ -96,7 +96,7 @@ pub fn sarif(w: &mut impl Write, findings: &[Finding]) -> io::Result<()> {
 
 fn sarif_result(f: &Finding) -> Value {
     let level = match f.severity {
-        Severity::Error => "error",
+        Severity::Error | Severity::Critical => "error",
         Severity::Warning => "warning",
         Severity::Info => "note",
     };

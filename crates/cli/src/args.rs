@@ -6,3 +6,8 @@ use std::time::Duration;
 pub fn duration(s: &str) -> Result<Duration, String> {
     llmscope_core::duration::parse_duration(s).map_err(|e| e.to_string())
 }
+
+/// A `--fail-on` flag: never, info, warning, error or critical.
+pub fn fail_on(s: &str) -> Result<llmscope_core::severity::FailOn, String> {
+    s.parse()
+}

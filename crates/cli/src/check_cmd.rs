@@ -29,10 +29,6 @@ bad-histogram-quantile, unit-mismatch, short-rate-window, exporter-attribution, 
 
 Exit status: 0 no finding at or above --fail-on, 1 findings at or above it, 2 usage or runtime error.";
 
-fn fail_on(s: &str) -> Result<FailOn, String> {
-    s.parse()
-}
-
 /// Lint PromQL, dashboards and rule files against real metric inventories.
 #[derive(Debug, clap::Args)]
 #[command(after_help = AFTER_HELP)]
@@ -52,7 +48,7 @@ pub struct CheckArgs {
     #[arg(long, default_value = "human", value_parser = ["human", "json", "sarif"])]
     format: String,
     /// Exit 1 when a finding reaches this severity: error, warning, info or never.
-    #[arg(long, default_value = "error", value_parser = fail_on)]
+    #[arg(long, default_value = "error", value_parser = crate::args::fail_on)]
     fail_on: FailOn,
     /// The largest input file read, in MiB (only regular files are read).
     #[arg(long, value_name = "MIB", default_value_t = input::files::DEFAULT_MAX_BYTES >> 20)]
@@ -122,11 +118,16 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
         findings.extend(input::check_source(s, &inv));
     }
     write(&plan, &findings, &inv.sources())?;
-    Ok(if plan.fail_on.fails(&findings) {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(
+        if plan
+            .fail_on
+            .fails(llmscope_check::finding::severities(&findings))
+        {
+            ExitCode::from(1)
+        } else {
+            ExitCode::SUCCESS
+        },
+    )
 }
 
 /// Every input as a source: the `--expr`s together, then one per file.

@@ -3,7 +3,8 @@
 //! itself is `llmscope_ops::analysis`.
 
 use anyhow::{Context, Result};
-use llmscope_core::diagnose::{Diagnosis, Severity};
+use llmscope_core::diagnose::Diagnosis;
+use llmscope_core::severity::FailOn;
 use llmscope_ops::analysis::{Analysed, Format};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -53,8 +54,8 @@ pub struct ReportOutput {
     /// Also write a self-contained HTML report here.
     #[arg(long, help_heading = "Output")]
     pub html: Option<PathBuf>,
-    /// Exit 1 when a finding reaches this severity.
-    #[arg(long, value_enum, default_value_t = FailOn::Never, help_heading = "Output")]
+    /// Exit 1 when a finding reaches this severity: never, info, warning, error or critical.
+    #[arg(long, default_value = "never", value_parser = crate::args::fail_on, help_heading = "Output")]
     pub fail_on: FailOn,
 }
 
@@ -66,26 +67,9 @@ impl ReportOutput {
     }
 }
 
-/// `--fail-on` levels.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum FailOn {
-    Never,
-    Info,
-    Warning,
-    Error,
-    Critical,
-}
-
 /// Exit 1 when a finding reaches `fail_on`.
 pub fn exit_code(d: &Diagnosis, fail_on: FailOn) -> std::process::ExitCode {
-    let threshold = match fail_on {
-        FailOn::Never => return std::process::ExitCode::SUCCESS,
-        FailOn::Info => Severity::Info,
-        FailOn::Warning => Severity::Warning,
-        FailOn::Error => Severity::Error,
-        FailOn::Critical => Severity::Critical,
-    };
-    if d.findings.iter().any(|f| f.severity >= threshold) {
+    if fail_on.fails(d.findings.iter().map(|f| f.severity)) {
         std::process::ExitCode::from(1)
     } else {
         std::process::ExitCode::SUCCESS

@@ -28,10 +28,6 @@ Exit status: 0 all checks at or below --fail-on pass, 1 a check fails at or abov
 /// The series read through Prometheus: every layer's evidence, nothing more.
 const EXPECTED: &str = r#"{__name__=~"DCGM_FI_DEV_POWER_USAGE|DCGM_FI_DEV_GPU_UTIL|DCGM_FI_DEV_FB_USED|DCGM_FI_PROF_GR_ENGINE_ACTIVE|vllm:num_requests_running|vllm:num_requests_waiting|vllm:kv_cache_usage_perc|vllm:gpu_cache_usage_perc|vllm:generation_tokens_total|vllm:time_to_first_token_seconds_count|sglang:num_running_reqs|sglang:num_queue_reqs|sglang:token_usage|tgi_queue_size|tgi_batch_current_size|kueue_pending_workloads|kueue_local_queue_resource_reservation|kueue_cluster_queue_resource_reservation|kube_namespace_labels"}"#;
 
-fn fail_on(s: &str) -> Result<FailOn, String> {
-    s.parse()
-}
-
 /// Verify collection: targets up and every layer's values real.
 #[derive(Debug, clap::Args)]
 #[command(after_help = AFTER_HELP)]
@@ -47,7 +43,7 @@ pub struct TargetsArgs {
     #[arg(long, default_value = "human", value_parser = ["human", "json"])]
     format: String,
     /// Exit 1 when a check fails at this severity or above: error, warning, info or never.
-    #[arg(long, default_value = "error", value_parser = fail_on)]
+    #[arg(long, default_value = "error", value_parser = crate::args::fail_on)]
     fail_on: FailOn,
 }
 
@@ -90,10 +86,7 @@ pub fn run(args: TargetsArgs) -> Result<ExitCode> {
         }
         _ => human(&mut out, &checks)?,
     }
-    let failed = match args.fail_on {
-        FailOn::Never => false,
-        FailOn::Severity(min) => checks.iter().any(|c| c.severity.is_some_and(|s| s >= min)),
-    };
+    let failed = args.fail_on.fails(checks.iter().filter_map(|c| c.severity));
     Ok(if failed {
         ExitCode::from(1)
     } else {
@@ -171,7 +164,7 @@ fn human(w: &mut impl Write, checks: &[Check]) -> Result<()> {
     for c in checks {
         let mark = match c.severity {
             None => "ok  ",
-            Some(Severity::Error) => "FAIL",
+            Some(Severity::Error | Severity::Critical) => "FAIL",
             Some(Severity::Warning) => "warn",
             Some(Severity::Info) => "info",
         };

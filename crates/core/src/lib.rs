@@ -10,6 +10,7 @@
 //!   detectors, decision table, recommendations).
 //! - [`duration`]: human durations (`5s`, `2m`, `500ms`) as used on every command line.
 //! - [`safe`]: outside text made safe — control characters escaped for terminals, secrets redacted.
+//! - [`severity`]: the one severity scale and `--fail-on` threshold.
 //! - [`time`]: points in time as users write them (`now`, `-15m`, RFC3339, Unix seconds).
 
 pub mod catalog;
@@ -19,4 +20,5 @@ pub mod duration;
 pub mod number;
 pub mod safe;
 pub mod series;
+pub mod severity;
 pub mod time;

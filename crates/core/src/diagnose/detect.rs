@@ -32,15 +32,8 @@ pub const PINNED_SHARE: f64 = 0.7;
 /// with 32 clients reads 16 in only 50–80 % of 1 s scrapes, 14–16 in 85–95 %.
 pub const NEAR_CEILING: f64 = 0.85;
 
-/// How bad a finding is; shared by every detector and by `--fail-on`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Severity {
-    Info,
-    Warning,
-    Error,
-    Critical,
-}
+/// How bad a finding is; the one scale of every detector, the linter and `--fail-on`.
+pub use crate::severity::Severity;
 
 /// The primary bottleneck of a run (the contract's `verdict.bottleneck`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
