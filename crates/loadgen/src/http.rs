@@ -323,10 +323,12 @@ impl Client {
     ) -> Result<(), ErrorKind> {
         let started = Instant::now();
         // A server may hold the response head back until the first token: that wait is queueing.
-        let (conn, resp) =
-            tokio::time::timeout_at(started + limits.first_token, self.send_post(uri, body))
-                .await
-                .map_err(|_| ErrorKind::TtftTimeout)??;
+        let (conn, resp) = tokio::time::timeout_at(
+            started + limits.first_token,
+            self.send_post(uri, body, stream),
+        )
+        .await
+        .map_err(|_| ErrorKind::TtftTimeout)??;
         let status = resp.status();
         out.status = Some(status.as_u16());
         let is_sse = content_type(&resp).starts_with("text/event-stream");
@@ -345,6 +347,7 @@ impl Client {
             streamed.fetch_add(u64::from(tokens), Ordering::Relaxed);
             read
         };
+        conn.stamp.set_precise(false);
         // A connection is reused only when its response was read to the end.
         if matches!(result, Ok(()) | Err(ErrorKind::Http(_))) {
             self.checkin(conn);
@@ -357,12 +360,16 @@ impl Client {
     /// Sends a POST and waits for the response head. A pooled connection that the server closed
     /// while it sat idle fails before any byte of a response; the request is then sent once more
     /// on a new connection (as HTTP clients do for a connection the server closed while idle).
+    /// `precise`: a streamed answer, whose first token is stamped as it arrives
+    /// ([`RxStamp::set_precise`], asked for before the request is written).
     async fn send_post(
         &self,
         uri: Uri,
         body: Bytes,
+        precise: bool,
     ) -> Result<(Conn, Response<Incoming>), ErrorKind> {
         let mut conn = self.checkout().await.map_err(|e| connect_error(&e))?;
+        conn.stamp.set_precise(precise);
         let post = |uri: Uri, body: Bytes| {
             let mut req = self.request(Method::POST, uri, body);
             req.headers_mut().insert(
@@ -379,6 +386,7 @@ impl Client {
             Ok(resp) => Ok((conn, resp)),
             Err(_) if conn.idle_since.is_some() => {
                 let mut conn = self.connect().await.map_err(|e| connect_error(&e))?;
+                conn.stamp.set_precise(precise);
                 let resp = conn
                     .send
                     .send_request(post(uri, body))
