@@ -418,6 +418,12 @@ pub struct ReadLimits {
     pub idle: Duration,
 }
 
+/// A stall or first-token timer that fires later than this after its deadline fired late
+/// because the client was not running; it is checked again [`RECHECK`] later, once the client
+/// has had the chance to read what arrived while it was paused.
+const LATE_TIMER: Duration = Duration::from_millis(5);
+const RECHECK: Duration = Duration::from_millis(10);
+
 fn content_type(resp: &Response<Incoming>) -> String {
     resp.headers()
         .get(header::CONTENT_TYPE)
@@ -502,10 +508,15 @@ impl Frames {
                 f = self.body.frame() => f,
                 _ = self.timer.as_mut() => {
                     let (due, kind) = self.deadline();
-                    if Instant::now() >= due {
+                    let now = Instant::now();
+                    let late = now.saturating_duration_since(self.timer.deadline());
+                    if now >= due && late <= LATE_TIMER {
                         return Err(kind);
                     }
-                    self.timer.as_mut().reset(due);
+                    // A timer that fires late means the client was not running (its thread lost
+                    // the core, or the runtime was busy): what arrived meanwhile is not read yet.
+                    // Look again shortly rather than blame the server for the client's pause.
+                    self.timer.as_mut().reset(due.max(now + RECHECK));
                     continue;
                 }
             };
@@ -714,6 +725,56 @@ mod tests {
         .await
         .expect("the idle limit ends the wait, not the first-token limit");
         assert_eq!(got, Err(ErrorKind::Stall));
+    }
+
+    /// The client's own pause is not the server's stall: when the client's thread does not run
+    /// for longer than the idle limit while the server keeps streaming, the response completes.
+    /// (Here the runtime's one thread is blocked, as a thread that lost its core for that long.)
+    #[tokio::test]
+    async fn a_client_that_was_not_running_does_not_call_the_server_stalled() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            read_request(&mut s).await.unwrap();
+            let ev = |text: &str, finish: &str| {
+                format!(
+                    "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{text}\"}},\"finish_reason\":{finish}}}]}}\n\n"
+                )
+            };
+            let head =
+                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+            s.write_all(format!("{head}{}", ev("Hi", "null")).as_bytes())
+                .await
+                .unwrap();
+            tokio::time::sleep(Duration::from_millis(60)).await;
+            let end = format!("{}data: [DONE]\n\n", ev("!", "\"stop\""));
+            s.write_all(end.as_bytes()).await.unwrap();
+        });
+        // The client's thread stops running after the first token, for longer than the idle limit.
+        tokio::spawn(async {
+            tokio::time::sleep(Duration::from_millis(30)).await;
+            std::thread::sleep(Duration::from_millis(600));
+        });
+        let target: Target = format!("http://{addr}").parse().unwrap();
+        let client = Client::new(&target, vec![addr], None, &[]);
+        let limits = ReadLimits {
+            first_token: Duration::from_secs(10),
+            idle: Duration::from_millis(200),
+        };
+        let mut out = Outcome::default();
+        let got = client
+            .execute(
+                target.uri("/v1/chat/completions"),
+                Bytes::from_static(b"{}"),
+                true,
+                limits,
+                &mut out,
+                &AtomicU64::new(0),
+            )
+            .await;
+        assert_eq!(got, Ok(()), "the server never paused for 200 ms");
+        assert_eq!(out.chunk_tokens, 2);
     }
 
     /// A pooled keep-alive connection that the server closes as the next request arrives fails
