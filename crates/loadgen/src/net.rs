@@ -256,7 +256,7 @@ impl Stamper {
 }
 
 /// Peeks at what is queued on a watched connection and notes when it had arrived.
-fn note(w: &Watch, peek: &mut [u8], cmsg: &mut Vec<u8>) {
+fn note(w: &Watch, peek: &mut [u8], cmsg: &mut [u8]) {
     let Ok(mut notes) = w.notes.lock() else {
         return;
     };
