@@ -215,7 +215,7 @@ load:
   worker_max_concurrency: $(((streams + 1) / 2))
 server: {type: vllm, model_name: $MODEL, base_url: "$URL", ignore_eos: true}
 tokenizer: {pretrained_model_name_or_path: "$OUT/tokenizer"}
-report: {use_server_output_tokens: true}
+report: {request_lifecycle: {use_server_output_tokens: true}}
 storage: {local_storage: {path: "$OUT/$name"}}
 YML
     run_tool "$name" "$cpus" "$PEER_VENV/inference-perf/bin/inference-perf" -c "$OUT/$name.yml"
