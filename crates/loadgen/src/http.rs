@@ -20,8 +20,8 @@ use hyper::{Method, Request, Response, Uri};
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::str::FromStr;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::net::TcpStream;
 use tokio::time::{Instant, Sleep};
@@ -164,6 +164,10 @@ struct Conn {
 /// request written into a connection the server is closing fails before it is read.
 const MAX_IDLE: Duration = Duration::from_secs(4);
 
+/// Connections [`Client::prewarm`] opens at once: under common listen backlogs (128 and up), so
+/// a server that keeps accepting does not drop a handshake.
+const CONNECTS_AT_ONCE: usize = 64;
+
 impl std::fmt::Debug for Conn {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Conn")
@@ -245,6 +249,34 @@ impl Client {
             }
         }
         self.connect().await
+    }
+
+    /// Opens connections until `n` are idle in the pool, at most [`CONNECTS_AT_ONCE`] at a time,
+    /// for at most `within`; stops at the first that fails (the requests then report why).
+    /// A closed loop of N streams would otherwise connect N times at once, and a server whose
+    /// accept queue overflows drops the excess handshakes: those wait a whole TCP retransmit
+    /// (1 s) before their request is even sent, which TTFT would count.
+    pub async fn prewarm(self: &Arc<Self>, n: usize, within: Duration) {
+        let have = self.idle.lock().map_or(0, |v| v.len());
+        let mut left = n.saturating_sub(have);
+        let deadline = Instant::now() + within;
+        let mut connecting = tokio::task::JoinSet::new();
+        loop {
+            while left > 0 && connecting.len() < CONNECTS_AT_ONCE {
+                let c = self.clone();
+                connecting.spawn(async move { c.connect().await });
+                left -= 1;
+            }
+            let Ok(Some(done)) = tokio::time::timeout_at(deadline, connecting.join_next()).await
+            else {
+                break;
+            };
+            match done {
+                Ok(Ok(conn)) => self.checkin(conn),
+                _ => break,
+            }
+        }
+        connecting.abort_all();
     }
 
     fn checkin(&self, mut conn: Conn) {
@@ -419,8 +451,9 @@ pub struct ReadLimits {
 }
 
 /// A stall or first-token timer that fires later than this after its deadline fired late
-/// because the client was not running; it is checked again [`RECHECK`] later, once the client
-/// has had the chance to read what arrived while it was paused.
+/// because the client was not running; it is checked again once, [`RECHECK`] later, when the
+/// client has had the chance to read what arrived while it was paused. Once only: a client whose
+/// timers are always late (an overloaded runtime) still sees a real stall, 10 ms later.
 const LATE_TIMER: Duration = Duration::from_millis(5);
 const RECHECK: Duration = Duration::from_millis(10);
 
@@ -447,6 +480,8 @@ struct Frames {
     last: Instant,
     timer: Pin<Box<Sleep>>,
     stamp: RxStamp,
+    /// The timer fired late and is being checked again (reset by the next frame).
+    rechecking: bool,
 }
 
 /// A data frame, when its bytes reached the socket (kernel stamp, else our clock), and when the
@@ -467,6 +502,7 @@ impl Frames {
             last: Instant::now(),
             timer: Box::pin(tokio::time::sleep_until(started + limits.first_token)),
             stamp,
+            rechecking: false,
         }
     }
 
@@ -510,18 +546,21 @@ impl Frames {
                     let (due, kind) = self.deadline();
                     let now = Instant::now();
                     let late = now.saturating_duration_since(self.timer.deadline());
-                    if now >= due && late <= LATE_TIMER {
+                    if now >= due && (late <= LATE_TIMER || self.rechecking) {
                         return Err(kind);
                     }
+                    self.rechecking |= now >= due;
                     // A timer that fires late means the client was not running (its thread lost
                     // the core, or the runtime was busy): what arrived meanwhile is not read yet.
                     // Look again shortly rather than blame the server for the client's pause.
-                    self.timer.as_mut().reset(due.max(now + RECHECK));
+                    let next = if now >= due { now + RECHECK } else { due };
+                    self.timer.as_mut().reset(next);
                     continue;
                 }
             };
             let seen = Instant::now();
             self.last = seen;
+            self.rechecking = false;
             match frame {
                 None => return Ok(None),
                 Some(Err(_)) => return Err(ErrorKind::StreamCut),
@@ -806,6 +845,48 @@ mod tests {
             "the pooled connection was closed by the server"
         );
         assert_eq!(out.status, Some(200));
+    }
+
+    /// Prewarming opens the connections a closed loop will use, paced, and stops at a refusal.
+    #[tokio::test]
+    async fn prewarm_fills_the_pool_and_stops_at_a_refusal() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let accepted = Arc::new(AtomicU64::new(0));
+        let count = accepted.clone();
+        tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((s, _)) = listener.accept().await {
+                count.fetch_add(1, Ordering::Relaxed);
+                held.push(s);
+            }
+        });
+        let target: Target = format!("http://{addr}").parse().unwrap();
+        let client = Arc::new(Client::new(&target, vec![addr], None, &[]));
+        client.prewarm(150, Duration::from_secs(10)).await;
+        assert_eq!(client.idle.lock().unwrap().len(), 150);
+        client.prewarm(150, Duration::from_secs(10)).await;
+        assert_eq!(
+            client.idle.lock().unwrap().len(),
+            150,
+            "tops up, never more"
+        );
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while accepted.load(Ordering::Relaxed) < 150 && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(accepted.load(Ordering::Relaxed), 150);
+
+        // Nothing listens on a port just freed: the first refusal ends it, quickly.
+        let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let gone = free.local_addr().unwrap();
+        drop(free);
+        let target: Target = format!("http://{gone}").parse().unwrap();
+        let client = Arc::new(Client::new(&target, vec![gone], None, &[]));
+        let t = Instant::now();
+        client.prewarm(1000, Duration::from_secs(10)).await;
+        assert!(client.idle.lock().unwrap().is_empty());
+        assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
     }
 
     #[test]
