@@ -399,9 +399,9 @@ if l and l["err_n"]:
           f"(includes the sim's own write and the loopback). Verdict: {l['verdict']}")
     if l["steady_n"]:
         print(f"\nWithout the opening burst (requests sent after the first 2 s, {l['steady_n']} first "
-              f"tokens): p99 {l['steady_p99']:.3f} ms. In the burst the client is still connecting "
-              f"and sending to every stream while the first tokens arrive, reads them late, and "
-              f"their kernel stamps carry the segments queued behind them.")
+              f"tokens): p99 {l['steady_p99']:.3f} ms. In the opening burst every stream sends at "
+              f"once and the client reads many first tokens late; they keep the stamps noted as "
+              f"they arrived.")
     print(f"\nllmscope stamps arrivals with the kernel's receive time; it read first tokens "
           f"{f(l['rx_p50'], 3)} ms (p50) / {f(l['rx_p99'], 3)} ms (p99) after they reached the "
           f"socket: what a tool stamping at read time would have added to TTFT. "
