@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # `llmscope load` against `llmscope sim --preset bench-tiny`, with the Python peers (AIPerf,
-# GuideLLM, from PyPI) side by side on the same simulator. Prints a Markdown report; raw outputs
+# GuideLLM and inference-perf from PyPI; `vllm bench serve` from the real-vLLM tier's venv, see
+# scripts/real-vllm.sh) side by side on the same simulator. Prints a Markdown report; raw outputs
 # (JSON reports, per-request records, logs) stay in $OUT.
 #
-# Every tool sends the same work: 128-word prompts, 64 output tokens (max_tokens + ignore_eos),
-# chat completions, streaming, closed loop.
+# Every tool sends the same work: 128-word prompts (128 tokens of one word-level tokenizer),
+# 64 output tokens (max_tokens + ignore_eos), streaming, closed loop at the same concurrency.
+# Chat completions, except for the two tools whose synthetic prompts only go to /v1/completions
+# (`vllm bench serve --dataset-name random`, inference-perf `data.type: random`). AIPerf and
+# GuideLLM stop after DURATION; `vllm bench serve` and inference-perf take a request count, sized
+# to about DURATION at their throughput (VLLM_REQUESTS_PER_S, IPERF_REQUESTS_PER_S).
 #
 #   accuracy    1,000 streams against a sim slowed to ~20 ms per engine step, so the machine is
 #               not saturated; the sim is pinned to CPU 1 and the tool to CPU 0 (one core each).
@@ -19,11 +24,15 @@
 #
 # Env: DURATION seconds per run (default 20); OUT (default /tmp/llmscope-bench-load);
 #      BUILD=0 uses the llmscope binary already built; PEERS=0 skips the Python tools; PEER_VENV (default /tmp/llmscope-peers);
+#      VLLM_HOME the real-vLLM tier's folder (default ~/.cache/llmscope/real-vllm-0.32.0; vllm is
+#      skipped when its venv has no `vllm`);
 #      PRIO nice level of the sim and of every tool (default -10 when root: the machine is shared
 #      with builds, and a timing benchmark needs its cores; the same level for every tool). With
 #      autogroup scheduling a nice level counts only inside its session, so each process runs in
 #      its own session (setsid) whose autogroup gets the same level.
-# Needs: cargo, python3, curl, taskset; the peers are pip-installed into $PEER_VENV/<tool>.
+# Needs: cargo, python3, curl, taskset; the peers are pip-installed into $PEER_VENV/<tool>
+# (inference-perf declares Python >= 3.12; on an older python3 it is installed with
+# --ignore-requires-python and used if it runs).
 # All traffic stays on 127.0.0.1; every run is bounded by DURATION plus a drain.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,6 +43,9 @@ PEERS=${PEERS:-1}
 PEER_VENV=${PEER_VENV:-/tmp/llmscope-peers}
 MODEL=llmscope/tiny-bench
 PRIO=${PRIO:-$([[ $(id -u) == 0 ]] && echo -10 || echo 0)}
+VLLM_HOME=${VLLM_HOME:-$HOME/.cache/llmscope/real-vllm-0.32.0}
+VLLM_REQUESTS_PER_S=${VLLM_REQUESTS_PER_S:-500}
+IPERF_REQUESTS_PER_S=${IPERF_REQUESTS_PER_S:-400}
 mkdir -p "$OUT"
 
 [[ ${BUILD:-1} == 0 ]] || cargo build -q --release -p llmscope
@@ -97,9 +109,15 @@ llmscope_run() {
 # ---- Python peers ------------------------------------------------------------------------------
 peer_install() {
     local tool=$1
+    if [[ $tool == vllm ]]; then
+        [[ -x $VLLM_HOME/venv/bin/vllm ]]
+        return
+    fi
     [[ -x $PEER_VENV/$tool/bin/$tool ]] && return 0
-    python3 -m venv "$PEER_VENV/$tool" &&
-        "$PEER_VENV/$tool/bin/pip" install -q --prefer-binary "$tool" >"$OUT/pip-$tool.log" 2>&1
+    python3 -m venv "$PEER_VENV/$tool" || return 1
+    "$PEER_VENV/$tool/bin/pip" install -q --prefer-binary "$tool" >"$OUT/pip-$tool.log" 2>&1 ||
+        "$PEER_VENV/$tool/bin/pip" install -q --prefer-binary --ignore-requires-python "$tool" \
+            >>"$OUT/pip-$tool.log" 2>&1
 }
 
 # The peers need a tokenizer; with no access to the Hugging Face hub, build a small word-level one
@@ -161,13 +179,55 @@ guidellm_run() {
         --output "kind=json,path=$OUT/$name.json" --disable-console-interactive
 }
 
+# `vllm bench serve`, from the real-vLLM tier's venv, offline, its caches inside the tier's folder
+# (as scripts/real-vllm.sh sets them). It runs no model: it only needs the tokenizer.
+vllm_run() {
+    local name=$1 cpus=$2 streams=$3
+    rm -rf "$OUT/$name"
+    mkdir -p "$OUT/$name" "$VLLM_HOME/tmp" "$VLLM_HOME/cache/hf"
+    run_tool "$name" "$cpus" env VLLM_TARGET_DEVICE=cpu HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
+        VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 PYTHONNOUSERSITE=1 HF_HOME="$VLLM_HOME/cache/hf" \
+        XDG_CACHE_HOME="$VLLM_HOME/cache" VLLM_CACHE_ROOT="$VLLM_HOME/cache/vllm" \
+        TMPDIR="$VLLM_HOME/tmp" \
+        "$VLLM_HOME/venv/bin/vllm" bench serve --backend openai --base-url "$URL" \
+        --endpoint /v1/completions --model "$MODEL" --tokenizer "$OUT/tokenizer" \
+        --dataset-name random --random-input-len 128 --random-output-len 64 \
+        --random-range-ratio 0 --ignore-eos --max-concurrency "$streams" --request-rate inf \
+        --num-prompts $((VLLM_REQUESTS_PER_S * DURATION)) --num-warmups 0 --disable-tqdm \
+        --save-result --result-dir "$OUT/$name" --result-filename result.json
+}
+
+inference-perf_run() {
+    local name=$1 cpus=$2 streams=$3 n=$((IPERF_REQUESTS_PER_S * DURATION))
+    rm -rf "$OUT/$name"
+    mkdir -p "$OUT/$name"
+    # Two workers (one per core), each allowed half the streams (its default is 100 per worker).
+    cat >"$OUT/$name.yml" <<YML
+api: {type: completion, streaming: true}
+data:
+  type: random
+  input_distribution: {min: 128, max: 128, mean: 128, std_dev: 0, total_count: $n}
+  output_distribution: {min: 64, max: 64, mean: 64, std_dev: 0, total_count: $n}
+load:
+  type: concurrent
+  stages: [{num_requests: $n, concurrency_level: $streams}]
+  num_workers: 2
+  worker_max_concurrency: $(((streams + 1) / 2))
+server: {type: vllm, model_name: $MODEL, base_url: "$URL", ignore_eos: true}
+tokenizer: {pretrained_model_name_or_path: "$OUT/tokenizer"}
+report: {request_lifecycle: {use_server_output_tokens: true}}
+storage: {local_storage: {path: "$OUT/$name"}}
+YML
+    run_tool "$name" "$cpus" "$PEER_VENV/inference-perf/bin/inference-perf" -c "$OUT/$name.yml"
+}
+
 peers=()
 if [[ $PEERS != 0 ]]; then
-    for tool in aiperf guidellm; do
+    for tool in aiperf guidellm vllm inference-perf; do
         if peer_install "$tool"; then
             peers+=("$tool")
         else
-            echo "$tool: pip install failed (see $OUT/pip-$tool.log); skipped" >&2
+            echo "$tool: not installed (pip: $OUT/pip-$tool.log; vllm: $VLLM_HOME/venv); skipped" >&2
         fi
     done
     [[ ${#peers[@]} -gt 0 ]] && make_tokenizer
@@ -179,9 +239,9 @@ echo "accuracy: 1,000 streams, sim at ~20 ms/step on CPU 1, tool on CPU 0, ${DUR
 start_sim accuracy 1 --gpu-step-overhead 20ms
 llmscope_run acc-llmscope 0 1000 --threads 1 --check-timing
 for tool in "${peers[@]}"; do "${tool}_run" "acc-$tool" 0 1000; done
-# The same streams with llmscope on both cores (2 threads, sharing CPU 1 with the sim): one core
-# is not enough for 50,000 separately arriving chunks a second, and a saturated client reads late.
-llmscope_run acc-llmscope-2c 0,1 1000 --threads 2 --check-timing
+# The same streams with llmscope on both cores and its default threads (one per core: 2 here),
+# sharing CPU 1 with the sim: its threads lose the core to the sim for milliseconds at a time.
+llmscope_run acc-llmscope-2c 0,1 1000 --check-timing
 
 echo "throughput: full-speed bench-tiny, both CPUs shared" >&2
 start_sim throughput 0,1
@@ -270,13 +330,55 @@ def guidellm(name):
             "tok_s": tokens / b["duration"], "req_s": m["requests_per_second"]["successful"]["mean"],
             "tokens": tokens}
 
-readers = {"llmscope": llmscope, "aiperf": aiperf, "guidellm": guidellm}
+def vllm(name):
+    j = json.loads(read(f"{name}/result.json") or "null")
+    if not j:
+        return None
+    return {"ttft_mean": j["mean_ttft_ms"], "ttft_p99": j.get("p99_ttft_ms"),
+            "tok_s": j["output_throughput"], "req_s": j["request_throughput"],
+            "tokens": j["total_output_tokens"], "sent": j["completed"] + j["failed"],
+            "failed": j["failed"]}
+
+def inference_perf(name):
+    j = json.loads(read(f"{name}/summary_lifecycle_metrics.json") or "null")
+    if not j:
+        return None
+    s = j["successes"]
+    ttft = s["latency"]["time_to_first_token"]
+    failed = (j.get("failures") or {}).get("count", 0)
+    return {"ttft_mean": ttft["mean"] * 1e3, "ttft_p99": ttft["p99"] * 1e3,
+            "tok_s": s["throughput"]["output_tokens_per_sec"],
+            "req_s": s["throughput"]["requests_per_sec"],
+            "tokens": s["output_tokens"]["total"], "sent": s["count"] + failed, "failed": failed}
+
+# What each tool was made to send, and where it differs from the common work.
+WORK = {
+    "llmscope": "chat, streaming, closed loop, DURATION",
+    "aiperf": "chat, streaming, closed loop, DURATION",
+    "guidellm": "chat, streaming, closed loop, DURATION (prompts from the same 128-word file)",
+    "vllm": "completions, streaming, closed loop, a request count: its synthetic (random) "
+            "dataset sends prompts only to /v1/completions, and it stops after N prompts, not after "
+            "a duration",
+    "inference-perf": "completions, streaming, closed loop (`concurrent` load), a request count: "
+                      "its random data type supports only the completion API, and a concurrent "
+                      "stage is N requests, not a duration; Python 3.12 wanted, run on 3.11",
+}
+
+readers = {"llmscope": llmscope, "aiperf": aiperf, "guidellm": guidellm, "vllm": vllm,
+           "inference-perf": inference_perf}
 tools = ["llmscope"] + peers
 
 def f(v, d=1):
     return "-" if v is None else f"{v:,.{d}f}"
 
 print("## llmscope load vs Python peers (llmscope sim, preset bench-tiny)\n")
+print("Same work for every tool: 128-word prompts, 64 output tokens (max_tokens + ignore_eos), "
+      "streaming, closed loop at the same concurrency.\n")
+print("| tool | what it sent |")
+print("|---|---|")
+for t in tools:
+    print(f"| {t} | {WORK.get(t, '?')} |")
+print()
 acc = {t: readers[t](f"acc-{t}") for t in tools}
 print("### Accuracy: 1,000 streams, unsaturated sim (CPU 1), tool on CPU 0\n")
 print("| tool | server TTFT mean ms | tool TTFT mean ms | added by the client ms | TTFT p99 ms | CPU s / 1k tokens |")
@@ -297,9 +399,9 @@ if l and l["err_n"]:
           f"(includes the sim's own write and the loopback). Verdict: {l['verdict']}")
     if l["steady_n"]:
         print(f"\nWithout the opening burst (requests sent after the first 2 s, {l['steady_n']} first "
-              f"tokens): p99 {l['steady_p99']:.3f} ms. In the burst the client is still connecting "
-              f"and sending to every stream while the first tokens arrive, reads them late, and "
-              f"their kernel stamps carry the segments queued behind them.")
+              f"tokens): p99 {l['steady_p99']:.3f} ms. In the opening burst every stream sends at "
+              f"once and the client reads many first tokens late; they keep the stamps noted as "
+              f"they arrived.")
     print(f"\nllmscope stamps arrivals with the kernel's receive time; it read first tokens "
           f"{f(l['rx_p50'], 3)} ms (p50) / {f(l['rx_p99'], 3)} ms (p99) after they reached the "
           f"socket: what a tool stamping at read time would have added to TTFT. "
@@ -308,7 +410,7 @@ if l and l["err_n"]:
 
 two = llmscope("acc-llmscope-2c")
 if two and two["err_n"]:
-    print(f"\nllmscope with 2 threads on both cores, same 1,000 streams ({two['err_n']} first tokens): "
+    print(f"\nllmscope with its default threads (2) on both cores, same 1,000 streams ({two['err_n']} first tokens): "
           f"TTFT error p50 {two['err_p50']:.3f} ms, p99 {two['err_p99']:.3f} ms, max "
           f"{two['err_max']:.3f} ms; without the opening burst p99 {f(two['steady_p99'], 3)} ms. "
           f"Verdict: {two['verdict']}")
@@ -343,4 +445,8 @@ for t in peers:
     if added.get(t) is not None and added.get("llmscope"):
         parts.append(f"TTFT added by the client {added[t] / max(added['llmscope'], 1e-3):.1f}x")
     print(f"- {t}: " + ("; ".join(parts) if parts else "no result"))
+if base and base["verdict"].startswith("not client-limited"):
+    print("\nllmscope kept its 1,000 streams without limiting them: its output tok/s is the "
+          "simulator's, sharing the same two cores, not the client's ceiling; the client CPU per "
+          "token above is the client-to-client comparison.")
 EOF

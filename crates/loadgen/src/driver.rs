@@ -148,6 +148,9 @@ struct StageCtx {
     streaks: Arc<std::sync::Mutex<Vec<u32>>>,
 }
 
+/// The longest a closed-loop stage waits for its connections to open before it starts sending.
+const PREWARM_WITHIN: Duration = Duration::from_secs(5);
+
 /// The first backoff after a failure; it doubles with each failure in a row, up to the max.
 const BACKOFF_FIRST: Duration = Duration::from_millis(10);
 const BACKOFF_MAX: Duration = Duration::from_secs(1);
@@ -341,6 +344,15 @@ async fn run_stage(
     observer: &mut dyn Observer,
     control: &RunControl,
 ) -> StageOutcome {
+    // A closed loop sends to all its streams at once: their connections are opened first, paced,
+    // so that connecting is not timed as the server's first token.
+    if let Mode::Closed { concurrency } = sp.mode
+        && sp.ramp_up.is_zero()
+    {
+        plan.client
+            .prewarm(concurrency as usize, PREWARM_WITHIN)
+            .await;
+    }
     let (tx, rx) = mpsc::unbounded_channel();
     let (abort_tx, abort_rx) = watch::channel(false);
     let started = Instant::now();

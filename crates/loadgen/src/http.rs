@@ -20,8 +20,8 @@ use hyper::{Method, Request, Response, Uri};
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::str::FromStr;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::net::TcpStream;
 use tokio::time::{Instant, Sleep};
@@ -173,6 +173,10 @@ struct Conn {
 /// request written into a connection the server is closing fails before it is read.
 const MAX_IDLE: Duration = Duration::from_secs(4);
 
+/// Connections [`Client::prewarm`] opens at once: under common listen backlogs (128 and up), so
+/// a server that keeps accepting does not drop a handshake.
+const CONNECTS_AT_ONCE: usize = 64;
+
 impl std::fmt::Debug for Conn {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Conn")
@@ -256,6 +260,34 @@ impl Client {
         self.connect().await
     }
 
+    /// Opens connections until `n` are idle in the pool, at most [`CONNECTS_AT_ONCE`] at a time,
+    /// for at most `within`; stops at the first that fails (the requests then report why).
+    /// A closed loop of N streams would otherwise connect N times at once, and a server whose
+    /// accept queue overflows drops the excess handshakes: those wait a whole TCP retransmit
+    /// (1 s) before their request is even sent, which TTFT would count.
+    pub async fn prewarm(self: &Arc<Self>, n: usize, within: Duration) {
+        let have = self.idle.lock().map_or(0, |v| v.len());
+        let mut left = n.saturating_sub(have);
+        let deadline = Instant::now() + within;
+        let mut connecting = tokio::task::JoinSet::new();
+        loop {
+            while left > 0 && connecting.len() < CONNECTS_AT_ONCE {
+                let c = self.clone();
+                connecting.spawn(async move { c.connect().await });
+                left -= 1;
+            }
+            let Ok(Some(done)) = tokio::time::timeout_at(deadline, connecting.join_next()).await
+            else {
+                break;
+            };
+            match done {
+                Ok(Ok(conn)) => self.checkin(conn),
+                _ => break,
+            }
+        }
+        connecting.abort_all();
+    }
+
     fn checkin(&self, mut conn: Conn) {
         conn.idle_since = Some(Instant::now());
         if let Ok(mut idle) = self.idle.lock() {
@@ -332,10 +364,12 @@ impl Client {
     ) -> Result<(), ErrorKind> {
         let started = Instant::now();
         // A server may hold the response head back until the first token: that wait is queueing.
-        let (conn, resp) =
-            tokio::time::timeout_at(started + limits.first_token, self.send_post(uri, body))
-                .await
-                .map_err(|_| ErrorKind::TtftTimeout)??;
+        let (conn, resp) = tokio::time::timeout_at(
+            started + limits.first_token,
+            self.send_post(uri, body, stream),
+        )
+        .await
+        .map_err(|_| ErrorKind::TtftTimeout)??;
         let status = resp.status();
         out.status = Some(status.as_u16());
         let is_sse = content_type(&resp).starts_with("text/event-stream");
@@ -354,6 +388,7 @@ impl Client {
             streamed.fetch_add(u64::from(tokens), Ordering::Relaxed);
             read
         };
+        conn.stamp.set_precise(false);
         // A connection is reused only when its response was read to the end.
         if matches!(result, Ok(()) | Err(ErrorKind::Http(_))) {
             self.checkin(conn);
@@ -366,12 +401,16 @@ impl Client {
     /// Sends a POST and waits for the response head. A pooled connection that the server closed
     /// while it sat idle fails before any byte of a response; the request is then sent once more
     /// on a new connection (as HTTP clients do for a connection the server closed while idle).
+    /// `precise`: a streamed answer, whose first token is stamped as it arrives
+    /// ([`RxStamp::set_precise`], asked for before the request is written).
     async fn send_post(
         &self,
         uri: Uri,
         body: Bytes,
+        precise: bool,
     ) -> Result<(Conn, Response<Incoming>), ErrorKind> {
         let mut conn = self.checkout().await.map_err(|e| connect_error(&e))?;
+        conn.stamp.set_precise(precise);
         let post = |uri: Uri, body: Bytes| {
             let mut req = self.request(Method::POST, uri, body);
             req.headers_mut().insert(
@@ -388,6 +427,7 @@ impl Client {
             Ok(resp) => Ok((conn, resp)),
             Err(_) if conn.idle_since.is_some() => {
                 let mut conn = self.connect().await.map_err(|e| connect_error(&e))?;
+                conn.stamp.set_precise(precise);
                 let resp = conn
                     .send
                     .send_request(post(uri, body))
@@ -419,6 +459,13 @@ pub struct ReadLimits {
     pub idle: Duration,
 }
 
+/// A stall or first-token timer that fires later than this after its deadline fired late
+/// because the client was not running; it is checked again once, [`RECHECK`] later, when the
+/// client has had the chance to read what arrived while it was paused. Once only: a client whose
+/// timers are always late (an overloaded runtime) still sees a real stall, 10 ms later.
+const LATE_TIMER: Duration = Duration::from_millis(5);
+const RECHECK: Duration = Duration::from_millis(10);
+
 fn content_type(resp: &Response<Incoming>) -> String {
     resp.headers()
         .get(header::CONTENT_TYPE)
@@ -442,6 +489,8 @@ struct Frames {
     last: Instant,
     timer: Pin<Box<Sleep>>,
     stamp: RxStamp,
+    /// The timer fired late and is being checked again (reset by the next frame).
+    rechecking: bool,
 }
 
 /// A data frame, when its bytes reached the socket (kernel stamp, else our clock), and when the
@@ -462,6 +511,7 @@ impl Frames {
             last: Instant::now(),
             timer: Box::pin(tokio::time::sleep_until(started + limits.first_token)),
             stamp,
+            rechecking: false,
         }
     }
 
@@ -503,15 +553,23 @@ impl Frames {
                 f = self.body.frame() => f,
                 _ = self.timer.as_mut() => {
                     let (due, kind) = self.deadline();
-                    if Instant::now() >= due {
+                    let now = Instant::now();
+                    let late = now.saturating_duration_since(self.timer.deadline());
+                    if now >= due && (late <= LATE_TIMER || self.rechecking) {
                         return Err(kind);
                     }
-                    self.timer.as_mut().reset(due);
+                    self.rechecking |= now >= due;
+                    // A timer that fires late means the client was not running (its thread lost
+                    // the core, or the runtime was busy): what arrived meanwhile is not read yet.
+                    // Look again shortly rather than blame the server for the client's pause.
+                    let next = if now >= due { now + RECHECK } else { due };
+                    self.timer.as_mut().reset(next);
                     continue;
                 }
             };
             let seen = Instant::now();
             self.last = seen;
+            self.rechecking = false;
             match frame {
                 None => return Ok(None),
                 Some(Err(_)) => return Err(ErrorKind::StreamCut),
@@ -717,6 +775,56 @@ mod tests {
         assert_eq!(got, Err(ErrorKind::Stall));
     }
 
+    /// The client's own pause is not the server's stall: when the client's thread does not run
+    /// for longer than the idle limit while the server keeps streaming, the response completes.
+    /// (Here the runtime's one thread is blocked, as a thread that lost its core for that long.)
+    #[tokio::test]
+    async fn a_client_that_was_not_running_does_not_call_the_server_stalled() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            read_request(&mut s).await.unwrap();
+            let ev = |text: &str, finish: &str| {
+                format!(
+                    "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{text}\"}},\"finish_reason\":{finish}}}]}}\n\n"
+                )
+            };
+            let head =
+                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+            s.write_all(format!("{head}{}", ev("Hi", "null")).as_bytes())
+                .await
+                .unwrap();
+            tokio::time::sleep(Duration::from_millis(60)).await;
+            let end = format!("{}data: [DONE]\n\n", ev("!", "\"stop\""));
+            s.write_all(end.as_bytes()).await.unwrap();
+        });
+        // The client's thread stops running after the first token, for longer than the idle limit.
+        tokio::spawn(async {
+            tokio::time::sleep(Duration::from_millis(30)).await;
+            std::thread::sleep(Duration::from_millis(600));
+        });
+        let target: Target = format!("http://{addr}").parse().unwrap();
+        let client = Client::new(&target, vec![addr], None, &[]);
+        let limits = ReadLimits {
+            first_token: Duration::from_secs(10),
+            idle: Duration::from_millis(200),
+        };
+        let mut out = Outcome::default();
+        let got = client
+            .execute(
+                target.uri("/v1/chat/completions"),
+                Bytes::from_static(b"{}"),
+                true,
+                limits,
+                &mut out,
+                &AtomicU64::new(0),
+            )
+            .await;
+        assert_eq!(got, Ok(()), "the server never paused for 200 ms");
+        assert_eq!(out.chunk_tokens, 2);
+    }
+
     /// A pooled keep-alive connection that the server closes as the next request arrives fails
     /// before any byte of a response: the request goes again on a new connection and succeeds.
     #[tokio::test]
@@ -746,6 +854,48 @@ mod tests {
             "the pooled connection was closed by the server"
         );
         assert_eq!(out.status, Some(200));
+    }
+
+    /// Prewarming opens the connections a closed loop will use, paced, and stops at a refusal.
+    #[tokio::test]
+    async fn prewarm_fills_the_pool_and_stops_at_a_refusal() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let accepted = Arc::new(AtomicU64::new(0));
+        let count = accepted.clone();
+        tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((s, _)) = listener.accept().await {
+                count.fetch_add(1, Ordering::Relaxed);
+                held.push(s);
+            }
+        });
+        let target: Target = format!("http://{addr}").parse().unwrap();
+        let client = Arc::new(Client::new(&target, vec![addr], None, &[]));
+        client.prewarm(150, Duration::from_secs(10)).await;
+        assert_eq!(client.idle.lock().unwrap().len(), 150);
+        client.prewarm(150, Duration::from_secs(10)).await;
+        assert_eq!(
+            client.idle.lock().unwrap().len(),
+            150,
+            "tops up, never more"
+        );
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while accepted.load(Ordering::Relaxed) < 150 && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(accepted.load(Ordering::Relaxed), 150);
+
+        // Nothing listens on a port just freed: the first refusal ends it, quickly.
+        let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let gone = free.local_addr().unwrap();
+        drop(free);
+        let target: Target = format!("http://{gone}").parse().unwrap();
+        let client = Arc::new(Client::new(&target, vec![gone], None, &[]));
+        let t = Instant::now();
+        client.prewarm(1000, Duration::from_secs(10)).await;
+        assert!(client.idle.lock().unwrap().is_empty());
+        assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
     }
 
     #[test]
