@@ -11,6 +11,7 @@ use crate::OpsError;
 use futures_util::StreamExt;
 use llmscope_collect::prom::client::PromClient;
 use llmscope_core::series::Series;
+use std::sync::Arc;
 
 /// The window to read.
 #[derive(Debug, Clone)]
@@ -62,9 +63,11 @@ fn catalog_names() -> Vec<&'static str> {
     names
 }
 
-/// Names asked for at once: the server prepares the next answers while one is decoded and
-/// stored, and memory stays a few names' answers.
-const IN_FLIGHT: usize = 2;
+/// Names asked for at once: the server prepares the next answers (and the kernel queues them)
+/// while one is decoded and stored, and memory stays a few names' answers. On the bench of
+/// 100 pods × 24 h (one thread): 3 in flight 2.2-2.6 s / 117-123 MiB, 6 in flight 2.0-2.1 s /
+/// 132-139 MiB.
+const IN_FLIGHT: usize = 6;
 
 /// Reads the window name by name and gives each name's series (non-empty), in the catalog's
 /// order, to `each`.
@@ -74,11 +77,19 @@ pub async fn read_window(
     mut each: impl FnMut(Vec<Series>) -> Result<(), OpsError>,
 ) -> Result<WindowRead, OpsError> {
     let mut read = WindowRead::default();
+    let matchers: Arc<[String]> = w.matchers.into();
+    let (from, to, step) = (w.from, w.to, w.step);
+    // Each name is read by a task of its own: the answers keep arriving (and decoding, on the
+    // other worker) while `each` stores the previous one.
     let mut answers = futures_util::stream::iter(catalog_names())
-        .map(|name| read_name(client, name, w))
+        .map(|name| {
+            let (client, matchers) = (client.clone(), Arc::clone(&matchers));
+            tokio::spawn(async move { read_name(&client, name, &matchers, (from, to, step)).await })
+        })
         .buffered(IN_FLIGHT);
     while let Some(answer) = answers.next().await {
-        let (series, warnings) = answer?;
+        let (series, warnings) =
+            answer.map_err(|e| OpsError::Task(format!("reading the window: {e}")))??;
         for warning in warnings {
             if !read.warnings.contains(&warning) {
                 read.warnings.push(warning);
@@ -99,12 +110,13 @@ pub async fn read_window(
 async fn read_name(
     client: &PromClient,
     name: &str,
-    w: &WindowQuery<'_>,
+    matchers: &[String],
+    (from, to, step): (f64, f64, f64),
 ) -> Result<(Vec<Series>, Vec<String>), OpsError> {
     let (mut series, mut warnings) = (Vec::new(), Vec::new());
-    for selector in selectors(name, w.matchers) {
+    for selector in selectors(name, matchers) {
         let r = client
-            .query_range(&selector, w.from, w.to, w.step)
+            .query_range(&selector, from, to, step)
             .await
             .map_err(|source| OpsError::Prom {
                 context: format!("reading the window ({selector})"),
