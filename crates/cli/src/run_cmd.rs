@@ -215,100 +215,125 @@ async fn resolve(args: &RunArgs) -> Result<(RunPlan, Option<SimHandle>)> {
     Ok((plan, targets.sim))
 }
 
-/// Starts the simulated stack when there is no target; names the scrape targets.
+/// Where the load goes and the metrics come from: the simulated stack (started here) without a
+/// `--target`, else Prometheus with `--prometheus`, else the target's pages scraped directly.
 async fn resolve_targets(args: &RunArgs) -> Result<Plan> {
+    // The engine flags are checked whatever the target (they describe the simulated one).
     let (preset, dialect) = args.engine.resolve()?;
     let Some(target) = &args.target else {
-        let mut cfg = SimConfig::new(preset.clone());
-        cfg.seed = args.engine.seed;
-        cfg.dialect = dialect;
-        if args.prom.prometheus.is_some() {
-            bail!(
-                "--prometheus reads a real deployment's window: give the server with --target (the simulated stack is scraped directly)"
-            );
-        }
-        let dcgm_interval = args.dcgm_interval.unwrap_or(Duration::from_secs(5));
-        cfg.dcgm_interval = dcgm_interval;
-        let sim = serve::start(cfg)
-            .await
-            .context("starting the simulated stack")?;
-        say(&format!(
-            "no --target: running against the simulated stack at {} ({} on {}, --max-num-seqs {}, dcgm every {}) — simulated, not real hardware",
-            sim.vllm_url(),
-            preset.model.id,
-            preset.gpu.model_name,
-            preset.engine.max_num_seqs,
-            format_duration(dcgm_interval)
-        ));
-        let scrape = vec![
-            target_arg(&format!("vllm={}/metrics", sim.vllm_url()))?,
-            target_arg(&format!("dcgm={}", sim.dcgm_url()))?,
-        ];
-        let context = vec![
-            format!(
-                "simulated vLLM {} ({}) at {}",
-                dialect,
-                preset.model.id,
-                sim.vllm_url()
-            ),
-            format!(
-                "simulated dcgm-exporter ({}) at {}",
-                preset.gpu.model_name,
-                sim.dcgm_url()
-            ),
-        ];
-        return Ok(Plan {
-            target: sim.vllm_url(),
-            max_num_seqs: Some(preset.engine.max_num_seqs),
-            max_num_batched_tokens: Some(preset.engine.max_num_batched_tokens),
-            sim: Some(sim),
-            scrape,
-            prom: None,
-            context,
-            // dcgm values lag by up to one collect interval: observe long enough to see them fall.
-            after: (dcgm_interval * 2).max(Duration::from_secs(5)),
-        });
+        return simulated(args, preset, dialect).await;
     };
     let base = target
         .trim_end_matches('/')
         .trim_end_matches("/v1")
         .to_owned();
+    // dcgm values lag by up to one collect interval: observe long enough to see them fall.
+    let after = args.dcgm_interval.unwrap_or(Duration::from_secs(30)) + Duration::from_secs(5);
+    if let Some(prom) = args.prom.client()? {
+        return through_prometheus(args, base, prom, after);
+    }
+    scraped(args, base, after)
+}
+
+/// No `--target`: the simulated stack, started in-process.
+async fn simulated(
+    args: &RunArgs,
+    preset: llmscope_sim::preset::Preset,
+    dialect: llmscope_sim::metrics::Dialect,
+) -> Result<Plan> {
+    if args.prom.prometheus.is_some() {
+        bail!(
+            "--prometheus reads a real deployment's window: give the server with --target (the simulated stack is scraped directly)"
+        );
+    }
+    let mut cfg = SimConfig::new(preset.clone());
+    cfg.seed = args.engine.seed;
+    cfg.dialect = dialect;
+    let dcgm_interval = args.dcgm_interval.unwrap_or(Duration::from_secs(5));
+    cfg.dcgm_interval = dcgm_interval;
+    let sim = serve::start(cfg)
+        .await
+        .context("starting the simulated stack")?;
+    say(&format!(
+        "no --target: running against the simulated stack at {} ({} on {}, --max-num-seqs {}, dcgm every {}) — simulated, not real hardware",
+        sim.vllm_url(),
+        preset.model.id,
+        preset.gpu.model_name,
+        preset.engine.max_num_seqs,
+        format_duration(dcgm_interval)
+    ));
+    let scrape = vec![
+        target_arg(&format!("vllm={}/metrics", sim.vllm_url()))?,
+        target_arg(&format!("dcgm={}", sim.dcgm_url()))?,
+    ];
+    let context = vec![
+        format!(
+            "simulated vLLM {dialect} ({}) at {}",
+            preset.model.id,
+            sim.vllm_url()
+        ),
+        format!(
+            "simulated dcgm-exporter ({}) at {}",
+            preset.gpu.model_name,
+            sim.dcgm_url()
+        ),
+    ];
+    Ok(Plan {
+        target: sim.vllm_url(),
+        max_num_seqs: Some(preset.engine.max_num_seqs),
+        max_num_batched_tokens: Some(preset.engine.max_num_batched_tokens),
+        sim: Some(sim),
+        scrape,
+        prom: None,
+        context,
+        // dcgm values lag by up to one collect interval: observe long enough to see them fall.
+        after: (dcgm_interval * 2).max(Duration::from_secs(5)),
+    })
+}
+
+/// `--prometheus`: nothing is scraped; the window is read from Prometheus after the load.
+fn through_prometheus(
+    args: &RunArgs,
+    base: String,
+    prom: PromClient,
+    after: Duration,
+) -> Result<Plan> {
+    if args.metrics_url.is_some() || !args.gpu_metrics.is_empty() {
+        bail!(
+            "with --prometheus the window is read from Prometheus: drop --metrics-url and --gpu-metrics (or drop --prometheus to scrape them directly)"
+        );
+    }
+    let url = llmscope_collect::url::redact(args.prom.prometheus.as_deref().unwrap_or(""));
+    let mut context = vec![
+        format!("target {base}"),
+        format!(
+            "series read from Prometheus {url} after the load, step {}",
+            format_duration(args.interval)
+        ),
+    ];
+    context.extend(args.matchers.iter().map(|m| format!("matchers {m}")));
+    Ok(Plan {
+        sim: None,
+        target: base,
+        scrape: Vec::new(),
+        prom: Some(prom),
+        max_num_seqs: args.engine.max_num_seqs,
+        max_num_batched_tokens: args.engine.max_num_batched_tokens,
+        context,
+        // Prometheus stores a scrape a moment after it happens: one more interval.
+        after: after + args.interval,
+    })
+}
+
+/// The target's own pages (and `--gpu-metrics`), scraped directly for the whole run.
+fn scraped(args: &RunArgs, base: String, after: Duration) -> Result<Plan> {
+    if !args.matchers.is_empty() {
+        bail!("--match narrows what is read from Prometheus: it needs --prometheus");
+    }
     let metrics = args
         .metrics_url
         .clone()
         .unwrap_or_else(|| format!("{base}/metrics"));
-    // dcgm values lag by up to one collect interval: observe long enough to see them fall.
-    let after = args.dcgm_interval.unwrap_or(Duration::from_secs(30)) + Duration::from_secs(5);
-    if let Some(prom) = args.prom.client()? {
-        if args.metrics_url.is_some() || !args.gpu_metrics.is_empty() {
-            bail!(
-                "with --prometheus the window is read from Prometheus: drop --metrics-url and --gpu-metrics (or drop --prometheus to scrape them directly)"
-            );
-        }
-        let url = llmscope_collect::url::redact(args.prom.prometheus.as_deref().unwrap_or(""));
-        let mut context = vec![
-            format!("target {base}"),
-            format!(
-                "series read from Prometheus {url} after the load, step {}",
-                format_duration(args.interval)
-            ),
-        ];
-        context.extend(args.matchers.iter().map(|m| format!("matchers {m}")));
-        return Ok(Plan {
-            sim: None,
-            target: base,
-            scrape: Vec::new(),
-            prom: Some(prom),
-            max_num_seqs: args.engine.max_num_seqs,
-            max_num_batched_tokens: args.engine.max_num_batched_tokens,
-            context,
-            // Prometheus stores a scrape a moment after it happens: one more interval.
-            after: after + args.interval,
-        });
-    }
-    if !args.matchers.is_empty() {
-        bail!("--match narrows what is read from Prometheus: it needs --prometheus");
-    }
     let mut scrape = vec![target_arg(&format!("engine={metrics}"))?];
     for (i, g) in args.gpu_metrics.iter().enumerate() {
         scrape.push(target_arg(&format!("gpu{i}={g}"))?);
