@@ -17,6 +17,16 @@ pub enum ReportFormat {
     Markdown,
 }
 
+impl From<ReportFormat> for Format {
+    fn from(f: ReportFormat) -> Format {
+        match f {
+            ReportFormat::Text => Format::Text,
+            ReportFormat::Json => Format::Json,
+            ReportFormat::Markdown => Format::Markdown,
+        }
+    }
+}
+
 /// Renders `a` to stdout in `format`, and to `html_path` if given.
 pub fn render(
     a: &Analysed,
@@ -32,13 +42,13 @@ pub fn render(
             .with_context(|| format!("writing {}", path.display()))?;
         file.flush()?;
     }
-    let format = match format {
-        ReportFormat::Text => Format::Text,
-        ReportFormat::Json => Format::Json,
-        ReportFormat::Markdown => Format::Markdown,
-    };
     let stdout = std::io::stdout();
-    a.write(title, format, &mut stdout.lock(), stdout.is_terminal())?;
+    a.write(
+        title,
+        format.into(),
+        &mut stdout.lock(),
+        stdout.is_terminal(),
+    )?;
     Ok(())
 }
 

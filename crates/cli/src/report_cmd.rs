@@ -5,7 +5,7 @@
 use crate::output::{ReportFormat, ReportOutput};
 use crate::prom_flags::PromFlags;
 use anyhow::{Context, Result};
-use llmscope_ops::analysis::{self, Analysed, Format, RunFacts};
+use llmscope_ops::analysis::{self, Analysed, RunFacts};
 use llmscope_ops::diagnose::{WindowDiagnosis, diagnose_window};
 use llmscope_ops::window::WindowQuery;
 use llmscope_store::{RunId, Store};
@@ -165,11 +165,6 @@ pub fn compare(args: CompareArgs) -> Result<ExitCode> {
     let store = open(&args.db)?;
     let a = load(&store, args.before, &args.db)?;
     let b = load(&store, args.after, &args.db)?;
-    let format = match args.format {
-        ReportFormat::Text => Format::Text,
-        ReportFormat::Json => Format::Json,
-        ReportFormat::Markdown => Format::Markdown,
-    };
-    llmscope_ops::compare::write(&a, &b, format, &mut std::io::stdout().lock())?;
+    llmscope_ops::compare::write(&a, &b, args.format.into(), &mut std::io::stdout().lock())?;
     Ok(ExitCode::SUCCESS)
 }

@@ -141,11 +141,16 @@ pub fn put_load(host_port: &str, concurrency: &str, duration: &str) {
 /// A real Prometheus scraping `jobs` (see [`job`]), started and waited for by the one helper the
 /// workspace's tests share; `None` (skip) only outside CI when none is installed.
 pub fn prometheus(name: &str, jobs: &[String]) -> Option<RealPrometheus> {
+    prometheus_at(name, jobs, "")
+}
+
+/// [`prometheus`] serving under the path `prefix` (`--web.route-prefix`).
+pub fn prometheus_at(name: &str, jobs: &[String], prefix: &str) -> Option<RealPrometheus> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap()
-        .block_on(RealPrometheus::start(name, jobs))
+        .block_on(RealPrometheus::start_at(name, jobs, prefix))
 }
 
 /// Waits (to a deadline) until `prom` scraped every target at or after `t`: a poll, not a sleep.
