@@ -10,6 +10,7 @@ pub mod detect;
 pub mod edges;
 pub mod failures;
 pub mod signal;
+pub mod stall;
 pub mod verdict;
 pub mod window;
 

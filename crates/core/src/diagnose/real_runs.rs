@@ -139,3 +139,76 @@ fn real_runs_get_the_verdict_a_person_expects() {
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
+
+/// A real vLLM 0.32.0 whose worker process was stopped under load (`tests/fixtures/real-stalls`):
+/// `/health` and `/metrics` kept answering, the gauges froze, the counters stood still. Judged
+/// sample by sample as a watcher would see it: serving until the worker stopped, stalled once
+/// the quiet lasted `stall_after`, and never before.
+#[test]
+fn a_real_hung_engine_is_judged_stalled_after_stall_after_and_not_before() {
+    use super::stall::{StallState, judge};
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/real-stalls/worker-sigstop.tsv");
+    let text = std::fs::read_to_string(&path).expect("the real stall capture");
+    let stopped: f64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("# stopped_at:"))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("# stopped_at: in the capture");
+    let case = parse(&text);
+    let stall_after = 20.0;
+    let stamps: Vec<f64> = case.series[0].points.iter().map(|p| p.t).collect();
+    let (mut first_stalled, mut verdicts) = (None, Vec::new());
+    for &upto in &stamps {
+        let cut: Vec<Series> = case
+            .series
+            .iter()
+            .map(|s| Series {
+                key: s.key.clone(),
+                points: s.points.iter().filter(|p| p.t <= upto).cloned().collect(),
+            })
+            .collect();
+        let (input, _) = signals_from_series(&cut);
+        let s = judge(&input, stall_after);
+        if s.state == StallState::Stalled && first_stalled.is_none() {
+            first_stalled = Some((upto, s.clone()));
+        }
+        verdicts.push((upto, s.state));
+    }
+    // Before the worker stopped (and for stall_after after) it was serving or not yet judgeable.
+    for (t, state) in &verdicts {
+        if *t < stopped + stall_after {
+            assert_ne!(
+                *state,
+                StallState::Stalled,
+                "stalled too early at {t}: {verdicts:?}"
+            );
+        }
+    }
+    let (t, s) = first_stalled.expect("the hung engine is judged stalled");
+    assert!(
+        t - stopped <= stall_after + 5.0,
+        "stalled {:.1} s after the stop (stall_after {stall_after} s, scrapes ~2 s apart)",
+        t - stopped
+    );
+    assert_eq!(
+        s.in_engine,
+        Some(7.0),
+        "4 running + 3 waiting, frozen: {s:?}"
+    );
+    assert!(s.why.contains("frozen at 7"), "{}", s.why);
+    // The last progress is the first scrape after the stop (the step in flight finished).
+    let since = s.since.expect("since when");
+    assert!(
+        since > stopped && since < stopped + 3.0,
+        "{since} vs {stopped}"
+    );
+    // Every later sample stays stalled.
+    assert!(
+        verdicts
+            .iter()
+            .filter(|(v, _)| *v >= t)
+            .all(|(_, st)| *st == StallState::Stalled),
+        "{verdicts:?}"
+    );
+}
