@@ -20,6 +20,7 @@ mod run_cmd;
 mod runs_cmd;
 mod sim_cmd;
 mod targets_cmd;
+mod watch_cmd;
 
 /// Tells why an LLM serving deployment is slow or wasteful.
 #[derive(Debug, Parser)]
@@ -59,6 +60,8 @@ enum Command {
     Observe(observe_cmd::ObserveArgs),
     /// List the runs kept in the store.
     Runs(runs_cmd::RunsArgs),
+    /// Diagnose every deployment a Prometheus sees, every interval; serve the verdicts as metrics.
+    Watch(Box<watch_cmd::WatchArgs>),
 }
 
 fn main() -> ExitCode {
@@ -78,6 +81,7 @@ fn main() -> ExitCode {
         Command::Load(args) => load_cmd::run(args),
         Command::Observe(args) => observe_cmd::run(args),
         Command::Runs(args) => runs_cmd::run(args),
+        Command::Watch(args) => watch_cmd::run(*args),
     };
     match result {
         Ok(code) => code,

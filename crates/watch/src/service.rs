@@ -1,0 +1,101 @@
+//! The loop: evaluate every interval, keep the result in the shared [`State`], serve it.
+//! An evaluation that fails leaves the previous one shown and is counted by kind; the next
+//! interval tries again. Evaluations never overlap: one that outlasts the interval delays the
+//! next instead of piling up.
+
+use crate::WatchError;
+use crate::evaluate::{Evaluation, Settings, evaluate};
+use crate::serve::{self, Shared};
+use crate::state::{Shown, State};
+use llmscope_collect::prom::client::PromClient;
+use llmscope_collect::time::unix_now;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::net::TcpListener;
+use tokio::sync::watch as signal;
+
+/// What the loop tells its caller (the CLI prints it; tests collect it).
+pub trait Reporter: Send {
+    fn evaluated(&mut self, e: &Evaluation);
+    fn failed(&mut self, e: &WatchError);
+}
+
+/// The service's configuration.
+#[derive(Debug, Clone)]
+pub struct Service {
+    pub settings: Settings,
+    pub interval: Duration,
+    pub shown: Shown,
+}
+
+/// The end of the read window for an evaluation at `now`: aligned to the step, so replicas and
+/// successive evaluations ask Prometheus the same ranges (its caches, and Thanos', hit).
+pub fn window_end(now: f64, step: f64) -> f64 {
+    if step > 0.0 {
+        (now / step).floor() * step
+    } else {
+        now
+    }
+}
+
+/// Evaluates once and records it in `state`.
+pub async fn tick(client: &PromClient, svc: &Service, state: &Shared, reporter: &mut dyn Reporter) {
+    let started = Instant::now();
+    let at = window_end(unix_now(), svc.settings.step);
+    match evaluate(client, &svc.settings, at).await {
+        Ok(e) => {
+            reporter.evaluated(&e);
+            state.lock().unwrap_or_else(|p| p.into_inner()).record(e);
+        }
+        Err(err) => {
+            reporter.failed(&err);
+            state.lock().unwrap_or_else(|p| p.into_inner()).failed(
+                unix_now(),
+                started.elapsed().as_secs_f64(),
+                &err,
+            );
+        }
+    }
+}
+
+/// Serves on `listener` and evaluates every interval until `stop` resolves.
+pub async fn run(
+    client: PromClient,
+    svc: Service,
+    listener: TcpListener,
+    mut reporter: impl Reporter,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(), WatchError> {
+    let state: Shared = Arc::new(Mutex::new(State::new(svc.shown.clone())));
+    let (stop_tx, mut stop_rx) = signal::channel(false);
+    let server_stop = {
+        let mut rx = stop_rx.clone();
+        async move {
+            let _ = rx.wait_for(|s| *s).await;
+        }
+    };
+    let server = tokio::spawn(serve::serve(listener, Arc::clone(&state), server_stop));
+    tokio::spawn(async move {
+        stop.await;
+        let _ = stop_tx.send(true);
+    });
+    let mut every = tokio::time::interval(svc.interval);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = every.tick() => tick(&client, &svc, &state, &mut reporter).await,
+            _ = stop_rx.wait_for(|s| *s) => break,
+        }
+    }
+    match server.await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(source)) => Err(WatchError::Listen {
+            addr: "the bound address".to_owned(),
+            source,
+        }),
+        Err(e) => Err(WatchError::Input {
+            what: "the HTTP server".to_owned(),
+            why: e.to_string(),
+        }),
+    }
+}
