@@ -225,6 +225,24 @@ fn unit_mismatch() {
     );
     clean("max(vllm:kv_cache_usage_perc) * 100 > 85", false);
     clean("max by (pod) (vllm:kv_cache_usage_perc) >= 0.85", false);
+    // dcgm-exporter's framebuffer gauges are MiB: under Grafana's `bytes` they read 2^20 too small.
+    let dcgm = catalog("dcgm-exporter@4.5");
+    let f = run_with(&dcgm, "DCGM_FI_DEV_FB_USED", true, Some("bytes"));
+    assert_eq!(rules(&f), vec![Rule::UnitMismatch], "{f:#?}");
+    assert!(
+        f[0].suggestion.as_deref() == Some("set the panel unit to `mbytes`"),
+        "{f:#?}"
+    );
+    assert!(run_with(&dcgm, "DCGM_FI_DEV_FB_USED", true, Some("mbytes")).is_empty());
+    assert!(
+        run_with(
+            &dcgm,
+            "DCGM_FI_DEV_FB_USED * 1024 * 1024",
+            true,
+            Some("bytes")
+        )
+        .is_empty()
+    );
     let inv = inventories();
     let f = run_with(
         &inv,
