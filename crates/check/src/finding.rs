@@ -31,10 +31,11 @@ pub enum Rule {
     UnreachableThreshold,
     SummedFraction,
     OtherDialect,
+    PerProcessSum,
 }
 
 impl Rule {
-    pub const ALL: [Rule; 23] = [
+    pub const ALL: [Rule; 24] = [
         Rule::UnknownMetric,
         Rule::RenamedMetric,
         Rule::MissingLabel,
@@ -58,6 +59,7 @@ impl Rule {
         Rule::UnreachableThreshold,
         Rule::SummedFraction,
         Rule::OtherDialect,
+        Rule::PerProcessSum,
     ];
 
     pub fn id(self) -> &'static str {
@@ -85,6 +87,7 @@ impl Rule {
             Rule::UnreachableThreshold => "unreachable-threshold",
             Rule::SummedFraction => "summed-fraction",
             Rule::OtherDialect => "other-dialect",
+            Rule::PerProcessSum => "per-process-sum",
         }
     }
 
@@ -139,6 +142,9 @@ impl Rule {
             }
             Rule::OtherDialect => {
                 "an expression in MetricsQL (VictoriaMetrics), not PromQL: named, not linted"
+            }
+            Rule::PerProcessSum => {
+                "sum or avg across the per-process copies of one gauge (`pid` in prometheus_client multiprocess mode): max without (pid) is meant"
             }
         }
     }

@@ -73,6 +73,20 @@ pub(super) struct Value {
     pub quantile_of: Option<String>,
     /// An engine's 0..1 fraction summed across series, not yet divided by anything.
     pub summed_fraction: Option<String>,
+    /// Gauges whose per-process copies (a `pid` label) reach this node unmerged.
+    pub copies: Vec<Copies>,
+}
+
+/// A gauge exported once per process (catalog [`PerProcess`](catalog::PerProcess), or a `pid`
+/// label an inventory saw), whose copies no aggregation has merged yet.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Copies {
+    pub name: String,
+    /// The label that tells the copies apart.
+    pub label: String,
+    /// Why the walk thinks so: the setting under which the catalog's version exports copies, or
+    /// `None` when an inventory saw the label on real series.
+    pub when: Option<&'static str>,
 }
 
 impl Value {
@@ -86,6 +100,7 @@ impl Value {
             sum_rates: Vec::new(),
             quantile_of: None,
             summed_fraction: None,
+            copies: Vec::new(),
         }
     }
 
@@ -266,8 +281,37 @@ impl Walk<'_> {
             unit,
             raw,
             sels: vec![s],
+            copies: self
+                .copies_of(&name, &info, catalogued)
+                .into_iter()
+                .collect(),
             ..Value::any()
         }
+    }
+
+    /// Whether `name`'s series are per-process copies: an inventory that saw series says so by
+    /// their labels; the catalog, by the version of the inventory's engine.
+    fn copies_of(
+        &self,
+        name: &str,
+        info: &MetricInfo,
+        family: Option<&'static Family>,
+    ) -> Option<Copies> {
+        if info.values.is_some() {
+            return info.has_label("pid").then(|| Copies {
+                name: name.to_owned(),
+                label: "pid".to_owned(),
+                when: None,
+            });
+        }
+        let family = family?;
+        let spec = names::inventory_spec(self.inv, family.exporter)?;
+        let p = family.per_process_at(spec.version)?;
+        Some(Copies {
+            name: name.to_owned(),
+            label: p.label.to_owned(),
+            when: Some(p.when),
+        })
     }
 
     /// Checks one matcher; true when it was reported as selecting nothing.
@@ -456,6 +500,7 @@ impl Walk<'_> {
             _ if counts => None,
             _ => inner.summed_fraction.clone(),
         };
+        let copies = self.merged_copies(&op, &inner.copies, a.modifier.as_ref());
         Value {
             labels,
             unit: units::through_aggregation(&op, inner.unit),
@@ -465,7 +510,60 @@ impl Walk<'_> {
             sum_rates: if counts { Vec::new() } else { inner.sum_rates },
             quantile_of: if keeps_level { inner.quantile_of } else { None },
             summed_fraction,
+            copies,
         }
+    }
+
+    /// An aggregation over per-process copies: one across their label merges them (a finding
+    /// when it adds or averages them); one that keeps the label leaves them apart.
+    fn merged_copies(
+        &mut self,
+        op: &str,
+        copies: &[Copies],
+        modifier: Option<&LabelModifier>,
+    ) -> Vec<Copies> {
+        let across = |label: &str| match modifier {
+            None => true,
+            Some(LabelModifier::Include(ls)) => !ls.labels.iter().any(|l| l == label),
+            Some(LabelModifier::Exclude(ls)) => ls.labels.iter().any(|l| l == label),
+        };
+        let mut kept = Vec::new();
+        for c in copies {
+            if !across(&c.label) {
+                kept.push(c.clone());
+            } else if matches!(op, "sum" | "avg") {
+                self.summed_copies(op, c);
+            }
+        }
+        kept
+    }
+
+    fn summed_copies(&mut self, op: &str, c: &Copies) {
+        let (name, label) = (&c.name, &c.label);
+        let why = match c.when {
+            Some(when) => format!(
+                "{} exports `{name}` once per process, told apart by `{label}`, with {when}",
+                self.inv.sources()
+            ),
+            None => format!(
+                "the series of `{name}` carry `{label}` on {}: one per process",
+                self.inv.sources()
+            ),
+        };
+        let effect = match op {
+            "avg" => "avg() divides the value by the number of processes",
+            _ => "sum() adds copies of one value (and keeps a dead process's last one)",
+        };
+        let f = Finding::new(
+            Rule::PerProcessSum,
+            Severity::Warning,
+            format!("{why}. The copies are not parts of a whole: one process holds the engine's value, the others 0 or a stale value from before a restart, so {effect}"),
+        )
+        .metric(name)
+        .suggest(format!(
+            "merge the copies first: max without ({label}) ({name}); then aggregate that, e.g. max by (pod) (max without ({label}) ({name})), or sum(max without ({label}) ({name})) for an autoscaler"
+        ));
+        self.push(f, Some(op));
     }
 
     /// `by (…)`/`without (…)` labels the input does not have.
@@ -575,6 +673,10 @@ impl Walk<'_> {
                 .clone()
                 .or_else(|| rhs.summed_fraction.clone()),
         };
+        let copies = match op.as_str() {
+            "and" | "unless" => lhs.copies.clone(),
+            _ => lhs.copies.iter().chain(&rhs.copies).cloned().collect(),
+        };
         Value {
             labels,
             unit,
@@ -584,6 +686,7 @@ impl Walk<'_> {
             sum_rates,
             quantile_of: None,
             summed_fraction,
+            copies,
         }
     }
 

@@ -225,6 +225,24 @@ fn unit_mismatch() {
     );
     clean("max(vllm:kv_cache_usage_perc) * 100 > 85", false);
     clean("max by (pod) (vllm:kv_cache_usage_perc) >= 0.85", false);
+    // dcgm-exporter's framebuffer gauges are MiB: under Grafana's `bytes` they read 2^20 too small.
+    let dcgm = catalog("dcgm-exporter@4.5");
+    let f = run_with(&dcgm, "DCGM_FI_DEV_FB_USED", true, Some("bytes"));
+    assert_eq!(rules(&f), vec![Rule::UnitMismatch], "{f:#?}");
+    assert!(
+        f[0].suggestion.as_deref() == Some("set the panel unit to `mbytes`"),
+        "{f:#?}"
+    );
+    assert!(run_with(&dcgm, "DCGM_FI_DEV_FB_USED", true, Some("mbytes")).is_empty());
+    assert!(
+        run_with(
+            &dcgm,
+            "DCGM_FI_DEV_FB_USED * 1024 * 1024",
+            true,
+            Some("bytes")
+        )
+        .is_empty()
+    );
     let inv = inventories();
     let f = run_with(
         &inv,
@@ -690,4 +708,98 @@ fn a_quantile_of_an_uncatalogued_seconds_histogram_is_in_seconds() {
     assert!(f.iter().any(|f| f.rule == Rule::UnitMismatch), "{f:#?}");
     let f = run_with(&inventories(), q, true, Some("s"));
     assert!(!f.iter().any(|f| f.rule == Rule::UnitMismatch), "{f:#?}");
+}
+
+#[test]
+fn sums_over_per_process_copies() {
+    // vLLM 0.9.2–0.11 exported vllm:kv_cache_usage_perc once per API-server process (`pid`)
+    // with --api-server-count > 1.
+    let old = catalog("vllm@0.10");
+    let per = |f: &[Finding]| -> Vec<Finding> {
+        f.iter()
+            .filter(|f| f.rule == Rule::PerProcessSum)
+            .cloned()
+            .collect()
+    };
+    let f = per(&run_with(&old, "sum(vllm:kv_cache_usage_perc)", true, None));
+    assert_eq!(f.len(), 1, "{f:#?}");
+    assert_eq!(f[0].severity, Severity::Warning);
+    assert!(
+        f[0].message.contains("--api-server-count > 1"),
+        "{}",
+        f[0].message
+    );
+    assert!(
+        f[0].suggestion
+            .as_deref()
+            .unwrap()
+            .contains("max without (pid)"),
+        "{f:#?}"
+    );
+    for fires in [
+        "avg(vllm:kv_cache_usage_perc)",
+        "sum by (pod) (vllm:kv_cache_usage_perc)",
+        "sum without (pid) (vllm:kv_cache_usage_perc)",
+        "sum(vllm:kv_cache_usage_perc) / count(vllm:kv_cache_usage_perc)",
+    ] {
+        assert_eq!(per(&run_with(&old, fires, true, None)).len(), 1, "{fires}");
+    }
+    for quiet in [
+        "max(vllm:kv_cache_usage_perc)",
+        "max without (pid) (vllm:kv_cache_usage_perc)",
+        "sum(max without (pid) (vllm:kv_cache_usage_perc))",
+        "sum by (pid) (vllm:kv_cache_usage_perc)",
+        "vllm:kv_cache_usage_perc > 0.9",
+        // Running/waiting were merged (`mostrecent`) from the start of multiprocess metrics.
+        "sum(vllm:num_requests_running)",
+    ] {
+        assert!(
+            per(&run_with(&old, quiet, true, None)).is_empty(),
+            "{quiet}"
+        );
+    }
+    // Merged again from 0.12.0 on.
+    assert!(
+        per(&run_with(
+            &catalog("vllm@0.32"),
+            "sum(vllm:kv_cache_usage_perc)",
+            true,
+            None
+        ))
+        .is_empty()
+    );
+    // An autoscaler wants the sum across pods, not across a pod's copies.
+    let cx = Context {
+        scaler: true,
+        ..Context::default()
+    };
+    let f: Vec<Finding> = check_expr("sum(vllm:kv_cache_usage_perc)", &old, cx)
+        .into_iter()
+        .map(|h| h.finding)
+        .collect();
+    assert_eq!(rules(&f), vec![Rule::PerProcessSum], "{f:#?}");
+    // A page decides by what it shows: `pid` seen is copies whatever the version, none is none.
+    let page = "# TYPE vllm:kv_cache_usage_perc gauge
+vllm:kv_cache_usage_perc{engine=\"0\",model_name=\"m\",pid=\"273\"} 0.65
+vllm:kv_cache_usage_perc{engine=\"0\",model_name=\"m\",pid=\"274\"} 0.0
+";
+    let mut seen = Inventories::new();
+    seen.push(Box::new(Snapshot::parse("page", page.as_bytes()).0));
+    let f = per(&run_with(
+        &seen,
+        "sum(vllm:kv_cache_usage_perc)",
+        true,
+        None,
+    ));
+    assert_eq!(f.len(), 1, "{f:#?}");
+    assert!(f[0].message.contains("carry `pid`"), "{}", f[0].message);
+    assert!(
+        per(&run_with(
+            &inventories(),
+            "sum(vllm:kv_cache_usage_perc)",
+            true,
+            None
+        ))
+        .is_empty()
+    );
 }

@@ -139,15 +139,12 @@ pub fn panel_mismatch(panel: &str, unit: Unit, name: Option<&str>) -> Option<Fin
         "percentunit" => Unit::Fraction,
         "s" | "dtdurations" => Unit::Seconds,
         "ms" | "dtdurationms" => Unit::Milliseconds,
+        // Grafana's IEC byte units: `bytes` is B, `mbytes` MiB (dcgm-exporter's FB_* are MiB).
+        "bytes" | "decbytes" => Unit::Bytes,
+        "mbytes" => Unit::MiB,
         _ => return None,
     };
-    let comparable = |u: Unit| {
-        matches!(
-            u,
-            Unit::Percent | Unit::Fraction | Unit::Seconds | Unit::Milliseconds
-        )
-    };
-    if unit == expected || !comparable(unit) || is_percentish(unit) != is_percentish(expected) {
+    if unit == expected || dimension(unit).is_none() || dimension(unit) != dimension(expected) {
         return None;
     }
     let name = name.unwrap_or("the query");
@@ -155,6 +152,8 @@ pub fn panel_mismatch(panel: &str, unit: Unit, name: Option<&str>) -> Option<Fin
         Unit::Fraction => "percentunit",
         Unit::Percent => "percent",
         Unit::Seconds => "s",
+        Unit::MiB => "mbytes",
+        Unit::Bytes => "bytes",
         _ => "ms",
     };
     Some(
@@ -173,8 +172,14 @@ pub fn panel_mismatch(panel: &str, unit: Unit, name: Option<&str>) -> Option<Fin
     )
 }
 
-fn is_percentish(u: Unit) -> bool {
-    matches!(u, Unit::Percent | Unit::Fraction)
+/// What a unit measures, for the units a panel can mislabel: 0 shares, 1 durations, 2 sizes.
+fn dimension(u: Unit) -> Option<u8> {
+    match u {
+        Unit::Percent | Unit::Fraction => Some(0),
+        Unit::Seconds | Unit::Milliseconds => Some(1),
+        Unit::MiB | Unit::Bytes => Some(2),
+        _ => None,
+    }
 }
 
 fn factor(actual: Unit, shown: Unit) -> &'static str {
@@ -182,6 +187,8 @@ fn factor(actual: Unit, shown: Unit) -> &'static str {
         (Unit::Fraction, Unit::Percent) => "100× too small (0.03 reads as 0.03%)",
         (Unit::Percent, Unit::Fraction) => "100× too large (30 reads as 3000%)",
         (Unit::Seconds, Unit::Milliseconds) => "1000× too small (1.2 s reads as 1.2 ms)",
+        (Unit::MiB, Unit::Bytes) => "1,048,576× too small (9194 MiB reads as 9.0 KiB)",
+        (Unit::Bytes, Unit::MiB) => "1,048,576× too large (9.6 GB of bytes reads as 9.2 PiB)",
         _ => "1000× too large (120 ms reads as 120 s)",
     }
 }

@@ -27,7 +27,8 @@ pub mod tgi;
 pub mod vllm;
 
 pub use model::{
-    CatalogError, Exporter, Family, Kind, LabelHint, Misnomer, Status, Unit, Variant, Version,
+    CatalogError, Exporter, Family, Kind, LabelHint, Misnomer, PerProcess, Status, Unit, Variant,
+    Version,
 };
 
 use crate::diagnose::Concept;

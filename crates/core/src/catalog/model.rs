@@ -290,6 +290,34 @@ pub struct Family {
     pub condition: Option<&'static str>,
     /// Semantics worth saying (unit surprises, how to replace a removed name).
     pub note: &'static str,
+    /// Versions that export one copy of each series per process (see [`PerProcess`]).
+    pub per_process: Option<PerProcess>,
+}
+
+/// A family a `prometheus_client` in multiprocess mode exports once per process. With
+/// `PROMETHEUS_MULTIPROC_DIR` set (vLLM sets it when it runs several API-server processes), each
+/// process writes its own copy of every series; the collector adds the copies of counters and
+/// histograms, but a gauge in the default mode `all` comes out once per process, told apart by
+/// a `pid` label. The copies are not parts of a whole: the process that received the engine's
+/// stats holds the value, the others 0, or a stale last value after a restart. Summing or
+/// averaging across that label is wrong; `max without (pid)` merges them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PerProcess {
+    /// The label that tells the copies apart.
+    pub label: &'static str,
+    /// The first version that exports per-process copies.
+    pub since: Version,
+    /// The first version that exports one merged series again, if any.
+    pub until: Option<Version>,
+    /// When the copies appear (a flag or setting).
+    pub when: &'static str,
+}
+
+impl PerProcess {
+    /// Whether `version` exports the copies (when [`PerProcess::when`] holds).
+    pub fn at(&self, version: Version) -> bool {
+        version >= self.since && self.until.is_none_or(|u| version < u)
+    }
 }
 
 /// How a version exposes a family.
@@ -337,6 +365,7 @@ impl Family {
             successor: None,
             condition: None,
             note: "",
+            per_process: None,
         }
     }
 
@@ -394,6 +423,19 @@ impl Family {
 
     pub const fn note(self, note: &'static str) -> Family {
         Family { note, ..self }
+    }
+
+    /// Exported once per process in the versions and setting `p` says.
+    pub const fn per_process(self, p: PerProcess) -> Family {
+        Family {
+            per_process: Some(p),
+            ..self
+        }
+    }
+
+    /// The per-process copies `version` exports, if it does.
+    pub fn per_process_at(&self, version: Version) -> Option<&PerProcess> {
+        self.per_process.as_ref().filter(|p| p.at(version))
     }
 
     /// How `version` of the `variant` engine exposes this family.
@@ -534,6 +576,25 @@ mod tests {
         assert_eq!(f.status_at(v(12, 0), Variant::V1), Status::Removed);
         let v0_only = f.only(Variant::V0);
         assert_eq!(v0_only.status_at(v(9, 1), Variant::V1), Status::Removed);
+    }
+
+    #[test]
+    fn per_process_copies_hold_in_their_versions_only() {
+        let v = |m| Version::new(0, m, 0);
+        let f = Family::new(Exporter::Vllm, "x", Kind::Gauge, Unit::Fraction, &[]).per_process(
+            PerProcess {
+                label: "pid",
+                since: Version::new(0, 9, 2),
+                until: Some(v(12)),
+                when: "w",
+            },
+        );
+        assert!(f.per_process_at(v(9)).is_none());
+        assert_eq!(f.per_process_at(v(10)).map(|p| p.label), Some("pid"));
+        assert!(f.per_process_at(v(11)).is_some());
+        assert!(f.per_process_at(v(12)).is_none());
+        let plain = Family::new(Exporter::Vllm, "y", Kind::Gauge, Unit::Count, &[]);
+        assert!(plain.per_process_at(v(10)).is_none());
     }
 
     #[test]

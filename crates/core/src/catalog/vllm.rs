@@ -11,7 +11,7 @@
 //! (issue 11): a change seen first on the 0.32.0 pages is placed at [`AFTER_0_26`], the first
 //! release it can have come with, so names never push a page's range above its real version.
 
-use super::model::{Exporter, Family, Kind, Unit, Variant, Version};
+use super::model::{Exporter, Family, Kind, PerProcess, Unit, Variant, Version};
 use crate::diagnose::Concept as C;
 
 const fn v(minor: u16, patch: u16) -> Version {
@@ -45,6 +45,19 @@ const SPEC: &str = "speculative decoding is configured";
 pub const AFTER_0_26: Version = v(27, 0);
 const DEPRECATED_V0_08: (Option<Version>, Option<Version>, Option<Version>) =
     (some(8, 0), some(9, 0), some(9, 1));
+
+/// `vllm:kv_cache_usage_perc` was declared without a multiprocess mode from its start (0.9.2)
+/// until the fix merged 2025-11-17 (d4acf518d, `mostrecent`; first release ≈0.12.0), unlike the
+/// running/waiting gauges and `vllm:gpu_cache_usage_perc` beside it, which were `mostrecent` from
+/// the start of multiprocess metrics. With `--api-server-count > 1` vLLM runs `prometheus_client`
+/// in multiprocess mode (`PROMETHEUS_MULTIPROC_DIR`, `vllm/v1/metrics/prometheus.py`), so each
+/// API-server process exported its own copy with a `pid` label (serving-metrics.md §1.1).
+const MULTI_API_SERVER_COPIES: PerProcess = PerProcess {
+    label: "pid",
+    since: v(9, 2),
+    until: some(12, 0),
+    when: "--api-server-count > 1 (prometheus_client multiprocess mode)",
+};
 
 /// Every vLLM family the catalog knows.
 pub const FAMILIES: &[Family] = &[
@@ -82,6 +95,7 @@ pub const FAMILIES: &[Family] = &[
         .concept(C::KvUsage)
         .only(V1)
         .since(v(9, 2))
+        .per_process(MULTI_API_SERVER_COPIES)
         .note("a 0..1 fraction despite the name: 1 means 100 percent"),
     gauge("vllm:gpu_cache_usage_perc", Fraction)
         .concept(C::KvUsage)
