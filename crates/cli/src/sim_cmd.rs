@@ -227,6 +227,10 @@ pub struct FaultFlags {
         help_heading = "Fault injection"
     )]
     pub metrics_garbage: f64,
+    /// The engine hangs this long after start: no more steps while /health and /metrics keep
+    /// answering (gauges frozen, counters still) — "alive but not serving".
+    #[arg(long = "fault-hang-after", value_parser = crate::args::duration, help_heading = "Fault injection")]
+    pub hang_after: Option<Duration>,
 }
 
 impl FaultFlags {
@@ -241,6 +245,7 @@ impl FaultFlags {
             malformed: self.malformed,
             metrics_down: self.metrics_down,
             metrics_garbage: self.metrics_garbage,
+            hang_after: self.hang_after,
         }
     }
 }

@@ -3,8 +3,13 @@
 //! `scripts/bench-diagnose.sh` can time `llmscope diagnose --prometheus` over 24 h × 100 pods
 //! without a day of recording. Loopback only.
 //!
-//! `cargo run --release -p llmscope-collect --example fake_prometheus -- [PODS]` prints its
-//! address, then serves until killed.
+//! `cargo run --release -p llmscope-collect --example fake_prometheus -- [PODS] [fleet]` prints
+//! its address, then serves until killed.
+//!
+//! With `fleet` (for `scripts/bench-watch.sh`) every pod is a deployment of its own, named as
+//! Kubernetes names a Deployment's pod (`model-N-7c9d5b8f6-x2k9p`), with 10 series (7 engine, 3
+//! GPU) and its GPU series carrying the pod's `namespace` and `pod` as dcgm-exporter's
+//! Kubernetes mapping adds them.
 //!
 //! Each pod, a replica of one load-balanced deployment, follows a daily demand curve (peaking at
 //! 24 concurrent requests against `--max-num-seqs 16`): running is the demand capped at 16, waiting the rest, KV and GPU
@@ -24,7 +29,20 @@ type Gen = fn(f64, usize) -> f64;
 /// Replicas of one load-balanced deployment: the same daily curve, a few minutes apart.
 fn demand(t: f64, pod: usize) -> f64 {
     let phase = phase(pod);
-    (16.0 + 8.0 * (std::f64::consts::TAU * t / 86_400.0 + phase).sin()).max(0.0)
+    let base = 16.0 + offset(pod);
+    (base + 8.0 * (std::f64::consts::TAU * t / 86_400.0 + phase).sin()).max(0.0)
+}
+
+/// In `fleet` mode deployments differ: a quarter each 0, 6, 12 and 18 requests busier, so at
+/// any hour some are batch-limited and some are not.
+static FLEET_MODE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+fn offset(pod: usize) -> f64 {
+    if FLEET_MODE.load(std::sync::atomic::Ordering::Relaxed) {
+        (pod % 4) as f64 * 6.0
+    } else {
+        0.0
+    }
 }
 
 fn running(t: f64, pod: usize) -> f64 {
@@ -73,12 +91,14 @@ const GPU: &[(&str, Gen)] = &[
 fn counter(t: f64, pod: usize, per_request: f64) -> f64 {
     let phase = phase(pod);
     let w = std::f64::consts::TAU / 86_400.0;
-    let mean = 14.0;
+    let mean = 14.0 + offset(pod).min(MAX_NUM_SEQS - 14.0);
     per_request * (mean * t - 6.0 / w * ((w * t + phase).cos() - phase.cos())).max(0.0)
 }
 
 struct Fleet {
     pods: usize,
+    /// Every pod its own deployment (see the module's text).
+    fleet: bool,
 }
 
 #[derive(serde::Deserialize)]
@@ -111,7 +131,15 @@ async fn query_range(
     out.push_str(r#"{"status":"success","data":{"resultType":"matrix","result":["#);
     let mut first = true;
     for pod in 0..fleet.pods {
-        let engine = ENGINE.iter().map(|(n, g)| (n, g, true));
+        let engine = ENGINE
+            .iter()
+            .filter(|(n, _)| !(fleet.fleet && *n == "vllm:prompt_tokens_total"))
+            .map(|(n, g)| (n, g, true));
+        let pod_name = if fleet.fleet {
+            format!("model-{pod}-7c9d5b8f6-x2k9p")
+        } else {
+            format!("vllm-{pod}")
+        };
         let gpu = GPU.iter().map(|(n, g)| (n, g, false));
         for (name, value, is_engine) in engine.chain(gpu).filter(|(n, _, _)| wanted(n)) {
             if !first {
@@ -122,13 +150,17 @@ async fn query_range(
             if is_engine {
                 let _ = write!(
                     out,
-                    r#""engine":"0","model_name":"Qwen/Qwen2.5-3B-Instruct","namespace":"llm","pod":"vllm-{pod}"}},"values":["#
+                    r#""engine":"0","model_name":"Qwen/Qwen2.5-3B-Instruct","namespace":"llm","pod":"{pod_name}"}},"values":["#
                 );
             } else {
                 let _ = write!(
                     out,
-                    r#""gpu":"0","UUID":"GPU-{pod:08}","Hostname":"node-{pod}","modelName":"NVIDIA L4"}},"values":["#
+                    r#""gpu":"0","UUID":"GPU-{pod:08}","Hostname":"node-{pod}","modelName":"NVIDIA L4""#
                 );
+                if fleet.fleet {
+                    let _ = write!(out, r#","namespace":"llm","pod":"{pod_name}""#);
+                }
+                out.push_str(r#"},"values":["#);
             }
             for i in 0..steps {
                 let t = q.start + i as f64 * q.step;
@@ -156,6 +188,8 @@ fn main() {
         .nth(1)
         .and_then(|a| a.parse().ok())
         .unwrap_or(100);
+    let fleet = std::env::args().nth(2).as_deref() == Some("fleet");
+    FLEET_MODE.store(fleet, std::sync::atomic::Ordering::Relaxed);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -165,7 +199,7 @@ fn main() {
         let app = axum::Router::new()
             .route("/api/v1/query_range", axum::routing::get(query_range))
             .route("/api/v1/status/buildinfo", axum::routing::get(buildinfo))
-            .with_state(Arc::new(Fleet { pods }));
+            .with_state(Arc::new(Fleet { pods, fleet }));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         println!("{}", listener.local_addr().unwrap());
         axum::serve(listener, app).await.unwrap();

@@ -23,6 +23,11 @@ pub struct Faults {
     pub malformed: f64,
     pub metrics_down: f64,
     pub metrics_garbage: f64,
+    /// The engine hangs this long after start: it takes no more steps, while `/health` and
+    /// `/metrics` keep answering — the gauges freeze where they were (arrivals still queue as
+    /// waiting) and the progress counters stand still, as on a real vLLM whose worker is stuck
+    /// (`crates/core/tests/fixtures/real-stalls`).
+    pub hang_after: Option<Duration>,
 }
 
 impl Default for Faults {
@@ -37,6 +42,7 @@ impl Default for Faults {
             malformed: 0.0,
             metrics_down: 0.0,
             metrics_garbage: 0.0,
+            hang_after: None,
         }
     }
 }

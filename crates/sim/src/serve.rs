@@ -202,6 +202,8 @@ struct Shared {
     created_unix: f64,
     next_id: AtomicU64,
     dcgm_text: Mutex<Arc<String>>,
+    /// When the engine hangs (clock seconds), with `--fault-hang-after`.
+    hang_at: Option<f64>,
 }
 
 impl std::fmt::Debug for Cmd {
@@ -242,6 +244,7 @@ pub async fn start(cfg: SimConfig) -> Result<SimHandle, SimError> {
         created_unix: unix_ns() as f64 / 1e9,
         next_id: AtomicU64::new(1),
         dcgm_text: Mutex::new(Arc::new(String::new())),
+        hang_at: cfg.faults.hang_after.map(|d| d.as_secs_f64()),
     });
     let engine_shared = shared.clone();
     let engine_thread = std::thread::Builder::new()
@@ -404,6 +407,12 @@ fn engine_loop(sh: &Shared, rx: &mpsc::Receiver<Cmd>) {
             last_prune = sh.clock.now();
         }
         let now = sh.clock.now();
+        if sh.hang_at.is_some_and(|at| now >= at) {
+            // Hung: requests are still accepted (they wait) and clients that leave are still
+            // pruned, but no step is taken again.
+            std::thread::sleep(Duration::from_millis(5));
+            continue;
+        }
         let plan = lock(&sh.engine).schedule(now);
         let Some(plan) = plan else {
             std::thread::sleep(Duration::from_millis(1));

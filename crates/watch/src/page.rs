@@ -105,7 +105,10 @@ pub fn render(state: &State, now: f64) -> String {
             StallState::Serving => ("ok", "serving"),
             StallState::Unknown => ("muted", "unknown"),
         };
-        let drift = if d.drift.is_empty() {
+        let drift = if state.shown.drift_files == 0 {
+            "<span class=\"muted\" title=\"no --dashboards or --rules given\">not watched</span>"
+                .to_owned()
+        } else if d.drift.is_empty() {
             "<span class=\"ok\">none</span>".to_owned()
         } else {
             d.drift
@@ -123,7 +126,7 @@ pub fn render(state: &State, now: f64) -> String {
         let _ = write!(
             h,
             "<tr data-deployment=\"{dep}\" data-bottleneck=\"{b}\"><td>{ns}</td><td>{dep}</td><td class=\"{vc}\">{b}</td><td>{c:.2}</td><td>{kv}</td><td>{gpu}</td>\
-<td class=\"{stall_class}\" title=\"{why}\">{stall_text}</td><td>{drift}</td><td>{summary}{advice}<br><small>{stall_why}</small></td><td>{since}</td></tr>",
+<td class=\"{stall_class}\" title=\"{why}\">{stall_text}</td><td>{drift}</td><td>{lead}{summary}{advice}<br><small>{stall_why}</small></td><td>{since}</td></tr>",
             ns = escape(&d.key.namespace),
             dep = escape(&d.key.deployment),
             b = d.bottleneck.as_str(),
@@ -143,6 +146,15 @@ pub fn render(state: &State, now: f64) -> String {
                 .map(|a| format!("<br><b>Do:</b> {}", escape(a)))
                 .unwrap_or_default(),
             stall_why = escape(&d.stall.why),
+            // A stall is what matters now; the window's verdict follows it.
+            lead = if d.stall.state == StallState::Stalled {
+                format!(
+                    "<b class=\"bad\">Alive but not serving:</b> {}<br>Over the window: ",
+                    escape(&d.stall.why)
+                )
+            } else {
+                String::new()
+            },
             since = since.map(|s| ago(now, s.verdict_since)).unwrap_or_default(),
         );
     }

@@ -13,3 +13,4 @@ mod interrupted;
 mod load;
 mod refuse;
 mod run;
+mod watch;

@@ -1,0 +1,314 @@
+//! `llmscope watch` against a real Prometheus scraping two simulated deployments (issue 15):
+//! one healthy (4 streams against `--max-num-seqs 16`), one batch-limited (32 streams) whose
+//! engine hangs partway (`--fault-hang-after`: `/health` and `/metrics` keep answering, the
+//! engine takes no step). The verdict metrics must be right, and the stall flag must rise
+//! within two intervals of the stall lasting `--stall-after`; the status page is rendered in
+//! headless Chromium and its screenshot kept in the test's output folder.
+
+use crate::common::{Reaper, job, prometheus, sim_on_free_ports, unix_now};
+use std::io::{BufRead, Read, Write};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const INTERVAL_S: f64 = 3.0;
+const STALL_AFTER_S: f64 = 12.0;
+const HANG_AFTER_S: f64 = 55.0;
+
+/// `GET path` on `host_port` (HTTP/1.0, to the end): the status and the body.
+fn get(host_port: &str, path: &str) -> (u16, String) {
+    let mut s = std::net::TcpStream::connect(host_port).expect("watch listens");
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(s, "GET {path} HTTP/1.0\r\nHost: {host_port}\r\n\r\n").unwrap();
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).unwrap();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (status, body.to_owned())
+}
+
+/// The value of the sample whose line starts with `prefix` (name and labels), if exposed.
+fn sample(metrics: &str, prefix: &str) -> Option<f64> {
+    metrics
+        .lines()
+        .find(|l| l.starts_with(prefix))
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+}
+
+fn load(host_port: &str, concurrency: &str, duration: &str) -> Reaper {
+    let child = Command::new(env!("CARGO_BIN_EXE_llmscope"))
+        .args(["load", "--target", &format!("http://{host_port}")])
+        .args([
+            "--concurrency",
+            concurrency,
+            "--duration",
+            duration,
+            "--max-tokens",
+            "64",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("llmscope load");
+    Reaper(child)
+}
+
+#[test]
+fn watch_names_each_deployments_verdict_and_raises_the_stall_flag() {
+    let (_healthy, chat, chat_dcgm) = sim_on_free_ports("1s", &[]);
+    let hang = format!("{HANG_AFTER_S}s");
+    let (_limited, batch, batch_dcgm) =
+        sim_on_free_ports("1s", &["--fault-hang-after", &hang, "--seed", "7"]);
+    let sims_started = Instant::now();
+    let chat_labels = ", labels: {namespace: llm, pod: chat-5d8f7c9b6-x7k2p}";
+    let batch_labels = ", labels: {namespace: llm, pod: batch-6c9f8d7b5-q2w4z}";
+    let Some(prom) = prometheus(
+        "watch",
+        &[
+            job("chat", &chat, "/metrics", chat_labels),
+            job("chat-dcgm", &chat_dcgm, "/metrics", chat_labels),
+            job("batch", &batch, "/metrics", batch_labels),
+            job("batch-dcgm", &batch_dcgm, "/metrics", batch_labels),
+        ],
+    ) else {
+        return;
+    };
+    let _chat_load = load(&chat, "4", "150s");
+    let _batch_load = load(&batch, "32", "150s");
+    let load_started = Instant::now();
+
+    let mut watch = Command::new(env!("CARGO_BIN_EXE_llmscope"))
+        .args([
+            "watch",
+            "--prometheus",
+            &prom.url(),
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .args([
+            "--interval",
+            &format!("{INTERVAL_S}s"),
+            "--window",
+            "60s",
+            "--step",
+            "1s",
+        ])
+        .args([
+            "--stall-after",
+            &format!("{STALL_AFTER_S}s"),
+            "--max-num-seqs",
+            "16",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("llmscope watch");
+    let stderr = watch.stderr.take().unwrap();
+    let _watch = Reaper(watch);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let log_w = std::sync::Arc::clone(&log);
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if let Some(rest) = line.split("serving http://").nth(1) {
+                let _ = tx.send(rest.split('/').next().unwrap_or("").to_owned());
+            }
+            log_w.lock().unwrap().push(line);
+        }
+    });
+    let addr = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("watch says where it serves");
+    assert_eq!(get(&addr, "/healthz").0, 200);
+    let shown = || log.lock().unwrap().join("\n");
+
+    // 1. The verdicts: right once the window holds the load, and they stay right.
+    let chat_verdict =
+        r#"llmscope_bottleneck{deployment="chat",namespace="llm",bottleneck="load_not_reached"}"#;
+    let batch_verdict =
+        r#"llmscope_bottleneck{deployment="batch",namespace="llm",bottleneck="batch_limit"}"#;
+    let deadline = Instant::now() + Duration::from_secs(50);
+    let right_at = loop {
+        let (_, m) = get(&addr, "/metrics");
+        if sample(&m, chat_verdict) == Some(1.0) && sample(&m, batch_verdict) == Some(1.0) {
+            break load_started.elapsed().as_secs_f64();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "verdicts not right after 50 s of load:\n{m}\nwatch said:\n{}",
+            shown()
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    eprintln!("watch: both verdicts right {right_at:.1} s after the load started");
+    // The simulated engines queue at once: a few seconds of load in the window are enough, so
+    // the verdicts are due by two intervals after a short warm-up.
+    assert!(
+        right_at <= 10.0 + 2.0 * INTERVAL_S,
+        "verdicts right only {right_at:.1} s after the load started"
+    );
+    let (ready, _) = get(&addr, "/readyz");
+    assert_eq!(ready, 200, "ready after a successful evaluation");
+    let (_, m) = get(&addr, "/metrics");
+    for d in ["chat", "batch"] {
+        let id = format!(r#"{{deployment="{d}",namespace="llm"}}"#);
+        assert_eq!(
+            sample(&m, &format!("llmscope_stalled{id}")),
+            Some(0.0),
+            "{d} serving:\n{m}"
+        );
+        let kv = sample(&m, &format!("llmscope_kv_cache_headroom_ratio{id}")).expect("KV headroom");
+        assert!((0.0..=1.0).contains(&kv), "{kv}");
+        let gpu = sample(&m, &format!("llmscope_gpu_headroom_ratio{id}"))
+            .expect("GPU headroom (dcgm attributed by pod)");
+        assert!((0.0..=1.0).contains(&gpu), "{gpu}");
+    }
+    assert_eq!(sample(&m, "llmscope_watch_deployments"), Some(2.0), "{m}");
+    assert!(
+        sample(&m, "llmscope_watch_last_success_timestamp_seconds")
+            .is_some_and(|t| unix_now() - t < 3.0 * INTERVAL_S)
+    );
+    assert!(
+        sample(&m, "llmscope_watch_evaluation_duration_seconds_count").is_some_and(|n| n >= 1.0)
+    );
+    assert_eq!(
+        sample(
+            &m,
+            r#"llmscope_watch_prometheus_query_errors_total{kind="connect"}"#
+        ),
+        Some(0.0)
+    );
+
+    // 2. The stall: the batch engine hangs HANG_AFTER_S after its start; the flag must rise
+    //    within two intervals (plus a scrape) of the stall having lasted STALL_AFTER_S.
+    let stalled = r#"llmscope_stalled{deployment="batch",namespace="llm"}"#;
+    let due = HANG_AFTER_S + STALL_AFTER_S + 2.0 * INTERVAL_S + 2.0;
+    let rose_at = loop {
+        let (_, m) = get(&addr, "/metrics");
+        let t = sims_started.elapsed().as_secs_f64();
+        if sample(&m, stalled) == Some(1.0) {
+            break t;
+        }
+        assert!(
+            t < due + 5.0,
+            "the stall flag did not rise by {due:.0} s after the sim started:\n{m}\nwatch said:\n{}",
+            shown()
+        );
+        assert!(
+            sample(&m, r#"llmscope_stalled{deployment="chat",namespace="llm"}"#) != Some(1.0),
+            "the healthy deployment is never stalled:\n{m}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    eprintln!(
+        "watch: stall flag rose {rose_at:.1} s after the sims started (hang at {HANG_AFTER_S} s, stall-after {STALL_AFTER_S} s, interval {INTERVAL_S} s)"
+    );
+    assert!(
+        rose_at >= HANG_AFTER_S + STALL_AFTER_S - 1.0,
+        "raised too early: {rose_at:.1} s"
+    );
+    assert!(
+        rose_at <= due,
+        "raised {rose_at:.1} s after start, due by {due:.1} s"
+    );
+    let (_, m) = get(&addr, "/metrics");
+    assert_eq!(
+        sample(&m, r#"llmscope_stalled{deployment="chat",namespace="llm"}"#),
+        Some(0.0)
+    );
+    assert!(
+        sample(
+            &m,
+            r#"llmscope_findings{deployment="batch",namespace="llm",severity="critical"}"#
+        )
+        .is_some_and(|n| n >= 1.0),
+        "{m}"
+    );
+
+    // 3. The status page: escaped, one row per deployment, rendered by a real browser.
+    let (status, page) = get(&addr, "/");
+    assert_eq!(status, 200);
+    assert!(
+        page.contains(r#"data-deployment="batch" data-bottleneck="#),
+        "{page}"
+    );
+    assert!(
+        page.contains(r#"data-deployment="chat" data-bottleneck="load_not_reached""#),
+        "{page}"
+    );
+    assert!(
+        page.contains("stalled") && page.contains("alive but not serving"),
+        "{page}"
+    );
+    assert!(page.contains("http-equiv=\"refresh\""), "auto-refresh");
+    screenshot(&addr);
+}
+
+/// The page at `addr` in headless Chromium: its DOM has both rows, and the screenshot is kept
+/// under the test's output folder (`target/tmp/watch-status.png`).
+fn screenshot(addr: &str) {
+    let Some(chromium) = ["chromium", "chromium-browser"].iter().find_map(|b| {
+        std::env::var_os("PATH").and_then(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join(b))
+                .find(|p| p.is_file())
+        })
+    }) else {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "chromium is required in CI (apt-get install -y chromium)"
+        );
+        eprintln!("skipped the screenshot: no chromium on PATH");
+        return;
+    };
+    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let profile = out.join(format!("watch-chromium-{}", std::process::id()));
+    let shot = out.join("watch-status.png");
+    let run = |extra: &[String]| {
+        Command::new(&chromium)
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+            ])
+            .args([
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ])
+            .arg("--window-size=1400,700")
+            .arg(format!("--user-data-dir={}", profile.display()))
+            .args(extra)
+            .arg(format!("http://{addr}/"))
+            .stderr(Stdio::null())
+            .output()
+            .expect("chromium runs")
+    };
+    let dom = run(&["--dump-dom".to_owned()]);
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    assert!(
+        dom.contains("<td>batch</td>") && dom.contains("<td>chat</td>"),
+        "the browser's DOM has both rows:\n{dom}"
+    );
+    let shot_run = run(&[format!("--screenshot={}", shot.display())]);
+    assert!(
+        shot_run.status.success(),
+        "chromium exited with {}",
+        shot_run.status
+    );
+    let png = std::fs::read(&shot).expect("a screenshot was written");
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 10_000,
+        "screenshot of {} bytes",
+        png.len()
+    );
+    eprintln!("watch: status page screenshot at {}", shot.display());
+    std::fs::remove_dir_all(&profile).ok();
+}
