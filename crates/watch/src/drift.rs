@@ -116,9 +116,9 @@ impl DriftWatch {
         let r = client
             .query(&q, None)
             .await
-            .map_err(|source| WatchError::Prom {
+            .map_err(|error| WatchError::Prom {
                 context: "asking which renamed names each deployment exposes".to_owned(),
-                source,
+                error,
             })?;
         if let QueryData::Vector(v) = r.data {
             for (key, _) in v {

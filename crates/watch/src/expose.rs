@@ -205,7 +205,7 @@ fn about_watch(out: &mut String, state: &State) {
         out,
         "llmscope_watch_last_success_timestamp_seconds",
         "gauge",
-        "When the last successful evaluation read up to.",
+        "When the last successful evaluation finished (unix seconds).",
     );
     if let Some(t) = state.last_success {
         let _ = writeln!(out, "llmscope_watch_last_success_timestamp_seconds {t}");

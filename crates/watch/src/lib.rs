@@ -24,25 +24,26 @@ use llmscope_ops::OpsError;
 /// Why watch could not do something.
 #[derive(Debug, thiserror::Error)]
 pub enum WatchError {
-    #[error("Prometheus: {context}: {source}")]
-    Prom { context: String, source: PromError },
+    // (`error`, not `source`: the message already says it, and a source would be said twice.)
+    #[error("Prometheus: {context}: {error}")]
+    Prom { context: String, error: PromError },
     #[error(transparent)]
     Ops(OpsError),
     #[error("{what}: {why}")]
     Input { what: String, why: String },
     #[error(
-        "cannot listen on {addr}: {source}; pick a free port with --listen (e.g. 127.0.0.1:9464)"
+        "cannot listen on {addr}: {error}; pick a free address with --listen (e.g. 127.0.0.1:9465)"
     )]
-    Listen {
-        addr: String,
-        source: std::io::Error,
-    },
+    Listen { addr: String, error: std::io::Error },
 }
 
 impl From<OpsError> for WatchError {
     fn from(e: OpsError) -> Self {
         match e {
-            OpsError::Prom { context, source } => WatchError::Prom { context, source },
+            OpsError::Prom { context, source } => WatchError::Prom {
+                context,
+                error: source,
+            },
             other => WatchError::Ops(other),
         }
     }
@@ -53,7 +54,7 @@ impl WatchError {
     /// (connect, timeout, http, api, decode, …), or `other` for failures that are not a query's.
     pub fn kind(&self) -> &'static str {
         match self {
-            WatchError::Prom { source, .. } => source.kind().as_str(),
+            WatchError::Prom { error, .. } => error.kind().as_str(),
             _ => "other",
         }
     }

@@ -17,9 +17,9 @@ pub type Shared = Arc<Mutex<State>>;
 
 /// Binds `addr` (port 0: any free port); the bound address is what to print.
 pub async fn bind(addr: &str) -> Result<(TcpListener, SocketAddr), WatchError> {
-    let listen_err = |source| WatchError::Listen {
+    let listen_err = |error| WatchError::Listen {
         addr: addr.to_owned(),
-        source,
+        error,
     };
     let l = TcpListener::bind(addr).await.map_err(listen_err)?;
     let bound = l.local_addr().map_err(listen_err)?;

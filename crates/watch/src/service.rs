@@ -45,7 +45,10 @@ pub async fn tick(client: &PromClient, svc: &Service, state: &Shared, reporter: 
     match evaluate(client, &svc.settings, at).await {
         Ok(e) => {
             reporter.evaluated(&e);
-            state.lock().unwrap_or_else(|p| p.into_inner()).record(e);
+            state
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .record(e, unix_now());
         }
         Err(err) => {
             reporter.failed(&err);
@@ -89,9 +92,9 @@ pub async fn run(
     }
     match server.await {
         Ok(Ok(())) => Ok(()),
-        Ok(Err(source)) => Err(WatchError::Listen {
+        Ok(Err(error)) => Err(WatchError::Listen {
             addr: "the bound address".to_owned(),
-            source,
+            error,
         }),
         Err(e) => Err(WatchError::Input {
             what: "the HTTP server".to_owned(),

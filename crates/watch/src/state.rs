@@ -83,8 +83,8 @@ impl State {
         }
     }
 
-    /// Takes a successful evaluation in: verdicts that held keep their age.
-    pub fn record(&mut self, e: Evaluation) {
+    /// Takes a successful evaluation, finished at `now`, in: verdicts that held keep their age.
+    pub fn record(&mut self, e: Evaluation, now: f64) {
         let mut since = HashMap::with_capacity(e.deployments.len());
         for d in &e.deployments {
             let before = self.since.get(&d.key);
@@ -110,7 +110,7 @@ impl State {
         self.since = since;
         self.evaluations += 1;
         self.durations.observe(e.duration_s);
-        self.last_success = Some(e.at);
+        self.last_success = Some(now);
         self.latest = Some(e);
     }
 
@@ -150,5 +150,136 @@ impl State {
             ));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evaluate::{DeploymentStatus, Evaluation};
+    use llmscope_core::diagnose::stall::{Stall, StallState};
+
+    fn shown() -> Shown {
+        Shown {
+            prometheus: "http://p".to_owned(),
+            interval_s: 60.0,
+            window_s: 900.0,
+            shard: "0/1".to_owned(),
+            drift_files: 0,
+        }
+    }
+
+    fn eval(at: f64, b: Bottleneck, stalled: bool) -> Evaluation {
+        Evaluation {
+            at,
+            duration_s: 0.2,
+            deployments: vec![DeploymentStatus {
+                key: DeploymentKey {
+                    namespace: "llm".to_owned(),
+                    deployment: "chat".to_owned(),
+                },
+                replicas: 1,
+                bottleneck: b,
+                confidence: 0.8,
+                summary: "s".to_owned(),
+                evidence: Vec::new(),
+                advice: None,
+                kv_headroom: None,
+                gpu_headroom: Some(0.5),
+                stall: Stall {
+                    state: if stalled {
+                        StallState::Stalled
+                    } else {
+                        StallState::Serving
+                    },
+                    last_progress: None,
+                    since: stalled.then_some(at - 400.0),
+                    in_engine: Some(3.0),
+                    why: "w".to_owned(),
+                },
+                drift: Vec::new(),
+                findings: BTreeMap::new(),
+            }],
+            series: 10,
+            points: 100,
+            unattributed: 0,
+            other_shards: 0,
+            warnings: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_verdict_that_holds_keeps_its_age_and_a_change_resets_it() {
+        let mut s = State::new(shown());
+        s.record(eval(1000.0, Bottleneck::BatchLimit, false), 1000.0);
+        s.record(eval(1060.0, Bottleneck::BatchLimit, true), 1060.0);
+        let k = &s.latest.as_ref().unwrap().deployments[0].key.clone();
+        assert_eq!(s.since[k].verdict_since, 1000.0);
+        assert_eq!(
+            s.since[k].stalled_since,
+            Some(660.0),
+            "the stall began before it was judged"
+        );
+        s.record(eval(1120.0, Bottleneck::KvCacheCapacity, false), 1120.0);
+        assert_eq!(s.since[k].verdict_since, 1120.0);
+        assert_eq!(s.since[k].stalled_since, None);
+        assert_eq!(s.evaluations, 3);
+        assert_eq!(s.durations.count, 3);
+    }
+
+    #[test]
+    fn ready_only_after_a_recent_success_and_says_why_not() {
+        let mut s = State::new(shown());
+        assert!(s.ready(0.0).unwrap_err().contains("has not finished"));
+        let err = WatchError::Input {
+            what: "x".to_owned(),
+            why: "refused".to_owned(),
+        };
+        s.failed(10.0, 0.1, &err);
+        assert!(s.ready(10.0).unwrap_err().contains("refused"));
+        assert_eq!(s.errors.get("other"), Some(&1));
+        s.record(eval(100.0, Bottleneck::None, false), 100.0);
+        assert!(s.ready(150.0).is_ok());
+        let stale = s.ready(100.0 + 181.0).unwrap_err();
+        assert!(stale.contains("181 s old"), "{stale}");
+    }
+
+    #[test]
+    fn unknown_values_are_absent_from_the_metrics_never_zero() {
+        let mut s = State::new(shown());
+        s.record(eval(990.0, Bottleneck::BatchLimit, true), 1000.0);
+        let m = crate::expose::render(&s);
+        let id = r#"{deployment="chat",namespace="llm"}"#;
+        assert!(m.contains(&format!(
+            r#"llmscope_bottleneck{{deployment="chat",namespace="llm",bottleneck="batch_limit"}} 1"#
+        )));
+        assert!(m.contains(&format!("llmscope_stalled{id} 1")));
+        assert!(m.contains(&format!("llmscope_gpu_headroom_ratio{id} 0.5")));
+        assert!(
+            !m.contains("llmscope_kv_cache_headroom_ratio{"),
+            "no KV gauge: no sample\n{m}"
+        );
+        assert!(
+            !m.contains("llmscope_version_drift{"),
+            "no files given: no drift sample\n{m}"
+        );
+        assert!(m.contains("llmscope_watch_evaluation_duration_seconds_bucket{le=\"+Inf\"} 1"));
+        assert!(m.contains("llmscope_watch_last_success_timestamp_seconds 1000"));
+        // Every sample line parses as the text format.
+        let page = promtext_check(&m);
+        assert!(page > 20, "{page} samples");
+    }
+
+    fn promtext_check(text: &str) -> usize {
+        text.lines()
+            .filter(|l| !l.starts_with('#') && !l.is_empty())
+            .inspect(|l| {
+                let v = l.rsplit(' ').next().unwrap();
+                assert!(
+                    v.parse::<f64>().is_ok() || v == "+Inf",
+                    "bad sample line {l}"
+                );
+            })
+            .count()
     }
 }

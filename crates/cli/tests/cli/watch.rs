@@ -58,7 +58,17 @@ fn load(host_port: &str, concurrency: &str, duration: &str) -> Reaper {
 
 #[test]
 fn watch_names_each_deployments_verdict_and_raises_the_stall_flag() {
-    let (_healthy, chat, chat_dcgm) = sim_on_free_ports("1s", &[]);
+    // The healthy deployment runs an older vLLM (0.8 names: `vllm:gpu_cache_usage_perc`), the
+    // other a newer one (`vllm:kv_cache_usage_perc`); the rules watch was given use the old name,
+    // so the newer deployment has drifted from them.
+    let (_healthy, chat, chat_dcgm) = sim_on_free_ports("1s", &["--metrics-dialect", "0.8"]);
+    let dir = crate::common::temp_dir("watch");
+    let rules = dir.join("kv-alerts.yaml");
+    std::fs::write(
+        &rules,
+        "groups:\n- name: kv\n  rules:\n  - alert: KvCacheFull\n    expr: max by (namespace, pod) (vllm:gpu_cache_usage_perc) > 0.95\n    for: 5m\n",
+    )
+    .unwrap();
     let hang = format!("{HANG_AFTER_S}s");
     let (_limited, batch, batch_dcgm) =
         sim_on_free_ports("1s", &["--fault-hang-after", &hang, "--seed", "7"]);
@@ -102,6 +112,8 @@ fn watch_names_each_deployments_verdict_and_raises_the_stall_flag() {
             "--max-num-seqs",
             "16",
         ])
+        .arg("--rules")
+        .arg(&rules)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -170,6 +182,23 @@ fn watch_names_each_deployments_verdict_and_raises_the_stall_flag() {
         assert!((0.0..=1.0).contains(&gpu), "{gpu}");
     }
     assert_eq!(sample(&m, "llmscope_watch_deployments"), Some(2.0), "{m}");
+    promtool_check_metrics(&m);
+    let drift = |d: &str| {
+        sample(
+            &m,
+            &format!(r#"llmscope_version_drift{{deployment="{d}",namespace="llm"}}"#),
+        )
+    };
+    assert_eq!(
+        drift("chat"),
+        Some(0.0),
+        "the 0.8 deployment exposes the name the rules use:\n{m}"
+    );
+    assert_eq!(
+        drift("batch"),
+        Some(1.0),
+        "the newer deployment renamed it:\n{m}"
+    );
     assert!(
         sample(&m, "llmscope_watch_last_success_timestamp_seconds")
             .is_some_and(|t| unix_now() - t < 3.0 * INTERVAL_S)
@@ -247,7 +276,51 @@ fn watch_names_each_deployments_verdict_and_raises_the_stall_flag() {
         "{page}"
     );
     assert!(page.contains("http-equiv=\"refresh\""), "auto-refresh");
+    assert!(
+        page.contains(
+            "<code>vllm:gpu_cache_usage_perc</code> → <code>vllm:kv_cache_usage_perc</code>"
+        ),
+        "{page}"
+    );
     screenshot(&addr);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// `promtool check metrics` (the Prometheus project's own linter of exposition text and
+/// naming) has nothing to say about watch's `/metrics`.
+fn promtool_check_metrics(metrics: &str) {
+    let Some(promtool) = std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join("promtool"))
+            .find(|p| p.is_file())
+    }) else {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "promtool is required in CI (apt-get install -y prometheus)"
+        );
+        eprintln!("skipped promtool check metrics: no promtool on PATH");
+        return;
+    };
+    let mut child = Command::new(promtool)
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(metrics.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success() && out.stdout.is_empty() && out.stderr.is_empty(),
+        "promtool check metrics:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// The page at `addr` in headless Chromium: its DOM has both rows, and the screenshot is kept
