@@ -250,9 +250,9 @@ mod tests {
         s.record(eval(990.0, Bottleneck::BatchLimit, true), 1000.0);
         let m = crate::expose::render(&s);
         let id = r#"{deployment="chat",namespace="llm"}"#;
-        assert!(m.contains(&format!(
-            r#"llmscope_bottleneck{{deployment="chat",namespace="llm",bottleneck="batch_limit"}} 1"#
-        )));
+        assert!(m.contains(
+            r#"llmscope_bottleneck{deployment="chat",namespace="llm",bottleneck="batch_limit"} 1"#
+        ));
         assert!(m.contains(&format!("llmscope_stalled{id} 1")));
         assert!(m.contains(&format!("llmscope_gpu_headroom_ratio{id} 0.5")));
         assert!(
