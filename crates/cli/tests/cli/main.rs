@@ -7,6 +7,7 @@ mod common;
 mod check;
 mod connect;
 mod generate;
+mod generated_lint;
 mod hostile;
 mod hostile_server;
 mod interrupted;
