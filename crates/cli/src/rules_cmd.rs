@@ -20,8 +20,11 @@ const AFTER_HELP: &str = "Examples:
 
 Alerts: VllmKvCacheHigh (KV >= 0.85 for 5m), VllmKvCacheCritical (>= 0.95), VllmRequestsWaiting
 (waiting > 0 for 5m), VllmBatchLimit (waiting while KV < 0.5 and GPU util < 50%),
-VllmTtftSloBreach (TTFT p95 > --slo-ttft), VllmPreemptions, DcgmValuesNotReal, and
-LlmscopeSeriesAbsent for every series read (a rename is noticed the day it happens).
+VllmTtftSloBreach (TTFT p95 > --slo-ttft), VllmPreemptions, VllmNoProgress (requests running or
+waiting while no token is generated and no engine step runs: alive but not serving),
+VllmQueueTimeHigh (queue-time p95 > --queue-time), DcgmValuesNotReal, KueueAdmissionStalled
+(with --scheduler: workloads queued, none admitted in 15m), and LlmscopeSeriesAbsent for every
+series read (a rename is noticed the day it happens).
 kube-prometheus-stack only loads PrometheusRules carrying its `release` label: pass --release.
 With --engine, --gpu defaults to dcgm-exporter@4.5; --scheduler adds absence guards for Kueue.";
 
@@ -34,6 +37,9 @@ pub struct RulesArgs {
     /// TTFT p95 objective for VllmTtftSloBreach.
     #[arg(long, value_parser = crate::args::duration, default_value = "2s")]
     slo_ttft: Duration,
+    /// Queue-time p95 above which VllmQueueTimeHigh fires.
+    #[arg(long, value_parser = crate::args::duration, default_value = "5s")]
+    queue_time: Duration,
     /// Print a PrometheusRule manifest (Prometheus Operator) instead of a rule file.
     #[arg(long)]
     crd: bool,
@@ -56,6 +62,7 @@ pub fn run(args: RulesArgs) -> Result<ExitCode> {
     let signals = Signals::resolve(&stack)?;
     let opts = RulesOptions {
         slo_ttft_s: args.slo_ttft.as_secs_f64(),
+        queue_time_s: args.queue_time.as_secs_f64(),
     };
     let file = rules::build(&stack, &signals, &opts);
     let text = if args.crd {

@@ -18,6 +18,7 @@ pub mod promrules;
 pub mod rules;
 pub mod signals;
 pub mod stack;
+pub mod stall;
 
 pub use signals::Signals;
 pub use stack::{GenerateError, Stack};

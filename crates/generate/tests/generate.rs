@@ -59,6 +59,13 @@ fn rule_file(version: &str) -> RuleFile {
     rules::build(&st, &s, &RulesOptions::default())
 }
 
+/// The rules with the scheduler (Kueue v0.19): its absence guards and `KueueAdmissionStalled`.
+fn full_rule_file(version: &str) -> RuleFile {
+    let st = full_stack(version);
+    let s = Signals::resolve(&st).unwrap();
+    rules::build(&st, &s, &RulesOptions::default())
+}
+
 fn crd(version: &str) -> PrometheusRule {
     let opts = CrdOptions {
         name: "llmscope-vllm".into(),
@@ -130,6 +137,10 @@ fn rule_files_match_their_goldens_and_parse_back() {
         let back: RuleFile = serde_saphyr::from_str(&text).unwrap();
         assert_eq!(back, file, "{v}");
     }
+    let full = full_rule_file("0.26");
+    let text = output::yaml(&full).unwrap();
+    golden("rules-vllm-0.26-kueue-0.19.yaml", &text);
+    assert_eq!(serde_saphyr::from_str::<RuleFile>(&text).unwrap(), full);
     let manifest = crd("0.26");
     let text = output::yaml(&manifest).unwrap();
     golden("prometheusrule-vllm-0.26.yaml", &text);
@@ -232,7 +243,8 @@ fn promtool_unit_tests_cover_every_alert() {
         assert!(ok, "promtool test rules {}:\n{text}", f.display());
         covered.push_str(&std::fs::read_to_string(f).unwrap());
     }
-    for g in &rule_file("0.26").groups {
+    let files = [rule_file("0.26"), full_rule_file("0.26")];
+    for g in files.iter().flat_map(|f| &f.groups) {
         for alert in g.rules.iter().filter_map(|r| r.alert.as_deref()) {
             assert!(
                 covered.contains(&format!("alertname: {alert}")),
