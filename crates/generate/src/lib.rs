@@ -19,6 +19,7 @@ pub mod rules;
 pub mod signals;
 pub mod stack;
 pub mod stall;
+pub mod watch;
 
 pub use signals::Signals;
 pub use stack::{GenerateError, Stack};

@@ -137,6 +137,10 @@ fn rule_files_match_their_goldens_and_parse_back() {
         let back: RuleFile = serde_saphyr::from_str(&text).unwrap();
         assert_eq!(back, file, "{v}");
     }
+    let watch = llmscope_generate::watch::rules();
+    let text = output::yaml(&watch).unwrap();
+    golden("rules-watch.yaml", &text);
+    assert_eq!(serde_saphyr::from_str::<RuleFile>(&text).unwrap(), watch);
     let full = full_rule_file("0.26");
     let text = output::yaml(&full).unwrap();
     golden("rules-vllm-0.26-kueue-0.19.yaml", &text);
@@ -213,6 +217,14 @@ fn promtool_checks_every_generated_rule_file() {
     std::fs::write(&path, output::yaml(&full).unwrap()).unwrap();
     let (ok, text) = run(Command::new(&promtool).args(["check", "rules"]).arg(&path));
     assert!(ok, "promtool check rules (with kueue):\n{text}");
+    let watch = output::yaml(&llmscope_generate::watch::rules()).unwrap();
+    let path = tmp.join("rules-watch.yaml");
+    std::fs::write(&path, watch).unwrap();
+    let (ok, text) = run(Command::new(&promtool).args(["check", "rules"]).arg(&path));
+    assert!(
+        ok && text.contains("SUCCESS"),
+        "promtool check rules (watch):\n{text}"
+    );
     // The manifest's spec is a rule file too.
     let spec = output::yaml(&crd("0.26").spec).unwrap();
     let path = tmp.join("crd-spec.yaml");
@@ -243,7 +255,11 @@ fn promtool_unit_tests_cover_every_alert() {
         assert!(ok, "promtool test rules {}:\n{text}", f.display());
         covered.push_str(&std::fs::read_to_string(f).unwrap());
     }
-    let files = [rule_file("0.26"), full_rule_file("0.26")];
+    let files = [
+        rule_file("0.26"),
+        full_rule_file("0.26"),
+        llmscope_generate::watch::rules(),
+    ];
     for g in files.iter().flat_map(|f| &f.groups) {
         for alert in g.rules.iter().filter_map(|r| r.alert.as_deref()) {
             assert!(
@@ -351,6 +367,10 @@ fn dashboards_match_their_goldens_and_parse_back() {
                 .is_some_and(|l| l.len() == 4)
         );
     }
+    let fleet = llmscope_generate::watch::dashboard(&DashboardOptions::default());
+    let text = output::json(&fleet).unwrap();
+    golden("dashboard-watch.json", &text);
+    assert_eq!(serde_json::from_str::<Dashboard>(&text).unwrap(), fleet);
     let json = output::json(&dashboard_of("0.26")).unwrap();
     let cm = ConfigMap::wrap("llmscope-vllm", Some("monitoring".into()), json.clone());
     let text = output::yaml(&cm).unwrap();
