@@ -6,6 +6,7 @@ mod common;
 
 mod check;
 mod connect;
+mod deploy;
 mod generate;
 mod generated_lint;
 mod hostile;
