@@ -20,6 +20,7 @@ const AFTER_HELP: &str = "Examples:
   llmscope dashboard --engine vllm@0.10 --gpu dcgm-exporter@4.5 --scheduler none
   llmscope dashboard --metrics-url http://vllm:8000/metrics --metrics-url http://dcgm:9400/metrics
   llmscope dashboard --prometheus http://prometheus:9090 --format configmap --namespace monitoring
+  llmscope dashboard --watch > fleet.json      # the fleet of llmscope watch
 
 Names and labels come from the metric catalog for the engine version: given by --engine, or
 detected from what --metrics-url / --prometheus really expose (then only exposed names are used).
@@ -45,6 +46,10 @@ pub struct StackArgs {
 pub struct DashboardArgs {
     #[command(flatten)]
     stack: StackArgs,
+    /// The fleet dashboard of `llmscope watch` instead: verdicts over time per deployment, the
+    /// stall flag, confidence, headroom and watch's health; it needs no engine version.
+    #[arg(long, conflicts_with_all = crate::rules_cmd::WATCH_CONFLICTS)]
+    watch: bool,
     /// grafana-json (an importable classic dashboard) or configmap (for the Grafana sidecar).
     #[arg(long, default_value = "grafana-json", value_parser = ["grafana-json", "json", "configmap"])]
     format: String,
@@ -66,13 +71,17 @@ pub struct DashboardArgs {
 }
 
 pub fn run(args: DashboardArgs) -> Result<ExitCode> {
-    let stack = resolve_stack(&args.stack, Some("kueue@0.19"))?;
-    let signals = Signals::resolve(&stack)?;
     let opts = DashboardOptions {
         title: args.title,
         uid: args.uid,
     };
-    let json = output::json(&dashboard::build(&stack, &signals, &opts))?;
+    let board = if args.watch {
+        llmscope_generate::watch::dashboard(&opts)
+    } else {
+        let stack = resolve_stack(&args.stack, Some("kueue@0.19"))?;
+        dashboard::build(&stack, &Signals::resolve(&stack)?, &opts)
+    };
+    let json = output::json(&board)?;
     let text = match args.format.as_str() {
         "configmap" => output::yaml(&ConfigMap::wrap(&args.name, args.namespace, json))?,
         _ => json,

@@ -9,7 +9,7 @@
 use crate::grafana::{
     self, Annotation, Annotations, Custom, Dashboard, FieldConfig, FieldDefaults, GridPos, Matcher,
     Override, Panel, PanelOptions, Property, Step, Target, Templating, Thresholds, ThresholdsStyle,
-    TimeRange, Variable,
+    TimeRange, ValueMapping, Variable,
 };
 use crate::promql::{Sel, agg, quantile, rate};
 use crate::promrules::Metadata;
@@ -38,10 +38,25 @@ pub struct PanelSpec {
     pub targets: Vec<(String, String)>,
     /// The query drawn on a right axis, and its unit (overlays).
     pub right_axis: Option<(usize, &'static str)>,
+    /// A graph, or a state timeline whose values are named by these mappings.
+    pub kind: PanelKind,
+}
+
+/// How a panel draws its series.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PanelKind {
+    Timeseries,
+    /// A Grafana `state-timeline` across the full width: one band per series, each value
+    /// shown by its mapping (value, text, colour).
+    StateTimeline(Vec<(f64, &'static str, &'static str)>),
 }
 
 impl PanelSpec {
-    fn new(title: &str, unit: &'static str, description: impl Into<String>) -> PanelSpec {
+    pub(crate) fn new(
+        title: &str,
+        unit: &'static str,
+        description: impl Into<String>,
+    ) -> PanelSpec {
         PanelSpec {
             title: title.to_owned(),
             description: description.into(),
@@ -50,15 +65,27 @@ impl PanelSpec {
             threshold: None,
             targets: Vec::new(),
             right_axis: None,
+            kind: PanelKind::Timeseries,
         }
     }
 
-    fn query(mut self, expr: String, legend: &str) -> PanelSpec {
+    pub(crate) fn state_timeline(
+        title: &str,
+        description: &str,
+        mappings: Vec<(f64, &'static str, &'static str)>,
+    ) -> PanelSpec {
+        PanelSpec {
+            kind: PanelKind::StateTimeline(mappings),
+            ..PanelSpec::new(title, "short", description)
+        }
+    }
+
+    pub(crate) fn query(mut self, expr: String, legend: &str) -> PanelSpec {
         self.targets.push((expr, legend.to_owned()));
         self
     }
 
-    fn fraction(mut self) -> PanelSpec {
+    pub(crate) fn fraction(mut self) -> PanelSpec {
         self.range = Some((0.0, 1.0));
         self
     }
@@ -433,7 +460,21 @@ impl Layout {
     }
 
     fn panels(&mut self, specs: &[PanelSpec]) {
-        for (i, spec) in specs.iter().enumerate() {
+        let (wide, graphs): (Vec<&PanelSpec>, Vec<&PanelSpec>) = specs
+            .iter()
+            .partition(|s| matches!(s.kind, PanelKind::StateTimeline(_)));
+        for spec in wide {
+            let pos = GridPos {
+                h: 8,
+                w: 24,
+                x: 0,
+                y: self.y,
+            };
+            let id = self.id();
+            self.panels.push(state_timeline(spec, pos, id));
+            self.y += 8;
+        }
+        for (i, spec) in graphs.iter().enumerate() {
             let x = if i % 2 == 0 { 0 } else { 12 };
             let pos = GridPos {
                 h: 8,
@@ -443,7 +484,7 @@ impl Layout {
             };
             let id = self.id();
             self.panels.push(timeseries(spec, pos, id));
-            if x == 12 || i + 1 == specs.len() {
+            if x == 12 || i + 1 == graphs.len() {
                 self.y += 8;
             }
         }
@@ -486,6 +527,18 @@ fn timeseries(spec: &PanelSpec, grid_pos: GridPos, id: u32) -> Panel {
     }
 }
 
+/// A state timeline: the graph's targets and datasource, merged bands, values named by their
+/// mappings.
+fn state_timeline(spec: &PanelSpec, grid_pos: GridPos, id: u32) -> Panel {
+    let mut panel = timeseries(spec, grid_pos, id);
+    panel.kind = "state-timeline".to_owned();
+    panel.options = Some(PanelOptions::state_timeline());
+    if let (Some(fc), PanelKind::StateTimeline(m)) = (panel.field_config.as_mut(), &spec.kind) {
+        fc.defaults.mappings = Some(vec![ValueMapping::values(m)]);
+    }
+    panel
+}
+
 fn field_config(spec: &PanelSpec) -> FieldConfig {
     let thresholds = spec.threshold.map(|t| Thresholds {
         mode: "absolute".to_owned(),
@@ -515,6 +568,7 @@ fn field_config(spec: &PanelSpec) -> FieldConfig {
             custom,
             max: spec.range.map(|r| r.1),
             min: spec.range.map(|r| r.0),
+            mappings: None,
             thresholds,
             unit: spec.unit.to_owned(),
         },
@@ -566,44 +620,63 @@ fn variables(s: &Signals) -> Vec<Variable> {
 
 /// The dashboard for `stack`.
 pub fn build(stack: &Stack, s: &Signals, opts: &DashboardOptions) -> Dashboard {
-    let mut layout = Layout {
-        next_id: 0,
-        y: 0,
-        panels: Vec::new(),
-    };
-    for row in rows(stack, s) {
-        layout.row(row.title);
-        layout.panels(&row.panels);
-    }
     let engine = stack.engine.to_string();
-    Dashboard {
-        annotations: Annotations {
-            list: vec![Annotation::builtin()],
-        },
+    let frame = Frame {
         description: format!(
             "Generated by llmscope for {}: every query names a series this version exposes. Regenerate when a version changes (llmscope dashboard).",
             stack.describe()
         ),
-        editable: true,
-        graph_tooltip: 1,
-        panels: layout.panels,
-        refresh: "30s".to_owned(),
-        schema_version: 39,
         tags: vec![
             "llmscope".to_owned(),
             stack.engine.exporter.name().to_owned(),
         ],
-        templating: Templating { list: variables(s) },
-        time: TimeRange {
-            from: "now-1h".to_owned(),
-            to: "now".to_owned(),
-        },
-        timezone: String::new(),
         title: opts
             .title
             .clone()
             .unwrap_or_else(|| format!("LLM serving: {engine} (llmscope)")),
         uid: opts.uid.clone().unwrap_or_else(|| uid(&engine)),
+    };
+    assemble(frame, rows(stack, s), variables(s))
+}
+
+/// What surrounds a dashboard's panels.
+pub(crate) struct Frame {
+    pub description: String,
+    pub tags: Vec<String>,
+    pub title: String,
+    pub uid: String,
+}
+
+/// Lays `rows` out on the grid and wraps them with `frame` and the variables.
+pub(crate) fn assemble(frame: Frame, rows: Vec<Row>, variables: Vec<Variable>) -> Dashboard {
+    let mut layout = Layout {
+        next_id: 0,
+        y: 0,
+        panels: Vec::new(),
+    };
+    for row in rows {
+        layout.row(row.title);
+        layout.panels(&row.panels);
+    }
+    Dashboard {
+        annotations: Annotations {
+            list: vec![Annotation::builtin()],
+        },
+        description: frame.description,
+        editable: true,
+        graph_tooltip: 1,
+        panels: layout.panels,
+        refresh: "30s".to_owned(),
+        schema_version: 39,
+        tags: frame.tags,
+        templating: Templating { list: variables },
+        time: TimeRange {
+            from: "now-1h".to_owned(),
+            to: "now".to_owned(),
+        },
+        timezone: String::new(),
+        title: frame.title,
+        uid: frame.uid,
         version: 1,
     }
 }

@@ -130,11 +130,51 @@ pub struct FieldDefaults {
     pub max: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min: Option<f64>,
+    /// Value mappings (state timelines: 1 → "stalled").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mappings: Option<Vec<ValueMapping>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thresholds: Option<Thresholds>,
     /// A Grafana unit id: `percentunit` for 0..1 fractions, `percent` for 0..100, `s`, `watt`,
     /// `mbytes` (MiB), `short`.
     pub unit: String,
+}
+
+/// A `value` mapping: exact values shown as a text in a colour.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ValueMapping {
+    pub options: std::collections::BTreeMap<String, MappedValue>,
+    #[serde(rename = "type")]
+    pub kind: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MappedValue {
+    pub color: String,
+    pub index: u32,
+    pub text: String,
+}
+
+impl ValueMapping {
+    /// Maps each (value, text, colour).
+    pub fn values(m: &[(f64, &str, &str)]) -> ValueMapping {
+        let options = m
+            .iter()
+            .zip(0..)
+            .map(|((v, text, color), index)| {
+                let mapped = MappedValue {
+                    color: (*color).to_owned(),
+                    index,
+                    text: (*text).to_owned(),
+                };
+                (v.to_string(), mapped)
+            })
+            .collect();
+        ValueMapping {
+            options,
+            kind: "value".to_owned(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -183,8 +223,21 @@ pub struct Property {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct PanelOptions {
+    /// State timelines: where a band's text sits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub align_value: Option<String>,
     pub legend: Legend,
+    /// State timelines: adjacent equal values drawn as one band.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merge_values: Option<bool>,
+    /// State timelines: band height, 0..1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub row_height: Option<f64>,
+    /// State timelines: `auto`, `always` or `never`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub show_value: Option<String>,
     pub tooltip: Tooltip,
 }
 
@@ -203,8 +256,23 @@ pub struct Tooltip {
 }
 
 impl PanelOptions {
+    /// A state timeline's: merged bands labelled by their mapped text.
+    pub fn state_timeline() -> PanelOptions {
+        PanelOptions {
+            align_value: Some("left".to_owned()),
+            merge_values: Some(true),
+            row_height: Some(0.9),
+            show_value: Some("auto".to_owned()),
+            ..PanelOptions::standard()
+        }
+    }
+
     pub fn standard() -> PanelOptions {
         PanelOptions {
+            align_value: None,
+            merge_values: None,
+            row_height: None,
+            show_value: None,
             legend: Legend {
                 display_mode: "list".to_owned(),
                 placement: "bottom".to_owned(),

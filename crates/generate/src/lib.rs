@@ -18,6 +18,8 @@ pub mod promrules;
 pub mod rules;
 pub mod signals;
 pub mod stack;
+pub mod stall;
+pub mod watch;
 
 pub use signals::Signals;
 pub use stack::{GenerateError, Stack};

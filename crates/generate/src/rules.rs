@@ -9,6 +9,7 @@ use crate::promql::{Sel, agg, quantile, rate};
 use crate::promrules::{Group, Rule, RuleFile};
 use crate::signals::{GpuSignals, Signals};
 use crate::stack::Stack;
+use crate::stall;
 use llmscope_core::catalog::{Family, Kind, dcgm};
 use llmscope_core::diagnose::detect::Bottleneck;
 
@@ -22,24 +23,31 @@ const QUANTILES: [f64; 3] = [0.5, 0.95, 0.99];
 pub struct RulesOptions {
     /// TTFT p95 objective, seconds.
     pub slo_ttft_s: f64,
+    /// Queue-time p95 above which `VllmQueueTimeHigh` fires, seconds.
+    pub queue_time_s: f64,
 }
 
 impl Default for RulesOptions {
     fn default() -> Self {
-        RulesOptions { slo_ttft_s: 2.0 }
+        RulesOptions {
+            slo_ttft_s: 2.0,
+            queue_time_s: 5.0,
+        }
     }
 }
 
 /// The rule file for `stack`.
 pub fn build(stack: &Stack, s: &Signals, opts: &RulesOptions) -> RuleFile {
     let alerts = [engine_alerts(s, opts), gpu_alerts(s)].concat();
-    RuleFile {
-        groups: vec![
-            group("llmscope-vllm-recording", recording(s)),
-            group("llmscope-vllm-alerts", alerts),
-            group("llmscope-absence", absence(stack, s)),
-        ],
+    let mut groups = vec![
+        group("llmscope-vllm-recording", recording(s)),
+        group("llmscope-vllm-alerts", alerts),
+    ];
+    if let Some(kueue) = stall::admission(s) {
+        groups.push(group("llmscope-kueue-alerts", vec![kueue]));
     }
+    groups.push(group("llmscope-absence", absence(stack, s)));
+    RuleFile { groups }
 }
 
 fn group(name: &str, rules: Vec<Rule>) -> Group {
@@ -50,11 +58,19 @@ fn group(name: &str, rules: Vec<Rule>) -> Group {
     }
 }
 
-/// Every family the generated dashboard and rules read (the absence guards' list).
+/// Every family the generated dashboard and rules read (the absence guards' list), but Kueue's
+/// workload event counters: client_golang prints a counter vector's series only after its first
+/// event, so `kueue_evicted_workloads_total` is rightly absent from a Kueue that never evicted,
+/// and `kueue_admitted_workloads_total` from one that has admitted nothing since it started
+/// (`KueueAdmissionStalled` covers that case while workloads wait). A guard on them would fire
+/// on a healthy, quiet cluster.
 pub fn dependencies(s: &Signals) -> Vec<&'static Family> {
     let mut all = s.engine.all();
     all.extend(s.gpu.iter().flat_map(GpuSignals::all));
-    all.extend(s.scheduler.iter().flat_map(|k| k.all()));
+    let events = s.scheduler.iter().flat_map(|k| [k.admitted, k.evicted]);
+    let events: Vec<&'static Family> = events.flatten().collect();
+    let scheduler = s.scheduler.iter().flat_map(|k| k.all());
+    all.extend(scheduler.filter(|f| !events.contains(f)));
     all
 }
 
@@ -128,7 +144,7 @@ fn quantile_rules(short: &str, f: &Family) -> Vec<Rule> {
 }
 
 /// An alert with severity, summary, description and the verdict hint.
-fn alert(
+pub(crate) fn alert(
     name: &str,
     expr: String,
     for_: &str,
@@ -143,7 +159,7 @@ fn alert(
         .annotate("runbook", verdict)
 }
 
-fn verdict(b: Bottleneck, what: &str) -> String {
+pub(crate) fn verdict(b: Bottleneck, what: &str) -> String {
     format!(
         "llmscope verdict `{}`: {what} Confirm with `llmscope diagnose --prometheus URL --since 1h`.",
         b.as_str()
@@ -158,6 +174,7 @@ fn engine_alerts(s: &Signals, opts: &RulesOptions) -> Vec<Rule> {
     out.extend(batch_limit(s, &waiting, &kv));
     out.extend(ttft_slo(s, opts));
     out.extend(preemptions(s));
+    out.extend(stall::engine(s, opts));
     out
 }
 
@@ -411,5 +428,67 @@ mod tests {
         let metrics: std::collections::BTreeSet<_> =
             guards.iter().map(|r| &r.labels["metric"]).collect();
         assert_eq!(metrics.len(), guards.len(), "one guard per series");
+    }
+
+    #[test]
+    fn kueue_event_counters_get_no_absence_guard_but_admissions_alert() {
+        let stack = Stack::new("vllm@0.26".parse().unwrap())
+            .unwrap()
+            .with_scheduler("kueue@0.19".parse().unwrap())
+            .unwrap();
+        let s = Signals::resolve(&stack).unwrap();
+        let f = build(&stack, &s, &RulesOptions::default());
+        let all = exprs(&f);
+        assert!(all.contains("absent(kueue_pending_workloads)"));
+        assert!(
+            !all.contains("absent(kueue_evicted_workloads_total)"),
+            "a quiet cluster never evicted"
+        );
+        assert!(!all.contains("absent(kueue_admitted_workloads_total)"));
+        let stalled = f.groups.iter().flat_map(|g| &g.rules);
+        let stalled: Vec<_> = stalled
+            .filter(|r| r.alert.as_deref() == Some("KueueAdmissionStalled"))
+            .collect();
+        assert_eq!(stalled.len(), 1);
+        assert!(stalled[0].expr.contains("unless on (cluster_queue)"));
+        assert!(
+            stalled[0].expr.contains(
+                "increase(kueue_admitted_workloads_total{replica_role!=\"follower\"}[15m])"
+            )
+        );
+        // Without Kueue there is nothing to alert on.
+        assert!(!exprs(&file("vllm@0.26")).contains("kueue_"));
+    }
+
+    #[test]
+    fn no_progress_reads_the_versions_own_counters_and_each_has_a_guard() {
+        for v in ["vllm@0.8", "vllm@0.26"] {
+            let f = file(v);
+            let rule = f.groups[1]
+                .rules
+                .iter()
+                .find(|r| r.alert.as_deref() == Some("VllmNoProgress"))
+                .unwrap();
+            assert!(
+                rule.expr
+                    .contains("rate(vllm:generation_tokens_total[5m])) == 0")
+            );
+            assert!(
+                rule.expr
+                    .contains("rate(vllm:iteration_tokens_total_count[5m])) == 0")
+            );
+            let guards = exprs(&f);
+            for sample in [
+                "vllm:generation_tokens_total",
+                "vllm:iteration_tokens_total_bucket",
+                "vllm:num_requests_running",
+                "vllm:num_requests_waiting",
+            ] {
+                assert!(
+                    guards.contains(&format!("absent({sample})")),
+                    "{v}: {sample}"
+                );
+            }
+        }
     }
 }

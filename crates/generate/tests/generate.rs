@@ -7,7 +7,6 @@
 //! skip with a message otherwise.
 #![allow(clippy::print_stderr)]
 
-use llmscope_check::inventory::engine::CatalogInventory;
 use llmscope_check::inventory::snapshot::Snapshot;
 use llmscope_check::{Inventories, Severity, input};
 use llmscope_collect::HttpClient;
@@ -56,6 +55,13 @@ fn dashboard_of(version: &str) -> Dashboard {
 
 fn rule_file(version: &str) -> RuleFile {
     let st = stack(version);
+    let s = Signals::resolve(&st).unwrap();
+    rules::build(&st, &s, &RulesOptions::default())
+}
+
+/// The rules with the scheduler (Kueue v0.19): its absence guards and `KueueAdmissionStalled`.
+fn full_rule_file(version: &str) -> RuleFile {
+    let st = full_stack(version);
     let s = Signals::resolve(&st).unwrap();
     rules::build(&st, &s, &RulesOptions::default())
 }
@@ -131,6 +137,14 @@ fn rule_files_match_their_goldens_and_parse_back() {
         let back: RuleFile = serde_saphyr::from_str(&text).unwrap();
         assert_eq!(back, file, "{v}");
     }
+    let watch = llmscope_generate::watch::rules();
+    let text = output::yaml(&watch).unwrap();
+    golden("rules-watch.yaml", &text);
+    assert_eq!(serde_saphyr::from_str::<RuleFile>(&text).unwrap(), watch);
+    let full = full_rule_file("0.26");
+    let text = output::yaml(&full).unwrap();
+    golden("rules-vllm-0.26-kueue-0.19.yaml", &text);
+    assert_eq!(serde_saphyr::from_str::<RuleFile>(&text).unwrap(), full);
     let manifest = crd("0.26");
     let text = output::yaml(&manifest).unwrap();
     golden("prometheusrule-vllm-0.26.yaml", &text);
@@ -203,6 +217,14 @@ fn promtool_checks_every_generated_rule_file() {
     std::fs::write(&path, output::yaml(&full).unwrap()).unwrap();
     let (ok, text) = run(Command::new(&promtool).args(["check", "rules"]).arg(&path));
     assert!(ok, "promtool check rules (with kueue):\n{text}");
+    let watch = output::yaml(&llmscope_generate::watch::rules()).unwrap();
+    let path = tmp.join("rules-watch.yaml");
+    std::fs::write(&path, watch).unwrap();
+    let (ok, text) = run(Command::new(&promtool).args(["check", "rules"]).arg(&path));
+    assert!(
+        ok && text.contains("SUCCESS"),
+        "promtool check rules (watch):\n{text}"
+    );
     // The manifest's spec is a rule file too.
     let spec = output::yaml(&crd("0.26").spec).unwrap();
     let path = tmp.join("crd-spec.yaml");
@@ -233,7 +255,12 @@ fn promtool_unit_tests_cover_every_alert() {
         assert!(ok, "promtool test rules {}:\n{text}", f.display());
         covered.push_str(&std::fs::read_to_string(f).unwrap());
     }
-    for g in &rule_file("0.26").groups {
+    let files = [
+        rule_file("0.26"),
+        full_rule_file("0.26"),
+        llmscope_generate::watch::rules(),
+    ];
+    for g in files.iter().flat_map(|f| &f.groups) {
         for alert in g.rules.iter().filter_map(|r| r.alert.as_deref()) {
             assert!(
                 covered.contains(&format!("alertname: {alert}")),
@@ -340,6 +367,10 @@ fn dashboards_match_their_goldens_and_parse_back() {
                 .is_some_and(|l| l.len() == 4)
         );
     }
+    let fleet = llmscope_generate::watch::dashboard(&DashboardOptions::default());
+    let text = output::json(&fleet).unwrap();
+    golden("dashboard-watch.json", &text);
+    assert_eq!(serde_json::from_str::<Dashboard>(&text).unwrap(), fleet);
     let json = output::json(&dashboard_of("0.26")).unwrap();
     let cm = ConfigMap::wrap("llmscope-vllm", Some("monitoring".into()), json.clone());
     let text = output::yaml(&cm).unwrap();
@@ -417,9 +448,8 @@ async fn sim(dialect: &str) -> SimHandle {
     serve::start(cfg).await.unwrap()
 }
 
-/// The simulator's pages for `dialect` (vLLM, dcgm-exporter, Kueue, kube-state-metrics), plus
-/// the catalog's Kueue and kube-state-metrics: the simulated Kueue exports no admitted/evicted
-/// counters.
+/// The simulator's pages for `dialect` (vLLM, dcgm-exporter, Kueue, kube-state-metrics): the
+/// generated artefacts are checked against what the simulated stack really serves.
 async fn sim_inventory(dialect: &str) -> Inventories {
     let sim = sim(dialect).await;
     let cluster = format!("http://{}", sim.cluster_addr.unwrap());
@@ -445,9 +475,6 @@ async fn sim_inventory(dialect: &str) -> Inventories {
         let (snap, errors) = Snapshot::parse(name, page.as_bytes());
         assert!(errors.is_empty(), "{name}: {errors:?}");
         inv.push(Box::new(snap));
-    }
-    for spec in ["kueue@0.19", "kube-state-metrics@2.20"] {
-        inv.push(Box::new(CatalogInventory::new(spec.parse().unwrap())));
     }
     inv
 }
@@ -506,11 +533,7 @@ fn now() -> f64 {
     t.unwrap().as_secs_f64()
 }
 
-/// The one panel the simulator cannot feed: its Kueue page has no admitted/evicted counters
-/// (the panel's names are checked against the catalog by the `llmscope check` oracle above).
-const NO_SIMULATED_DATA: &str = "Admitted and evicted workloads per second";
-
-/// Every dashboard query (Serving, GPU, Scheduling but [`NO_SIMULATED_DATA`]) and every
+/// Every dashboard query (Serving, GPU, Scheduling) and every
 /// recording rule returns data from a real Prometheus scraping the loaded simulator and its
 /// Kueue and kube-state-metrics pages.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -538,7 +561,6 @@ async fn every_dashboard_query_returns_data_from_a_real_prometheus() {
     let client = prom.client();
     let mut exprs: Vec<(String, String)> = queries(&dashboard_of("0.26"))
         .into_iter()
-        .filter(|(_, panel, _)| panel != NO_SIMULATED_DATA)
         .map(|(_, panel, e)| (panel, as_grafana_runs_it(&e)))
         .collect();
     let recorded = rule_file("0.26").groups.into_iter().flat_map(|g| g.rules);

@@ -4,7 +4,10 @@
 //! A [`Teams`] file (YAML) lists each team's namespace, its Kueue LocalQueue and ClusterQueue, the
 //! ResourceFlavor and how many `nvidia.com/gpu` it reserves. [`kueue_page`] renders what Kueue
 //! v0.19 exports for that (LocalQueueMetrics on, `enableClusterQueueResources: true`,
-//! `replica_role="standalone"`); [`ksm_page`] renders `kube_namespace_labels` with `label_team`, as
+//! `replica_role="standalone"`) with the real label sets, types and HELP of v0.19.2
+//! `pkg/metrics/metrics.go`. Its counters move: each reserved GPU runs one workload after
+//! another, one admission in [`EVICT_EVERY`] is preempted, and [`kueue_page_at`] renders the page
+//! at a given time of Kueue's life (the server starts it [`HISTORY_S`] in). [`ksm_page`] renders `kube_namespace_labels` with `label_team`, as
 //! kube-state-metrics does with `--metric-labels-allowlist=namespaces=[team]`. Both are Go
 //! `client_golang` pages: label names sorted, shortest float formatting.
 
@@ -106,88 +109,290 @@ impl Teams {
 
 const GPU: &str = "nvidia.com/gpu";
 
-/// A gauge family (name, help) and its value for a team.
-type GaugeOfTeam = (&'static str, &'static str, fn(&Team) -> f64);
+/// How long the simulated Kueue has been running when the simulator starts: its counters carry
+/// an hour of admissions and evictions, as a real one scraped mid-life does (client_golang
+/// counter vectors print a series only after its first event, so a fresh Kueue shows no
+/// `kueue_evicted_workloads_total` at all).
+pub const HISTORY_S: f64 = 3600.0;
+/// How long a simulated workload holds its GPU before it finishes and the next is admitted.
+pub const WORKLOAD_S: f64 = 600.0;
+/// One admission in this many is later evicted (reason `Preempted`) and requeued.
+pub const EVICT_EVERY: u64 = 20;
 
-/// Kueue v0.19's page for these teams.
+/// What a team's workloads have done since Kueue started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Activity {
+    /// Workloads admitted (monotone; evicted ones that come back count again).
+    pub admitted: u64,
+    /// Workloads evicted by preemption.
+    pub evicted: u64,
+    /// Workloads admitted and running now (one GPU each).
+    pub active: u64,
+}
+
+impl Team {
+    /// The team's workloads `t` seconds after Kueue started: each reserved GPU runs one
+    /// workload after another, each [`WORKLOAD_S`] long, the GPUs' start times spread evenly.
+    pub fn activity_at(&self, t: f64) -> Activity {
+        let slots = self.gpus.ceil() as u64;
+        let t = if t.is_finite() { t.max(0.0) } else { 0.0 };
+        let admitted = if slots == 0 {
+            0
+        } else {
+            slots + (t * slots as f64 / WORKLOAD_S).floor() as u64
+        };
+        Activity {
+            admitted,
+            evicted: admitted / EVICT_EVERY,
+            active: slots,
+        }
+    }
+}
+
+/// The labels of one series and its value.
+type Series<'a> = (Vec<(&'static str, &'a str)>, f64);
+
+/// A Kueue family: its name, HELP (v0.19.2 `pkg/metrics/metrics.go`, verbatim), type and the
+/// series of every team.
+struct KueueFamily<'a> {
+    name: &'static str,
+    help: String,
+    ty: MetricType,
+    series: Vec<Series<'a>>,
+}
+
+const PENDING_STATUS: &str = "\n'status' can have the following values:
+- \"active\" means that the workloads are in the admission queue.
+- \"inadmissible\" means there was a failed admission attempt for these workloads and they won't be retried until cluster conditions, which could make this workload admissible, change";
+
+const EVICTION_REASONS: &str = "\nThe label 'reason' can have the following values:
+- \"Preempted\" means that the workload was evicted in order to free resources for a workload with a higher priority or reclamation of nominal quota.
+- \"PodsReadyTimeout\" means that the eviction took place due to a PodsReady timeout.
+- \"AdmissionCheck\" means that the workload was evicted because at least one admission check transitioned to False.
+- \"ClusterQueueStopped\" means that the workload was evicted because the ClusterQueue is stopped.
+- \"LocalQueueStopped\" means that the workload was evicted because the LocalQueue is stopped.
+- \"NodeFailures\" means that the workload was evicted due to node failures when using TopologyAwareScheduling.
+- \"Deactivated\" means that the workload was evicted because spec.active is set to false.
+The label 'underlying_cause' can have the following values:
+- \"\" means that the value in 'reason' label is the root cause for eviction.
+- \"AdmissionCheck\" means that the workload was evicted by Kueue due to a rejected admission check.
+- \"MaximumExecutionTimeExceeded\" means that the workload was evicted by Kueue due to maximum execution time exceeded.
+- \"RequeuingLimitExceeded\" means that the workload was evicted by Kueue due to requeuing limit exceeded.";
+
+/// Kueue v0.19's page for these teams when the simulator starts ([`HISTORY_S`] into Kueue's life).
 pub fn kueue_page(teams: &Teams) -> String {
-    let mut out = String::with_capacity(4096);
+    kueue_page_at(teams, HISTORY_S)
+}
+
+/// Kueue v0.19's page `t` seconds after it started. Families in name order and labels sorted,
+/// as client_golang gathers them; counters whose labels never saw an event are absent.
+pub fn kueue_page_at(teams: &Teams, t: f64) -> String {
+    let mut families = kueue_families(teams, t);
+    families.sort_by_key(|f| f.name);
+    let mut out = String::with_capacity(8192);
     let mut w = Writer::new(&mut out, FloatStyle::GoShortest);
-    let role = ("replica_role", "standalone");
-    let per_cluster_queue: [GaugeOfTeam; 2] = [
-        (
-            "kueue_cluster_queue_resource_reservation",
-            "Reports the cluster_queue's total resource reservation within all the flavors",
-            |t| t.gpus,
-        ),
-        (
-            "kueue_cluster_queue_nominal_quota",
-            "Reports the cluster_queue's resource nominal quota within all the flavors",
-            |t| t.quota.unwrap_or(t.gpus),
-        ),
-    ];
-    for (name, help, value) in per_cluster_queue {
-        w.family(name, help, MetricType::Gauge);
-        for t in &teams.teams {
-            let labels = [
-                ("cluster_queue", t.cluster_queue.as_str()),
-                ("cohort", &teams.cohort),
-                ("flavor", &t.flavor),
-                role,
-                ("resource", GPU),
-            ];
-            w.sample(name, &labels, value(t));
+    for f in families.iter().filter(|f| !f.series.is_empty()) {
+        w.family(f.name, &f.help, f.ty);
+        for (labels, value) in &f.series {
+            let mut labels = labels.clone();
+            labels.sort_by_key(|(name, _)| *name);
+            w.sample(f.name, &labels, *value);
         }
-    }
-    w.family(
-        "kueue_pending_workloads",
-        "Number of pending workloads, per 'cluster_queue' and 'status'.",
-        MetricType::Gauge,
-    );
-    for t in &teams.teams {
-        for (status, n) in [("active", t.pending), ("inadmissible", 0)] {
-            let labels = [
-                ("cluster_queue", t.cluster_queue.as_str()),
-                role,
-                ("status", status),
-            ];
-            w.sample("kueue_pending_workloads", &labels, n as f64);
-        }
-    }
-    w.family(
-        "kueue_local_queue_resource_reservation",
-        "Reports the localQueue's total resource reservation within all the flavors",
-        MetricType::Gauge,
-    );
-    for t in &teams.teams {
-        let labels = [
-            ("flavor", t.flavor.as_str()),
-            ("name", &t.local_queue),
-            ("namespace", &t.namespace),
-            role,
-            ("resource", GPU),
-        ];
-        w.sample("kueue_local_queue_resource_reservation", &labels, t.gpus);
-    }
-    w.family(
-        "kueue_local_queue_pending_workloads",
-        "Number of pending workloads, per 'local_queue' and 'status'.",
-        MetricType::Gauge,
-    );
-    for t in &teams.teams {
-        let labels = [
-            ("name", t.local_queue.as_str()),
-            ("namespace", &t.namespace),
-            role,
-            ("status", "active"),
-        ];
-        w.sample(
-            "kueue_local_queue_pending_workloads",
-            &labels,
-            t.pending as f64,
-        );
     }
     out
+}
+
+const ROLE: (&str, &str) = ("replica_role", "standalone");
+
+fn kueue_families(teams: &Teams, t: f64) -> Vec<KueueFamily<'_>> {
+    let mut out = cluster_queue_resources(teams);
+    out.extend(cluster_queue_workloads(teams, t));
+    out.extend(local_queue_families(teams, t));
+    out
+}
+
+/// The `enableClusterQueueResources` gauges.
+fn cluster_queue_resources(teams: &Teams) -> Vec<KueueFamily<'_>> {
+    let per_team = |value: fn(&Team) -> f64| -> Vec<Series<'_>> {
+        let mut out = Vec::new();
+        for t in &teams.teams {
+            let labels = vec![
+                cq_label(t),
+                ("cohort", teams.cohort.as_str()),
+                ("flavor", t.flavor.as_str()),
+                ROLE,
+                ("resource", GPU),
+            ];
+            out.push((labels, value(t)));
+        }
+        out
+    };
+    vec![
+        KueueFamily {
+            name: "kueue_cluster_queue_resource_reservation",
+            help: "Reports the cluster_queue's total resource reservation within all the flavors"
+                .to_owned(),
+            ty: MetricType::Gauge,
+            series: per_team(|t| t.gpus),
+        },
+        KueueFamily {
+            name: "kueue_cluster_queue_nominal_quota",
+            help: "Reports the cluster_queue's resource nominal quota within all the flavors"
+                .to_owned(),
+            ty: MetricType::Gauge,
+            series: per_team(|t| t.quota.unwrap_or(t.gpus)),
+        },
+    ]
+}
+
+/// Pending, admitted and evicted workloads per ClusterQueue.
+fn cluster_queue_workloads(teams: &Teams, t: f64) -> Vec<KueueFamily<'_>> {
+    let mut pending = Vec::new();
+    for team in &teams.teams {
+        for (status, n) in [("active", team.pending), ("inadmissible", 0)] {
+            pending.push((vec![cq_label(team), ROLE, ("status", status)], f64::from(n)));
+        }
+    }
+    let each = |count: fn(Activity) -> u64, evicted: bool| {
+        event_series(teams, t, count, evicted, |team| vec![cq_label(team)])
+    };
+    let active = teams
+        .teams
+        .iter()
+        .map(|team| {
+            (
+                vec![cq_label(team), ROLE],
+                team.activity_at(t).active as f64,
+            )
+        })
+        .collect();
+    vec![
+        KueueFamily {
+            name: "kueue_pending_workloads",
+            help: format!(
+                "{}{}",
+                "The number of pending workloads, per 'cluster_queue' and 'status'.",
+                PENDING_STATUS
+            ),
+            ty: MetricType::Gauge,
+            series: pending,
+        },
+        KueueFamily {
+            name: "kueue_admitted_workloads_total",
+            help: "The total number of admitted workloads per 'cluster_queue'".to_owned(),
+            ty: MetricType::Counter,
+            series: each(|a| a.admitted, false),
+        },
+        KueueFamily {
+            name: "kueue_admitted_active_workloads",
+            help: "The number of admitted Workloads that are active, per 'cluster_queue'"
+                .to_owned(),
+            ty: MetricType::Gauge,
+            series: active,
+        },
+        KueueFamily {
+            name: "kueue_evicted_workloads_total",
+            help: format!(
+                "{}{}",
+                "The number of evicted workloads per 'cluster_queue',", EVICTION_REASONS
+            ),
+            ty: MetricType::Counter,
+            series: each(|a| a.evicted, true),
+        },
+    ]
+}
+fn cq_label(team: &Team) -> (&'static str, &str) {
+    ("cluster_queue", team.cluster_queue.as_str())
+}
+
+fn lq_labels(team: &Team) -> Vec<(&'static str, &str)> {
+    vec![
+        ("name", team.local_queue.as_str()),
+        ("namespace", team.namespace.as_str()),
+    ]
+}
+
+/// A counter's series: one per team that saw at least one event, the eviction counters with
+/// `reason="Preempted"` and an empty `underlying_cause` (preemption is its own root cause).
+fn event_series<'a>(
+    teams: &'a Teams,
+    t: f64,
+    count: fn(Activity) -> u64,
+    evicted: bool,
+    head: impl Fn(&'a Team) -> Vec<(&'static str, &'a str)>,
+) -> Vec<Series<'a>> {
+    let mut out = Vec::new();
+    for team in &teams.teams {
+        let n = count(team.activity_at(t));
+        if n == 0 {
+            continue;
+        }
+        let mut labels = head(team);
+        labels.extend([("priority_class", ""), ROLE]);
+        if evicted {
+            labels.extend([("reason", "Preempted"), ("underlying_cause", "")]);
+        }
+        out.push((labels, n as f64));
+    }
+    out
+}
+
+/// The LocalQueueMetrics families (on by default since v0.17): the same workloads per team
+/// namespace.
+fn local_queue_families(teams: &Teams, t: f64) -> Vec<KueueFamily<'_>> {
+    let mut pending = Vec::new();
+    for team in &teams.teams {
+        for (status, n) in [("active", team.pending), ("inadmissible", 0)] {
+            let mut labels = lq_labels(team);
+            labels.extend([ROLE, ("status", status)]);
+            pending.push((labels, f64::from(n)));
+        }
+    }
+    let reservation = teams
+        .teams
+        .iter()
+        .map(|team| {
+            let mut labels = lq_labels(team);
+            labels.extend([("flavor", team.flavor.as_str()), ROLE, ("resource", GPU)]);
+            (labels, team.gpus)
+        })
+        .collect();
+    let each = |count: fn(Activity) -> u64, evicted: bool| {
+        event_series(teams, t, count, evicted, |team| lq_labels(team))
+    };
+    vec![
+        KueueFamily {
+            name: "kueue_local_queue_pending_workloads",
+            help: format!(
+                "{}{}",
+                "The number of pending workloads, per 'local_queue' and 'status'.", PENDING_STATUS
+            ),
+            ty: MetricType::Gauge,
+            series: pending,
+        },
+        KueueFamily {
+            name: "kueue_local_queue_resource_reservation",
+            help: "Reports the localQueue's total resource reservation within all the flavors"
+                .to_owned(),
+            ty: MetricType::Gauge,
+            series: reservation,
+        },
+        KueueFamily {
+            name: "kueue_local_queue_admitted_workloads_total",
+            help: "The total number of admitted workloads per 'local_queue'".to_owned(),
+            ty: MetricType::Counter,
+            series: each(|a| a.admitted, false),
+        },
+        KueueFamily {
+            name: "kueue_local_queue_evicted_workloads_total",
+            help: format!(
+                "{}{}",
+                "The number of evicted workloads per 'local_queue',", EVICTION_REASONS
+            ),
+            ty: MetricType::Counter,
+            series: each(|a| a.evicted, true),
+        },
+    ]
 }
 
 /// kube-state-metrics' `kube_namespace_labels` with the `team` label allow-listed.
@@ -237,6 +442,97 @@ mod tests {
             ),
             "{ksm}"
         );
+    }
+
+    fn family<'a, 'p>(
+        families: &'a [promtext::Family<'p>],
+        name: &str,
+    ) -> Option<&'a promtext::Family<'p>> {
+        families.iter().find(|f| f.name.raw() == name)
+    }
+
+    #[test]
+    fn counters_move_as_workloads_are_admitted_and_evicted() {
+        let teams = Teams::example();
+        let total = |t: f64, name: &str| {
+            let page = kueue_page_at(&teams, t);
+            let (families, errors) = promtext::parse_families(page.as_bytes());
+            assert!(errors.is_empty(), "{errors:?}");
+            family(&families, name).map(|f| f.samples.iter().map(|s| s.value).sum::<f64>())
+        };
+        let admitted = "kueue_admitted_workloads_total";
+        let evicted = "kueue_evicted_workloads_total";
+        // 14 GPUs: 14 admitted at once, then 14 per WORKLOAD_S.
+        assert_eq!(total(0.0, admitted), Some(14.0));
+        assert_eq!(total(HISTORY_S, admitted), Some(14.0 + 14.0 * 6.0));
+        assert!(total(HISTORY_S + 120.0, admitted) > total(HISTORY_S, admitted));
+        // A fresh Kueue has evicted nothing: client_golang prints no series, no HELP.
+        assert_eq!(total(0.0, evicted), None);
+        assert!(!kueue_page_at(&teams, 0.0).contains(evicted));
+        // An hour in: search (56 admissions) lost 2 workloads, ads (28) 1, research (14) none.
+        assert_eq!(total(HISTORY_S, evicted), Some(3.0));
+        assert_eq!(
+            total(HISTORY_S, "kueue_local_queue_admitted_workloads_total"),
+            total(HISTORY_S, admitted)
+        );
+        let page = kueue_page(&teams);
+        assert!(page.contains(
+            "kueue_evicted_workloads_total{cluster_queue=\"search-cq\",priority_class=\"\",reason=\"Preempted\",replica_role=\"standalone\",underlying_cause=\"\"} 2\n"
+        ), "{page}");
+        assert!(!page.contains("research-cq\",priority_class=\"\",reason"));
+    }
+
+    /// Every family of the page carries the label set, type and since-version the catalog
+    /// records for Kueue v0.19 (itself read from `pkg/metrics/metrics.go`), in name order.
+    #[test]
+    fn the_page_is_what_kueue_0_19_exports() {
+        use llmscope_core::catalog::{Kind, kueue};
+        let page = kueue_page(&Teams::example());
+        let (families, errors) = promtext::parse_families(page.as_bytes());
+        assert!(errors.is_empty(), "{errors:?}");
+        let names: Vec<&str> = families.iter().map(|f| f.name.raw()).collect();
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        assert_eq!(
+            names, sorted,
+            "client_golang gathers families in name order"
+        );
+        let at = llmscope_core::catalog::Version::new(0, 19, 2);
+        for f in &families {
+            let name = f.name.raw();
+            let known = kueue::FAMILIES
+                .iter()
+                .find(|k| k.name == name)
+                .unwrap_or_else(|| panic!("{name} is not a Kueue family"));
+            let mut want = kueue::labels_at(known, at);
+            want.sort_unstable();
+            for s in &f.samples {
+                let mut got: Vec<&str> = s.labels.iter().map(|l| l.name.raw()).collect();
+                got.sort_unstable();
+                assert_eq!(got, want, "{name}");
+            }
+            let kind = match f.ty {
+                MetricType::Counter => Kind::Counter,
+                MetricType::Gauge => Kind::Gauge,
+                other => panic!("{name}: {other:?}"),
+            };
+            assert_eq!(kind, known.kind, "{name}");
+            assert!(
+                f.help.is_some_and(|h| !h.raw().is_empty()),
+                "{name} has HELP"
+            );
+        }
+        for name in [
+            "kueue_admitted_workloads_total",
+            "kueue_evicted_workloads_total",
+            "kueue_pending_workloads",
+            "kueue_local_queue_resource_reservation",
+        ] {
+            assert!(names.contains(&name), "{name}");
+        }
+        let help = family(&families, "kueue_pending_workloads").unwrap().help;
+        let help = help.unwrap().unescape();
+        assert!(help.contains("\n- \"inadmissible\" means"), "{help:?}");
     }
 
     #[test]

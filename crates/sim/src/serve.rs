@@ -993,18 +993,21 @@ impl SseStream {
 
 // ---------------------------------------------------------------- Kueue + kube-state-metrics
 
+/// Kueue's page is rendered per scrape: its counters move as the simulated workloads are
+/// admitted and evicted ([`crate::cluster::Team::activity_at`]), [`crate::cluster::HISTORY_S`]
+/// into Kueue's life when the simulator starts.
 fn cluster_router(teams: crate::cluster::Teams) -> Router {
-    let kueue = crate::cluster::kueue_page(&teams);
     let ksm = crate::cluster::ksm_page(&teams);
-    Router::new()
-        .route(
-            "/kueue/metrics",
-            get(move || std::future::ready(exposition(kueue.clone()))),
-        )
-        .route(
-            "/ksm/metrics",
-            get(move || std::future::ready(exposition(ksm.clone()))),
-        )
+    let teams = Arc::new(teams);
+    let started = Instant::now();
+    let kueue = move || {
+        let t = crate::cluster::HISTORY_S + started.elapsed().as_secs_f64();
+        std::future::ready(exposition(crate::cluster::kueue_page_at(&teams, t)))
+    };
+    Router::new().route("/kueue/metrics", get(kueue)).route(
+        "/ksm/metrics",
+        get(move || std::future::ready(exposition(ksm.clone()))),
+    )
 }
 
 // ---------------------------------------------------------------- dcgm-exporter

@@ -6,7 +6,9 @@ mod common;
 
 mod check;
 mod connect;
+mod deploy;
 mod generate;
+mod generated_lint;
 mod hostile;
 mod hostile_server;
 mod interrupted;

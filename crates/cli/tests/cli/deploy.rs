@@ -1,0 +1,245 @@
+//! `deploy/` (issue 15): the manifests of `llmscope watch` validate against the Kubernetes
+//! schemas and the Prometheus Operator's CRDs, strictly (an unknown field fails); the
+//! validator is shown to bite; the committed PrometheusRule is exactly what `llmscope rules
+//! --watch` generates; and the pieces agree with each other (port, uid, release label).
+//!
+//! The validator is `deploy/validate/validate.py` in the venv `deploy/validate/install.sh`
+//! makes (PyPI kubernetes-validate). Without it these tests skip and say so — except in CI.
+
+use crate::common::{llmscope, temp_dir};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn deploy(file: &str) -> PathBuf {
+    repo().join("deploy").join(file)
+}
+
+fn read(file: &str) -> String {
+    std::fs::read_to_string(deploy(file)).unwrap_or_else(|e| panic!("deploy/{file}: {e}"))
+}
+
+const MANIFESTS: [&str; 4] = [
+    "deployment.yaml",
+    "service.yaml",
+    "servicemonitor.yaml",
+    "prometheusrule.yaml",
+];
+
+/// The venv's python, or `None` (and a message) when the validator is not installed.
+fn validator() -> Option<PathBuf> {
+    let home = std::env::var_os("LLMSCOPE_K8S_VALIDATE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| {
+            let cache = std::env::var_os("XDG_CACHE_HOME")
+                .map(PathBuf::from)
+                .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache")))?;
+            Some(cache.join("llmscope/kubernetes-validate-1.37.0"))
+        })?;
+    let python = home.join("venv/bin/python");
+    if python.is_file() {
+        return Some(python);
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "CI needs the manifest validator at {}: run deploy/validate/install.sh",
+        home.display()
+    );
+    eprintln!(
+        "skipped: no manifest validator at {} (run deploy/validate/install.sh)",
+        home.display()
+    );
+    None
+}
+
+/// Runs the validator on `files`: (success, its report).
+fn validate(python: &Path, files: &[PathBuf]) -> (bool, String) {
+    let crds = deploy("validate/crds");
+    let out = Command::new(python)
+        .arg(deploy("validate/validate.py"))
+        .arg("--crd")
+        .arg(crds.join("monitoring.coreos.com_servicemonitors.yaml"))
+        .arg("--crd")
+        .arg(crds.join("monitoring.coreos.com_prometheusrules.yaml"))
+        .args(files)
+        .output()
+        .expect("run validate.py");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+#[test]
+fn deploy_manifests_validate_strictly_against_kubernetes_and_the_operator_crds() {
+    let Some(python) = validator() else { return };
+    let files: Vec<PathBuf> = MANIFESTS.iter().map(|f| deploy(f)).collect();
+    let (ok, report) = validate(&python, &files);
+    assert!(ok, "{report}");
+    for kind in [
+        "Deployment/llmscope-watch (against Kubernetes",
+        "Service/llmscope-watch (against Kubernetes",
+        "ServiceMonitor/llmscope-watch (against its CRD",
+        "PrometheusRule/llmscope-watch (against its CRD",
+    ] {
+        assert!(report.contains(kind), "{kind} not validated:\n{report}");
+    }
+}
+
+#[test]
+fn the_validator_rejects_a_misspelt_field_in_each_kind() {
+    let Some(python) = validator() else { return };
+    let dir = temp_dir("deploy-validate");
+    let cases = [
+        // (file, from, to, what the report must name)
+        (
+            "deployment.yaml",
+            "imagePullPolicy:",
+            "imagePullPolicyy:",
+            "'imagePullPolicyy' was unexpected",
+        ),
+        (
+            "servicemonitor.yaml",
+            "honorLabels:",
+            "honorLabel:",
+            "'honorLabel' was unexpected",
+        ),
+        (
+            "servicemonitor.yaml",
+            "kind: ServiceMonitor",
+            "kind: ServiceMonitr",
+            "no --crd defines it",
+        ),
+        (
+            "prometheusrule.yaml",
+            "    for: 2m",
+            "    fore: 2m",
+            "'fore' was unexpected",
+        ),
+        (
+            "service.yaml",
+            "  type: ClusterIP",
+            "  type: 7",
+            "spec.type",
+        ),
+    ];
+    for (i, (file, from, to, named)) in cases.iter().enumerate() {
+        let text = read(file);
+        assert!(text.contains(from), "{file} has no `{from}`");
+        let bad = dir.join(format!("{i}-{file}"));
+        std::fs::write(&bad, text.replacen(from, to, 1)).unwrap();
+        let (ok, report) = validate(&python, &[bad]);
+        assert!(!ok, "{file} with `{to}` passed:\n{report}");
+        assert!(report.contains(named), "{file}: {named}?\n{report}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// `deploy/prometheusrule.yaml` is generated, never edited: regenerate it with the command in
+/// the message when the watch alerts change.
+#[test]
+fn the_committed_prometheusrule_is_what_rules_watch_generates() {
+    let args = [
+        "rules",
+        "--watch",
+        "--crd",
+        "--release",
+        "kube-prometheus-stack",
+        "--namespace",
+        "monitoring",
+        "--name",
+        "llmscope-watch",
+    ];
+    let out = llmscope(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let generated = String::from_utf8(out.stdout).unwrap();
+    assert!(generated.contains("LlmscopeWatchStale"));
+    assert_eq!(
+        read("prometheusrule.yaml"),
+        generated,
+        "deploy/prometheusrule.yaml drifted: llmscope {} -o deploy/prometheusrule.yaml",
+        args.join(" ")
+    );
+}
+
+/// What the manifests and the image recipe promise each other.
+#[test]
+fn the_manifests_and_the_containerfile_agree() {
+    let value = |file: &str| -> serde_json::Value { serde_saphyr::from_str(&read(file)).unwrap() };
+    let dep = value("deployment.yaml");
+    let pod = &dep["spec"]["template"]["spec"];
+    let c = &pod["containers"][0];
+    let args: Vec<&str> = c["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert_eq!(args[0], "watch");
+    for a in [
+        "--listen=0.0.0.0:9464",
+        "--prometheus=http://prometheus-operated.monitoring.svc:9090",
+    ] {
+        assert!(args.contains(&a), "{args:?} lacks {a}");
+    }
+    let sc = &c["securityContext"];
+    assert_eq!(sc["readOnlyRootFilesystem"], true);
+    assert_eq!(sc["allowPrivilegeEscalation"], false);
+    assert_eq!(sc["capabilities"]["drop"][0], "ALL");
+    assert_eq!(
+        pod["securityContext"]["seccompProfile"]["type"],
+        "RuntimeDefault"
+    );
+    assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
+    for probe in ["livenessProbe", "readinessProbe"] {
+        assert_eq!(c[probe]["httpGet"]["port"], "metrics", "{probe}");
+    }
+    assert_eq!(c["livenessProbe"]["httpGet"]["path"], "/healthz");
+    assert_eq!(c["readinessProbe"]["httpGet"]["path"], "/readyz");
+    for r in ["requests", "limits"] {
+        assert!(c["resources"][r]["memory"].is_string(), "{r}");
+        assert!(c["resources"][r]["cpu"].is_string(), "{r}");
+    }
+    assert_eq!(c["ports"][0]["name"], "metrics");
+    assert_eq!(c["ports"][0]["containerPort"], 9464);
+    let svc = value("service.yaml");
+    assert_eq!(svc["spec"]["ports"][0]["name"], "metrics");
+    assert_eq!(svc["spec"]["ports"][0]["port"], 9464);
+    let sm = value("servicemonitor.yaml");
+    assert_eq!(sm["metadata"]["labels"]["release"], "kube-prometheus-stack");
+    assert_eq!(sm["spec"]["endpoints"][0]["port"], "metrics");
+    assert_eq!(sm["spec"]["endpoints"][0]["honorLabels"], true);
+    let labels = &svc["metadata"]["labels"];
+    for (k, v) in sm["spec"]["selector"]["matchLabels"].as_object().unwrap() {
+        assert_eq!(
+            &labels[k], v,
+            "the ServiceMonitor selects the Service by {k}"
+        );
+    }
+    let uid = pod["securityContext"]["runAsUser"].as_u64().unwrap();
+    let containerfile = read("Containerfile");
+    let stages = containerfile
+        .lines()
+        .filter(|l| l.starts_with("FROM "))
+        .count();
+    assert_eq!(stages, 2, "multi-stage: build, then runtime");
+    assert!(containerfile.contains("cargo build --release --locked -p llmscope"));
+    assert!(
+        containerfile.contains(&format!("USER {uid}:{uid}")),
+        "uid {uid}"
+    );
+    assert!(
+        containerfile.contains(":nonroot"),
+        "a nonroot runtime image"
+    );
+    assert!(containerfile.contains("EXPOSE 9464"));
+}
