@@ -50,11 +50,17 @@ impl Grouping {
     }
 
     /// The deployment `labels` belong to, or `None` when a grouping label is missing.
+    ///
+    /// A series that carried a grouping label itself and was scraped without `honor_labels`
+    /// has it as `exported_<label>`, the scrape target's own value in its place: dcgm-exporter
+    /// names the pod that uses the GPU, and its chart's ServiceMonitor does not honour labels,
+    /// so `pod` is the exporter's pod and `exported_pod` the workload's. The exported value wins.
     pub fn key(&self, labels: &Labels) -> Option<DeploymentKey> {
         let mut namespace = String::new();
         let mut parts: Vec<&str> = Vec::with_capacity(self.labels.len());
         for l in &self.labels {
-            let v = labels.get(l).filter(|v| !v.is_empty())?;
+            let exported = labels.get(&format!("exported_{l}")).filter(|v| !v.is_empty());
+            let v = exported.or_else(|| labels.get(l).filter(|v| !v.is_empty()))?;
             match l.as_str() {
                 "namespace" => namespace = v.to_owned(),
                 "pod" => parts.push(owner(v)),
@@ -203,6 +209,18 @@ mod tests {
             .unwrap();
         assert_eq!(k.to_string(), "llm/chat");
         assert_eq!(g.key(&labels(&[("namespace", "llm")])), None);
+        // A GPU series behind dcgm-exporter's ServiceMonitor (honorLabels false): the target
+        // labels are the exporter's, the workload's are exported_* (dcgm-exporter issue #340).
+        let gpu = g
+            .key(&labels(&[
+                ("namespace", "gpu-operator"),
+                ("pod", "nvidia-dcgm-exporter-h5x2q"),
+                ("exported_namespace", "llm"),
+                ("exported_pod", "chat-5d8f7c9b6-x7k2p"),
+                ("gpu", "0"),
+            ]))
+            .unwrap();
+        assert_eq!(gpu.to_string(), "llm/chat");
         let by_job = Grouping::parse("job, model_name").unwrap();
         let k = by_job
             .key(&labels(&[("job", "vllm"), ("model_name", "qwen")]))
