@@ -59,7 +59,9 @@ impl Grouping {
         let mut namespace = String::new();
         let mut parts: Vec<&str> = Vec::with_capacity(self.labels.len());
         for l in &self.labels {
-            let exported = labels.get(&format!("exported_{l}")).filter(|v| !v.is_empty());
+            let exported = labels
+                .get(&format!("exported_{l}"))
+                .filter(|v| !v.is_empty());
             let v = exported.or_else(|| labels.get(l).filter(|v| !v.is_empty()))?;
             match l.as_str() {
                 "namespace" => namespace = v.to_owned(),

@@ -243,3 +243,37 @@ fn the_manifests_and_the_containerfile_agree() {
     );
     assert!(containerfile.contains("EXPOSE 9464"));
 }
+
+/// The Deployment's arguments are ones the binary accepts: run as they are (the Prometheus
+/// pointed at a closed loopback port, `--once` so it evaluates once), watch gets past parsing
+/// and fails on the connection — not on a flag the manifest misspells or the CLI renamed.
+#[test]
+fn the_deployment_args_are_accepted_by_llmscope_watch() {
+    let dep: serde_json::Value = serde_saphyr::from_str(&read("deployment.yaml")).unwrap();
+    let args: Vec<String> = dep["spec"]["template"]["spec"]["containers"][0]["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_owned())
+        .map(|a| match a.strip_prefix("--prometheus=") {
+            Some(_) => format!(
+                "--prometheus=http://127.0.0.1:{}",
+                crate::common::closed_port()
+            ),
+            None => a,
+        })
+        .map(|a| match a.strip_prefix("--listen=") {
+            Some(_) => "--listen=127.0.0.1:0".to_owned(),
+            None => a,
+        })
+        .collect();
+    let mut argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    argv.push("--once");
+    let out = crate::common::llmscope(&argv);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("cannot connect"),
+        "fails on the connection, not the flags:\n{err}"
+    );
+}
