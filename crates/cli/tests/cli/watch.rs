@@ -214,6 +214,30 @@ fn watch_names_each_deployments_verdict_and_raises_the_stall_flag() {
         Some(0.0)
     );
 
+    // What `rules --watch` and `dashboard --watch` generate lints clean against watch's own
+    // page: every name they select is one watch exposes.
+    let page = format!("http://{addr}/metrics");
+    for (cmd, file) in [
+        ("rules", "watch-rules.yaml"),
+        ("dashboard", "watch-dashboard.json"),
+    ] {
+        let out = crate::common::llmscope(&[cmd, "--watch"]);
+        assert!(
+            out.status.success(),
+            "{cmd} --watch: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let path = dir.join(file);
+        std::fs::write(&path, &out.stdout).unwrap();
+        let path = path.display().to_string();
+        let lint = crate::common::llmscope(&["check", &path, "--metrics-url", &page]);
+        let said = String::from_utf8_lossy(&lint.stdout);
+        assert!(
+            said.lines().any(|l| l.starts_with("0 errors,")) && lint.status.success(),
+            "{cmd} --watch against watch's /metrics:\n{said}"
+        );
+    }
+
     // 2. The stall: the batch engine hangs HANG_AFTER_S after its start; the flag must rise
     //    within two intervals (plus a scrape) of the stall having lasted STALL_AFTER_S.
     let stalled = r#"llmscope_stalled{deployment="batch",namespace="llm"}"#;
