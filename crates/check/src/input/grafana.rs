@@ -168,10 +168,19 @@ fn variables(file: &str, content: &str, dash: &Value, queries: &[Query]) -> Vec<
                 || q.text.contains(&format!("\"${{{name}:"))
         });
         let spaces: Vec<String> = using.iter().filter_map(|q| namespace(q)).collect();
+        let selected = selected_labels(&using, name);
+        // A query that matches the variable's label on a value of its own (`namespace="$baseline"`
+        // beside `namespace="$llm_d"` in a dashboard comparing two deployments) chose what it
+        // shows; it does not ignore the variable (issue 13: llm-d's baseline-compare.json).
         let ignoring: Vec<&&Query> = panels
             .iter()
             .filter(|q| !in_panels(q))
             .filter(|q| namespace(q).is_some_and(|n| spaces.contains(&n)))
+            .filter(|q| {
+                !crate::promql::label_matchers(&q.parsed)
+                    .iter()
+                    .any(|(l, _)| selected.contains(l))
+            })
             .collect();
         if !filters || ignoring.is_empty() {
             continue;
@@ -203,6 +212,20 @@ fn variables(file: &str, content: &str, dash: &Value, queries: &[Query]) -> Vec<
         .suggest(format!("add the same ${name} matcher to those queries, or say in their titles that they cover all"));
         out.push(located(f));
     }
+    out
+}
+
+/// The labels whose matchers take the value of variable `name` (`namespace` for
+/// `{namespace="$ns"}`) in the queries that use it.
+fn selected_labels(using: &[&&Query], name: &str) -> Vec<String> {
+    let mut out: Vec<String> = using
+        .iter()
+        .flat_map(|q| crate::promql::label_matchers(&q.parsed))
+        .filter(|(_, value)| uses(value, name))
+        .map(|(label, _)| label)
+        .collect();
+    out.sort();
+    out.dedup();
     out
 }
 
@@ -611,6 +634,64 @@ mod tests {
         assert!(s.queries[0].graph && !s.queries[1].graph);
         assert_eq!(s.queries[0].panel_unit.as_deref(), Some("percentunit"));
         assert_eq!(s.queries[3].parsed, "count by (model_name) (y)");
+    }
+
+    fn variable_findings(panels: &[(&str, &str)]) -> Vec<String> {
+        let panels: Vec<String> = panels
+            .iter()
+            .map(|(title, expr)| {
+                format!(
+                    r#"{{"type": "timeseries", "title": "{title}", "targets": [{{"expr": {}}}]}}"#,
+                    serde_json::to_string(expr).unwrap()
+                )
+            })
+            .collect();
+        let json = format!(
+            r#"{{"templating": {{"list": [{{"name": "ns", "type": "query", "query": "label_values(namespace)"}},
+               {{"name": "other", "type": "query", "query": "label_values(namespace)"}}]}},
+              "panels": [{}]}}"#,
+            panels.join(",")
+        );
+        read("d.json", &json)
+            .findings
+            .iter()
+            .map(|f| {
+                let ctx = f.location.context.as_deref().unwrap_or("");
+                format!("{} {ctx}: {}", f.rule, f.message)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_variable_some_panels_ignore_is_said_once() {
+        let found = variable_findings(&[
+            ("A", r#"vllm:num_requests_running{namespace="$ns"}"#),
+            ("B", r#"vllm:num_requests_waiting{namespace="$ns"}"#),
+            ("C", "vllm:num_requests_waiting"),
+            ("D", r#"vllm:num_requests_waiting{namespace="$other"}"#),
+        ]);
+        // C ignores both; D, which matches `namespace` on `$other`, does not ignore `$ns`.
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert!(
+            found[0].starts_with("ignored-variable variable $ns: 2 queries filter on `$ns`, but 1 over the same metrics ignore it (\"C\")"),
+            "{found:?}"
+        );
+        assert!(
+            found[1].starts_with("ignored-variable variable $other"),
+            "{found:?}"
+        );
+    }
+
+    #[test]
+    fn two_variables_on_one_label_compare_and_ignore_nothing() {
+        // One side of a comparison per variable: every panel matches `namespace`, on one or the other.
+        let found = variable_findings(&[
+            ("A", r#"sum(vllm:num_requests_running{namespace="$ns"})"#),
+            ("A", r#"sum(vllm:num_requests_running{namespace="$other"})"#),
+            ("B", r#"vllm:kv_cache_usage_perc{namespace="$ns"}"#),
+            ("B", r#"vllm:kv_cache_usage_perc{namespace="$other"}"#),
+        ]);
+        assert!(found.is_empty(), "{found:?}");
     }
 
     #[test]

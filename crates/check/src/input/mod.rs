@@ -1,10 +1,12 @@
 //! Sources of PromQL, read into located [`Query`]s: an `--expr`, `.promql` files
 //! ([`text`]), Grafana dashboards ([`grafana`]: panels, rows, nested panels, templating, with
 //! variables substituted before parsing), and Prometheus rule files or `PrometheusRule`
-//! manifests ([`rules`]). [`files`] opens them safely: regular files only, a size limit, a
+//! manifests ([`rules`]), and dashboards inside `GrafanaDashboard` resources or sidecar
+//! `ConfigMap`s ([`embedded`]). [`files`] opens them safely: regular files only, a size limit, a
 //! directory walk that follows each symbolic link once. [`check`] runs the rules over every query and turns each finding's
 //! underlined text into a file line and column.
 
+pub mod embedded;
 pub mod files;
 pub mod grafana;
 pub mod rules;

@@ -51,11 +51,14 @@ pub fn read(file: &str, content: &str) -> Source {
     if src.queries.is_empty() && src.errors.is_empty() {
         others(file, content, templated, &mut src);
     }
+    if src.queries.is_empty() && src.errors.is_empty() {
+        super::embedded::read(file, content, templated, &mut src);
+    }
     src
 }
 
 /// Several YAML documents; in a template, `if`/`else` branches may repeat a key: the last wins.
-fn documents<T: serde::de::DeserializeOwned>(
+pub(super) fn documents<T: serde::de::DeserializeOwned>(
     content: &str,
     templated: bool,
 ) -> Result<Vec<T>, serde_saphyr::Error> {
@@ -274,14 +277,7 @@ fn add_rule(src: &mut Source, file: &str, content: &str, group: &str, r: RuleDef
 fn expr_start(content: &str, expr: &Spanned<String>) -> (u32, u32) {
     let line = expr.referenced.line() as u32;
     let column = expr.referenced.column() as u32;
-    let text = content
-        .lines()
-        .nth(line.saturating_sub(1) as usize)
-        .unwrap_or("");
-    let at = text
-        .chars()
-        .skip(column.saturating_sub(1) as usize)
-        .collect::<String>();
+    let at = scalar_text(content, expr);
     if at.starts_with('|') || at.starts_with('>') {
         let next = content.lines().nth(line as usize).unwrap_or("");
         let indent = next.len() - next.trim_start().len();
@@ -289,6 +285,35 @@ fn expr_start(content: &str, expr: &Spanned<String>) -> (u32, u32) {
     }
     let quoted = at.starts_with('"') || at.starts_with('\'');
     (line, column + u32::from(quoted))
+}
+
+/// The file's text from where the scalar's span starts to the end of that line.
+fn scalar_text(content: &str, value: &Spanned<String>) -> String {
+    let line = value.referenced.line() as usize;
+    let column = value.referenced.column() as usize;
+    let text = content.lines().nth(line.saturating_sub(1)).unwrap_or("");
+    text.chars().skip(column.saturating_sub(1)).collect()
+}
+
+/// Line and column of a literal block scalar's (`key: |`) first content character, if the value
+/// is one: its lines are then the file's lines from there on, each indented as much as the first.
+/// The span points at the `|` indicator or, as serde-saphyr 2.2 does, at the content itself.
+pub(super) fn block_start(content: &str, value: &Spanned<String>) -> Option<(u32, u32)> {
+    let line = value.referenced.line() as u32;
+    let literal = |text: &str| {
+        let indicator = text.trim_end().rsplit([':', ' ']).next().unwrap_or("");
+        indicator.starts_with('|')
+            && indicator[1..]
+                .chars()
+                .all(|c| c.is_ascii_digit() || c == '-' || c == '+')
+    };
+    if scalar_text(content, value).starts_with('|') {
+        let next = content.lines().nth(line as usize).unwrap_or("");
+        let indent = next.len() - next.trim_start().len();
+        return Some((line + 1, indent as u32 + 1));
+    }
+    let before = content.lines().nth(line.checked_sub(2)? as usize)?;
+    literal(before).then(|| (line, value.referenced.column() as u32))
 }
 
 #[cfg(test)]

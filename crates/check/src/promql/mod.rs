@@ -58,30 +58,53 @@ pub fn check_expr(text: &str, inv: &Inventories, cx: Context<'_>) -> Vec<Hit> {
 pub fn metric_names(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     if let Ok(expr) = parse::parse(text) {
-        collect_names(&expr, &mut out);
+        each_selector(&expr, &mut |vs| out.extend(analyze::selector_name(vs)));
     }
     out
 }
 
-fn collect_names(e: &promql_parser::parser::Expr, out: &mut Vec<String>) {
+/// The label matchers of an expression's selectors, as (label, value) pairs, the metric name's
+/// own excepted; none if it does not parse.
+pub fn label_matchers(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    if let Ok(expr) = parse::parse(text) {
+        each_selector(&expr, &mut |vs| {
+            let ors = vs.matchers.or_matchers.iter().flatten();
+            out.extend(
+                vs.matchers
+                    .matchers
+                    .iter()
+                    .chain(ors)
+                    .filter(|m| m.name != "__name__")
+                    .map(|m| (m.name.clone(), m.value.clone())),
+            );
+        });
+    }
+    out
+}
+
+fn each_selector(
+    e: &promql_parser::parser::Expr,
+    f: &mut impl FnMut(&promql_parser::parser::VectorSelector),
+) {
     use promql_parser::parser::Expr;
     match e {
-        Expr::VectorSelector(vs) => out.extend(analyze::selector_name(vs)),
-        Expr::MatrixSelector(ms) => out.extend(analyze::selector_name(&ms.vs)),
+        Expr::VectorSelector(vs) => f(vs),
+        Expr::MatrixSelector(ms) => f(&ms.vs),
         Expr::Aggregate(a) => {
-            collect_names(&a.expr, out);
+            each_selector(&a.expr, f);
             if let Some(p) = &a.param {
-                collect_names(p, out);
+                each_selector(p, f);
             }
         }
         Expr::Binary(b) => {
-            collect_names(&b.lhs, out);
-            collect_names(&b.rhs, out);
+            each_selector(&b.lhs, f);
+            each_selector(&b.rhs, f);
         }
-        Expr::Call(c) => c.args.args.iter().for_each(|a| collect_names(a, out)),
-        Expr::Paren(p) => collect_names(&p.expr, out),
-        Expr::Subquery(s) => collect_names(&s.expr, out),
-        Expr::Unary(u) => collect_names(&u.expr, out),
+        Expr::Call(c) => c.args.args.iter().for_each(|a| each_selector(a, f)),
+        Expr::Paren(p) => each_selector(&p.expr, f),
+        Expr::Subquery(s) => each_selector(&s.expr, f),
+        Expr::Unary(u) => each_selector(&u.expr, f),
         Expr::NumberLiteral(_) | Expr::StringLiteral(_) | Expr::Extension(_) => {}
     }
 }
@@ -106,5 +129,13 @@ mod name_tests {
         );
         assert_eq!(n, vec!["a_total".to_owned(), "b".to_owned()]);
         assert!(super::metric_names("sum(").is_empty());
+    }
+
+    #[test]
+    fn label_matchers_of_every_selector() {
+        let m =
+            super::label_matchers(r#"a{namespace="$ns", pod=~"p.*"} / on() {__name__="c", x="1"}"#);
+        let pairs: Vec<(&str, &str)> = m.iter().map(|(l, v)| (l.as_str(), v.as_str())).collect();
+        assert_eq!(pairs, [("namespace", "$ns"), ("pod", "p.*"), ("x", "1")]);
     }
 }
