@@ -5,6 +5,7 @@
 //!
 //! Modules:
 //! - [`catalog`]: which exposed metric names measure which concept, per engine and version.
+//! - [`client`]: what a load generator saw, and the typed client summary a run is stored with.
 //! - [`cost`]: GPU-hours, idle hours and money per team from Kueue reservations.
 //! - [`diagnose`]: signals in, one verdict with evidence out (phases, window statistics, edges,
 //!   detectors, decision table, recommendations).
@@ -14,6 +15,7 @@
 //! - [`time`]: points in time as users write them (`now`, `-15m`, RFC3339, Unix seconds).
 
 pub mod catalog;
+pub mod client;
 pub mod cost;
 pub mod diagnose;
 pub mod duration;

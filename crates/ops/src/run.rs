@@ -364,7 +364,7 @@ pub async fn execute(
         scrape_interval_s: Some(plan.interval.as_secs_f64()),
         simulated: plan.simulated,
         context: plan.context.clone(),
-        client: Some(serde_json::to_value(&report)?),
+        client: Some(report.summary()),
     };
     let series: Vec<_> = store
         .series(run, None)?

@@ -6,6 +6,7 @@
 //! values, messages) goes through [`esc`].
 
 use crate::{Report, client_rows, num, rel, t0};
+use llmscope_core::client::ClientSummary;
 use llmscope_core::diagnose::{Concept, DECISION_TABLE, Signal};
 use std::fmt::Write as _;
 use std::io::{self, Write};
@@ -206,7 +207,7 @@ fn stats_and_table(r: &Report, s: &mut String) {
     s.push_str("</table>");
 }
 
-fn client(c: &serde_json::Value, s: &mut String) {
+fn client(c: &ClientSummary, s: &mut String) {
     let rows = client_rows(c);
     s.push_str("<h2>Client side</h2><table><tr><th>ms</th><th>p50</th><th>p90</th><th>p95</th><th>p99</th><th>mean</th></tr>");
     for (name, qs) in &rows {
