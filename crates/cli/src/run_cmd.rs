@@ -8,7 +8,6 @@
 
 use crate::output::ReportOutput;
 use crate::prom_flags::PromFlags;
-use crate::sim_cmd::EngineFlags;
 use anyhow::{Context, Result, bail};
 use llmscope_collect::HttpClient;
 use llmscope_collect::prom::PromClient;
@@ -17,6 +16,7 @@ use llmscope_core::duration::format_duration;
 use llmscope_loadgen::{LoadPlan, LoadSpec, TokenSpec};
 use llmscope_ops::interrupt::Interrupt;
 use llmscope_ops::run::{self, RunPlan};
+use llmscope_sim::options::EngineOptions;
 use llmscope_sim::serve::{self, SimConfig, SimHandle};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -57,7 +57,7 @@ pub struct RunArgs {
     #[command(flatten)]
     pub prom: PromFlags,
     #[command(flatten)]
-    pub engine: EngineFlags,
+    pub engine: EngineOptions,
     /// Closed-loop workers (each sends its next request when the last one ends).
     #[arg(long, default_value_t = 32, help_heading = "Load")]
     pub concurrency: u32,
