@@ -11,3 +11,12 @@ pub fn duration(s: &str) -> Result<Duration, String> {
 pub fn fail_on(s: &str) -> Result<llmscope_core::severity::FailOn, String> {
     s.parse()
 }
+
+/// Runs `f` to its end on a runtime of one thread (commands that wait on a few requests).
+pub fn block_on<F: std::future::Future>(f: F) -> anyhow::Result<F::Output> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| anyhow::anyhow!("cannot start the async runtime: {e}"))?;
+    Ok(rt.block_on(f))
+}

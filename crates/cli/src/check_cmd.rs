@@ -5,10 +5,11 @@
 //! directories) → read sources → load inventories for the names the queries use → run the rules
 //! of `llmscope-check` → report (human, JSON, SARIF) → exit 1 when findings reach `--fail-on`.
 
-use crate::inventory_cmd::{InventoryArgs, InventoryPlan, load};
+use crate::inventory_cmd::{InventoryArgs, load};
 use anyhow::{Result, bail};
 use llmscope_check::input::{self, Query, Source};
 use llmscope_check::{FailOn, Finding, promql, report};
+use llmscope_ops::inventory::InventoryPlan;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::ExitCode;

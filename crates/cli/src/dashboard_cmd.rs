@@ -5,11 +5,12 @@
 //! whose names are detected) → [`resolve_stack`] → `llmscope-generate` builds the model from the
 //! catalog → JSON (or a Grafana-sidecar `ConfigMap`) on stdout or `--output`.
 
-use crate::inventory_cmd::{InventoryArgs, InventoryPlan, InventorySource, load};
+use crate::inventory_cmd::{InventoryArgs, load};
 use anyhow::{Context, Result, bail};
 use llmscope_core::catalog::{EngineSpec, Exporter};
 use llmscope_generate::dashboard::{self, ConfigMap, DashboardOptions};
 use llmscope_generate::{Signals, Stack, output};
+use llmscope_ops::inventory::{InventoryPlan, InventorySource};
 use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::PathBuf;

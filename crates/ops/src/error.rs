@@ -33,6 +33,11 @@ pub enum OpsError {
     /// The plan cannot work (a pre-flight check failed): what is wrong and what to do.
     #[error("{0}")]
     Refused(String),
+    #[error("TLS setup: {0}")]
+    Tls(#[from] llmscope_collect::http::TlsError),
+    /// An input file (a saved page, a dashboard, a rule file) that cannot be read.
+    #[error(transparent)]
+    File(#[from] llmscope_check::input::files::FileError),
     #[error("cannot start an async runtime: {0}")]
     Runtime(std::io::Error),
     #[error("{0}")]

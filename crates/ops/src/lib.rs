@@ -16,6 +16,7 @@
 //! - [`inventory`]: what a Prometheus holds, for linting.
 //! - [`observe`]: record a window of sources into a run.
 //! - [`page`]: a metrics page and the engine version behind it.
+//! - [`targets`]: is collection working — targets up, every layer's values real.
 //!
 //! Libraries never print: progress and warnings come back as values.
 
@@ -29,6 +30,7 @@ pub mod inventory;
 pub mod observe;
 pub mod page;
 pub mod run;
+pub mod targets;
 pub mod window;
 
 pub use error::OpsError;
