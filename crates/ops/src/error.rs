@@ -30,6 +30,9 @@ pub enum OpsError {
     /// A metrics page that cannot be read.
     #[error("fetching {url}: {why}")]
     Page { url: String, why: String },
+    /// What was asked cannot make a plan: what is wrong, naming the flag to change.
+    #[error("{0}")]
+    Invalid(String),
     /// The plan cannot work (a pre-flight check failed): what is wrong and what to do.
     #[error("{0}")]
     Refused(String),

@@ -5,6 +5,13 @@
 //! thread, runs every source concurrently with their batches going to the writer, then records
 //! problems as findings and finishes the run; the [`Outcome`] is computed back from the database.
 //! A failing source never stops the others; Ctrl-C stops them all and the run is `interrupted`.
+//! [`ObserveRequest::plan`] validates what was asked into the plan; the outcome writes itself
+//! as text or JSON.
+
+mod request;
+mod summary;
+
+pub use request::ObserveRequest;
 
 use crate::OpsError;
 use llmscope_collect::prom::{PromClient, PromConfig, PromSource};
