@@ -210,20 +210,10 @@ impl LoadArgs {
     }
 }
 
-/// Raises the open-file limit to the hard limit and refuses `connections` (at `per_connection`
-/// descriptors each) it cannot carry, with the numbers (issue 12, point 6: the client's own
-/// exhaustion was counted as the server's connect errors).
-pub fn fd_preflight(connections: u64, per_connection: u64) -> Result<()> {
-    use llmscope_loadgen::limits::{check_fds, raise_fd_limit};
-    let limit = raise_fd_limit()?;
-    check_fds(connections, per_connection, &limit)?;
-    Ok(())
-}
-
 /// Runs `llmscope load`.
 pub fn run(args: LoadArgs) -> Result<ExitCode> {
     if let Some(&most) = args.concurrency.iter().max() {
-        fd_preflight(u64::from(most), 1)?;
+        llmscope_ops::run::fd_preflight(u64::from(most), 1)?;
     }
     let rt = llmscope_loadgen::client::runtime(args.threads)
         .context("cannot start the async runtime")?;

@@ -180,7 +180,11 @@ impl Ticker for StderrTicker {
 fn print_summary(cli: &CliPlan, o: &Outcome) -> Result<()> {
     let mut out = std::io::stdout().lock();
     if cli.format == Format::Json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&o.to_json(&cli.plan))?)?;
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&o.to_json(&cli.plan))?
+        )?;
         return Ok(());
     }
     o.write_text(&cli.plan, &mut out)?;

@@ -41,6 +41,14 @@ pub enum OpsError {
     /// An input file (a saved page, a dashboard, a rule file) that cannot be read.
     #[error(transparent)]
     File(#[from] llmscope_check::input::files::FileError),
+    #[error("starting the simulated stack: {0}")]
+    Sim(#[from] llmscope_sim::serve::SimError),
+    #[error(transparent)]
+    SimOptions(#[from] llmscope_sim::options::OptionsError),
+    #[error("preparing the load: {0}")]
+    Load(#[from] llmscope_loadgen::PlanError),
+    #[error(transparent)]
+    Limit(#[from] llmscope_loadgen::limits::LimitError),
     #[error("cannot start an async runtime: {0}")]
     Runtime(std::io::Error),
     #[error("{0}")]

@@ -7,7 +7,12 @@
 //! same writer, so a killed run keeps what completed), waits for the drain, reads the window
 //! from Prometheus if that is where the metrics live, reads the run's series back, diagnoses
 //! them with the run's facts and records the findings. What the user should hear on the way is
-//! told to a [`Narrator`]; the library never prints.
+//! told to a [`Narrator`]; the library never prints. [`RunRequest::resolve`] turns what was
+//! asked into the plan (starting the simulated stack when there is no target).
+
+mod request;
+
+pub use request::{REFERENCE_PROMPT, RunRequest, fd_preflight};
 
 use crate::OpsError;
 use crate::analysis::{self, Analysed, RunFacts};
