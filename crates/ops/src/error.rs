@@ -49,6 +49,8 @@ pub enum OpsError {
     Load(#[from] llmscope_loadgen::PlanError),
     #[error(transparent)]
     Limit(#[from] llmscope_loadgen::limits::LimitError),
+    #[error(transparent)]
+    Generate(#[from] llmscope_generate::GenerateError),
     #[error("cannot start an async runtime: {0}")]
     Runtime(std::io::Error),
     #[error("{0}")]

@@ -16,6 +16,8 @@
 //! - [`inventory`]: what a Prometheus holds, for linting.
 //! - [`observe`]: record a window of sources into a run.
 //! - [`page`]: a metrics page and the engine version behind it.
+//! - [`runs`]: the store's runs as `llmscope runs` lists them.
+//! - [`stack`]: which stack `dashboard` and `rules` generate for.
 //! - [`targets`]: is collection working — targets up, every layer's values real.
 //!
 //! Libraries never print: progress and warnings come back as values.
@@ -30,6 +32,8 @@ pub mod inventory;
 pub mod observe;
 pub mod page;
 pub mod run;
+pub mod runs;
+pub mod stack;
 pub mod targets;
 pub mod window;
 
