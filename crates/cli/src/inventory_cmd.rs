@@ -1,19 +1,16 @@
 //! `llmscope inventory SOURCE`, and the inventory flags every linting command shares.
 //!
 //! [`InventoryArgs`] (`--metrics-url`, `--prometheus`, `--snapshot`, `--engine`, repeatable and
-//! combinable) resolve into an `llmscope_ops::inventory::InventoryPlan` without I/O; [`load`]
-//! loads it and shows the pages' warnings. The `inventory` command shows one source as
-//! `llmscope_ops::inventory::listing::Listing` says it (issue 11: the engine's own version
-//! beside a live page, the names' range as the fallback).
+//! combinable) resolve into an `llmscope_ops::inventory::InventoryPlan` without I/O. The
+//! `inventory` command shows one source as `llmscope_ops::inventory::listing::Listing` says it
+//! (issue 11: the engine's own version beside a live page, the names' range as the fallback).
 
 use crate::prom_flags::PromConnection;
 use anyhow::{Context, Result};
 use hyper::Uri;
-use llmscope_check::Inventories;
 use llmscope_core::catalog::EngineSpec;
 use llmscope_ops::inventory::listing::Listing;
 use llmscope_ops::inventory::{self, InventoryPlan, InventorySource};
-use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -81,13 +78,6 @@ fn http_url(text: &str, flag: &str) -> Result<Uri> {
             llmscope_collect::url::redact(text)
         )
     })
-}
-
-/// Loads every inventory for `names` (see `InventoryPlan::load`), showing the pages' warnings.
-pub fn load(plan: &InventoryPlan, names: &BTreeSet<String>) -> Result<Inventories> {
-    let loaded = crate::args::block_on(plan.load(names))??;
-    warn(&loaded.warnings);
-    Ok(loaded.inventories)
 }
 
 /// Warnings about the pages read, on stderr.

@@ -104,6 +104,24 @@ pub struct Progress {
     pub draining: bool,
 }
 
+impl Progress {
+    /// `12s/30s  in flight 32  done 140  errors 0  480 tok/s`, and `draining` once sending stopped.
+    pub fn line(&self) -> String {
+        let of = self
+            .planned
+            .map_or(String::new(), |d| format!("/{:.0}s", d.as_secs_f64()));
+        let state = if self.draining { "  draining" } else { "" };
+        format!(
+            "{:.0}s{of}  in flight {}  done {}  errors {}  {:.0} tok/s{state}",
+            self.elapsed.as_secs_f64(),
+            self.in_flight,
+            self.completed,
+            self.failed,
+            self.output_tokens_per_s
+        )
+    }
+}
+
 /// Receives the run's events, from the aggregator task. All methods default to nothing.
 pub trait Observer: Send {
     fn stage_started(&mut self, _index: u32, _plan: &StagePlan) {}

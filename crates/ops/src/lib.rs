@@ -6,6 +6,7 @@
 //!   arrives, so a day of a fleet is never held whole.
 //! - [`analysis`]: a stored run (its series and facts) → a diagnosis ready to render; findings
 //!   recorded with the run; the report written to any `impl Write`.
+//! - [`check`]: PromQL, dashboards and rule files linted against real inventories.
 //! - [`compare`]: two runs side by side.
 //! - [`cost`]: the inputs of `llmscope cost`, names taken from the catalog.
 //! - [`diagnose`]: `diagnose --prometheus` — a window streamed into the store as a run and into
@@ -23,6 +24,7 @@
 //! Libraries never print: progress and warnings come back as values.
 
 pub mod analysis;
+pub mod check;
 pub mod compare;
 pub mod cost;
 pub mod diagnose;
