@@ -61,11 +61,7 @@ pub fn run(args: CostArgs) -> Result<ExitCode> {
         bail!("llmscope cost reads Prometheus: give --prometheus URL")
     };
     let now = llmscope_collect::time::unix_now();
-    let from = llmscope_collect::time::parse_time(&args.from, now)?;
-    let to = llmscope_collect::time::parse_time(&args.to, now)?;
-    if to <= from {
-        bail!("--to must be after --from");
-    }
+    let (from, to) = llmscope_ops::window::parse_window(&args.from, &args.to, now)?;
     let mut input = CostInput {
         from,
         to,

@@ -7,7 +7,6 @@
 
 use crate::prom_flags::PromConnection;
 use anyhow::{Context, Result};
-use hyper::Uri;
 use llmscope_core::catalog::EngineSpec;
 use llmscope_ops::inventory::listing::Listing;
 use llmscope_ops::inventory::{self, InventoryPlan, InventorySource};
@@ -16,7 +15,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 /// Where metric names really exist (repeatable, combinable).
-#[derive(Debug, Clone, Default, clap::Args)]
+#[derive(Debug, Clone, clap::Args)]
 pub struct InventoryArgs {
     /// A live /metrics page (vLLM, dcgm-exporter, Kueue, kube-state-metrics, …).
     #[arg(long = "metrics-url", value_name = "URL", help_heading = "Inventories")]
@@ -48,7 +47,10 @@ impl InventoryArgs {
     pub fn plan(&self) -> Result<InventoryPlan> {
         let mut sources = Vec::new();
         for u in &self.metrics_urls {
-            sources.push(InventorySource::MetricsUrl(http_url(u, "--metrics-url")?));
+            sources.push(InventorySource::MetricsUrl(crate::args::http_url(
+                u,
+                "--metrics-url",
+            )?));
         }
         for u in &self.prometheus {
             sources.push(InventorySource::Prometheus(Box::new(self.conn.config(u)?)));
@@ -69,15 +71,6 @@ impl InventoryArgs {
             ca_file: self.conn.ca_file.clone(),
         })
     }
-}
-
-fn http_url(text: &str, flag: &str) -> Result<Uri> {
-    llmscope_collect::url::parse_http_url(text).map_err(|why| {
-        anyhow::anyhow!(
-            "invalid {flag} `{}`: {why}",
-            llmscope_collect::url::redact(text)
-        )
-    })
 }
 
 /// Warnings about the pages read, on stderr.
@@ -110,7 +103,7 @@ pub struct InventoryCmdArgs {
 pub fn run(args: InventoryCmdArgs) -> Result<ExitCode> {
     let mut warnings = Vec::new();
     let listing = if args.source.starts_with("http://") || args.source.starts_with("https://") {
-        let uri = http_url(&args.source, "SOURCE")?;
+        let uri = crate::args::http_url(&args.source, "SOURCE")?;
         let http = inventory::http_client(None)?;
         let fetched = inventory::fetch_snapshot(&http, &uri, &mut warnings);
         Listing::from_snapshot(&crate::args::block_on(fetched)??)

@@ -6,10 +6,9 @@
 //! second press, abort. Progress goes to stderr (a bar on a terminal, plain lines otherwise);
 //! the summary or the JSON report to stdout; per-request records to `--records FILE.jsonl`.
 
+use crate::args::Format;
 use anyhow::{Context, Result};
-use clap::ValueEnum;
 use indicatif::{ProgressBar, ProgressStyle};
-use llmscope_core::duration::format_duration;
 use llmscope_loadgen::records_file::RecordsFile;
 use llmscope_loadgen::{
     ArrivalKind, Endpoint, LoadReport, LoadSpec, Observer, Progress, RequestRecord, RunControl,
@@ -138,12 +137,6 @@ pub struct LoadArgs {
     threads: Option<usize>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Format {
-    Text,
-    Json,
-}
-
 impl LoadArgs {
     fn spec(&self) -> LoadSpec {
         let mut headers = self.headers.clone();
@@ -233,7 +226,7 @@ async fn load(args: &LoadArgs) -> Result<LoadReport> {
         view: View::new(std::io::stderr().is_terminal()),
     };
     let control = RunControl::new();
-    let ctrl_c = tokio::spawn(watch_ctrl_c(control.clone(), args.grace));
+    let ctrl_c = control.stop_on_ctrl_c(args.grace, |line| eprintln!("\n{line}"));
     let report = llmscope_loadgen::run(&plan, &mut observer, &control).await;
     ctrl_c.abort();
     observer.view.finish();
@@ -241,22 +234,6 @@ async fn load(args: &LoadArgs) -> Result<LoadReport> {
         r.finish()?;
     }
     Ok(report)
-}
-
-/// First Ctrl-C: stop sending and drain; second: abort.
-async fn watch_ctrl_c(control: RunControl, grace: Duration) {
-    if tokio::signal::ctrl_c().await.is_err() {
-        return;
-    }
-    eprintln!(
-        "\nstopping: waiting up to {} for requests in flight (Ctrl-C again to abort)",
-        format_duration(grace)
-    );
-    control.stop();
-    if tokio::signal::ctrl_c().await.is_ok() {
-        eprintln!("aborting requests in flight");
-        control.abort();
-    }
 }
 
 struct CliObserver {

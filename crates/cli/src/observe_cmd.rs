@@ -8,9 +8,9 @@
 //! findings, finish the run and print a summary computed back from the database. A failing
 //! source never stops the others; Ctrl-C stops them all and the run is `interrupted`.
 
+use crate::args::Format;
 use crate::prom_flags::PromFlags;
 use anyhow::{Context, Result};
-use clap::ValueEnum;
 use llmscope_collect::time::unix_now;
 use llmscope_core::duration::format_duration;
 use llmscope_ops::observe::{ObservePlan, ObserveRequest, Outcome, Ticker, execute};
@@ -76,12 +76,6 @@ pub struct ObserveArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Format {
-    Text,
-    Json,
 }
 
 /// What `observe` does, and how it prints.

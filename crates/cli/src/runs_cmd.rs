@@ -4,8 +4,8 @@
 //! Opening the store marks a `running` run whose process is gone `interrupted`; its committed
 //! samples and requests are all there, and every interrupted run says when and how far it got.
 
+use crate::args::Format;
 use anyhow::{Context, Result, bail};
-use clap::ValueEnum;
 use llmscope_ops::runs;
 use llmscope_store::Store;
 use std::io::Write;
@@ -35,12 +35,6 @@ pub struct RunsArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Format {
-    Text,
-    Json,
 }
 
 /// `llmscope runs`.

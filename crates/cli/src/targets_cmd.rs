@@ -5,11 +5,9 @@
 
 use crate::prom_flags::PromFlags;
 use anyhow::{Result, bail};
-use hyper::Uri;
 use llmscope_check::FailOn;
 use llmscope_check::targets::assess;
-use llmscope_collect::prom::PromClient;
-use llmscope_ops::targets::{direct, through_prometheus, write_human};
+use llmscope_ops::targets::{TargetsPlan, write_human};
 use serde_json::json;
 use std::io::Write;
 use std::process::ExitCode;
@@ -43,22 +41,13 @@ pub struct TargetsArgs {
     fail_on: FailOn,
 }
 
-enum Plan {
-    Prometheus(Box<PromClient>),
-    Direct(Vec<Uri>),
-}
-
 impl TargetsArgs {
-    fn plan(&self) -> Result<Plan> {
-        let url = |u: &str| {
-            llmscope_collect::url::parse_http_url(u).map_err(|why| {
-                anyhow::anyhow!("invalid URL `{}`: {why}", llmscope_collect::url::redact(u))
-            })
-        };
+    fn plan(&self) -> Result<TargetsPlan> {
+        let url = |u: &str| crate::args::http_url(u, "URL");
         match (&self.prom.prometheus, self.urls.is_empty()) {
             (Some(_), false) => bail!("give either --prometheus URL or /metrics URLs, not both"),
-            (Some(p), true) => Ok(Plan::Prometheus(Box::new(self.prom.conn.client(p)?))),
-            (None, false) => Ok(Plan::Direct(
+            (Some(p), true) => Ok(TargetsPlan::Prometheus(Box::new(self.prom.conn.client(p)?))),
+            (None, false) => Ok(TargetsPlan::Direct(
                 self.urls.iter().map(|u| url(u)).collect::<Result<_>>()?,
             )),
             (None, true) => bail!("nothing to check: give --prometheus URL or /metrics URLs"),
@@ -68,13 +57,8 @@ impl TargetsArgs {
 
 pub fn run(args: TargetsArgs) -> Result<ExitCode> {
     let plan = args.plan()?;
-    let collection = match &plan {
-        Plan::Prometheus(client) => crate::args::block_on(through_prometheus(client))??,
-        Plan::Direct(uris) => {
-            let http = args.prom.conn.http()?;
-            crate::args::block_on(direct(&http, uris))?
-        }
-    };
+    let http = args.prom.conn.http()?;
+    let collection = crate::args::block_on(plan.collect(&http))??;
     let checks = assess(&collection);
     let mut out = std::io::stdout().lock();
     match args.format.as_str() {

@@ -68,6 +68,26 @@ impl RunControl {
     }
 
     /// Stops sending; in-flight requests may finish within the grace period.
+    /// Watches for Ctrl-C until the runtime ends: the first stops sending and lets requests in
+    /// flight drain (for the run's grace), the second aborts them; `say` tells the user which.
+    pub fn stop_on_ctrl_c(&self, grace: Duration, say: fn(&str)) -> tokio::task::JoinHandle<()> {
+        let control = self.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_err() {
+                return;
+            }
+            say(&format!(
+                "stopping: waiting up to {} for requests in flight (Ctrl-C again to abort)",
+                llmscope_core::duration::format_duration(grace)
+            ));
+            control.stop();
+            if tokio::signal::ctrl_c().await.is_ok() {
+                say("aborting requests in flight");
+                control.abort();
+            }
+        })
+    }
+
     pub fn stop(&self) {
         self.tx
             .send_if_modified(|s| (*s == Signal::Run).then(|| *s = Signal::Stop).is_some());

@@ -209,6 +209,22 @@ impl Analysed {
         Ok(out.flush()?)
     }
 
+    /// Writes the self-contained HTML report under `title` to a file at `path`.
+    pub fn write_html_file(&self, title: &str, path: &std::path::Path) -> Result<(), OpsError> {
+        let shown = || path.display().to_string();
+        let file = std::fs::File::create(path).map_err(|source| OpsError::Create {
+            path: shown(),
+            source,
+        })?;
+        let mut out = std::io::BufWriter::new(file);
+        html::write(&self.report(title), &mut out)
+            .and_then(|()| out.flush())
+            .map_err(|source| OpsError::WriteFile {
+                path: shown(),
+                source,
+            })
+    }
+
     /// Writes the self-contained HTML report under `title`.
     pub fn write_html(&self, title: &str, mut out: &mut dyn Write) -> Result<(), OpsError> {
         html::write(&self.report(title), &mut out)?;

@@ -55,6 +55,16 @@ pub enum OpsError {
     Runtime(std::io::Error),
     #[error("{0}")]
     Task(String),
+    #[error("creating {path}: {source}")]
+    Create {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("writing {path}: {source}")]
+    WriteFile {
+        path: String,
+        source: std::io::Error,
+    },
     #[error("writing the report: {0}")]
     Write(#[from] std::io::Error),
     #[error("encoding the report: {0}")]

@@ -13,6 +13,25 @@ use llmscope_collect::prom::PromClient;
 use llmscope_collect::prom::api::QueryData;
 use std::io::Write;
 
+/// Where collection is verified.
+#[derive(Debug)]
+pub enum TargetsPlan {
+    /// A Prometheus server: its active targets and what they collected.
+    Prometheus(Box<PromClient>),
+    /// /metrics pages, read straight.
+    Direct(Vec<Uri>),
+}
+
+impl TargetsPlan {
+    /// What was collected, read the way the plan says.
+    pub async fn collect(&self, http: &HttpClient) -> Result<Collection, OpsError> {
+        match self {
+            TargetsPlan::Prometheus(client) => through_prometheus(client).await,
+            TargetsPlan::Direct(uris) => Ok(direct(http, uris).await),
+        }
+    }
+}
+
 /// The series read through Prometheus: every layer's evidence, nothing more.
 const EXPECTED: &str = r#"{__name__=~"DCGM_FI_DEV_POWER_USAGE|DCGM_FI_DEV_GPU_UTIL|DCGM_FI_DEV_FB_USED|DCGM_FI_PROF_GR_ENGINE_ACTIVE|vllm:num_requests_running|vllm:num_requests_waiting|vllm:kv_cache_usage_perc|vllm:gpu_cache_usage_perc|vllm:generation_tokens_total|vllm:time_to_first_token_seconds_count|sglang:num_running_reqs|sglang:num_queue_reqs|sglang:token_usage|tgi_queue_size|tgi_batch_current_size|kueue_pending_workloads|kueue_local_queue_resource_reservation|kueue_cluster_queue_resource_reservation|kube_namespace_labels"}"#;
 
