@@ -380,7 +380,7 @@ mod tests {
         assert_eq!(o.status, RunStatus::Partial);
         let f = &o.findings[0];
         assert_eq!(
-            (f.severity.as_str(), f.code.as_str(), f.source.as_deref()),
+            (f.severity.name(), f.rule.as_str(), f.source.as_deref()),
             ("error", "source_connect", Some("gone"))
         );
         assert!(f.message.contains(&dead.to_string()), "{}", f.message);

@@ -10,6 +10,7 @@
 //! - [`diagnose`]: signals in, one verdict with evidence out (phases, window statistics, edges,
 //!   detectors, decision table, recommendations).
 //! - [`duration`]: human durations (`5s`, `2m`, `500ms`) as used on every command line.
+//! - [`finding`]: the one finding every rule makes (diagnosis, linter, collection), stored as is.
 //! - [`safe`]: outside text made safe — control characters escaped for terminals, secrets redacted.
 //! - [`severity`]: the one severity scale and `--fail-on` threshold.
 //! - [`time`]: points in time as users write them (`now`, `-15m`, RFC3339, Unix seconds).
@@ -19,6 +20,7 @@ pub mod client;
 pub mod cost;
 pub mod diagnose;
 pub mod duration;
+pub mod finding;
 pub mod number;
 pub mod safe;
 pub mod series;

@@ -79,12 +79,14 @@ pub fn analyse(store: &Store, run: RunId) -> Result<Analysed, OpsError> {
     let facts = match store
         .findings(run)?
         .into_iter()
-        .find(|f| f.code == FACTS_CODE)
+        .find(|f| f.rule == FACTS_CODE)
     {
-        Some(f) => serde_json::from_value(f.evidence).map_err(|e| OpsError::Facts {
-            run,
-            why: e.to_string(),
-        })?,
+        Some(f) => {
+            serde_json::from_value(f.detail.unwrap_or_default()).map_err(|e| OpsError::Facts {
+                run,
+                why: e.to_string(),
+            })?
+        }
         None => RunFacts::default(),
     };
     let (input, res) = signals_from_series(&series);
@@ -136,31 +138,16 @@ pub fn analyse_input(
 
 /// Stores the facts and every finding of the diagnosis with the run.
 pub fn store_findings(store: &mut Store, a: &Analysed) -> Result<(), OpsError> {
-    let mut rows = vec![Finding {
-        severity: "info".to_owned(),
-        code: FACTS_CODE.to_owned(),
-        source: None,
-        message: "facts the diagnosis used (engine flags, load shape, client report)".to_owned(),
-        evidence: serde_json::to_value(&a.facts)?,
-    }];
-    rows.extend(a.diagnosis.findings.iter().map(|f| Finding {
-        severity: severity_name(f.severity).to_owned(),
-        code: f.id.to_owned(),
-        source: None,
-        message: f.message.clone(),
-        evidence: serde_json::to_value(&f.evidence).unwrap_or_default(),
-    }));
+    let mut facts = Finding::new(
+        FACTS_CODE.to_owned(),
+        Severity::Info,
+        "facts the diagnosis used (engine flags, load shape, client report)",
+    );
+    facts.detail = Some(serde_json::to_value(&a.facts)?);
+    let mut rows = vec![facts];
+    rows.extend(a.diagnosis.findings.iter().map(|f| f.to_stored()));
     store.add_findings(a.run, &rows)?;
     Ok(())
-}
-
-fn severity_name(s: Severity) -> &'static str {
-    match s {
-        Severity::Info => "info",
-        Severity::Warning => "warning",
-        Severity::Error => "error",
-        Severity::Critical => "critical",
-    }
 }
 
 /// The formats a report is written in.

@@ -122,8 +122,8 @@ fn evidence(r: &Report, s: &mut String) {
         let _ = write!(
             s,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            esc(ev.signal),
-            esc(ev.statistic),
+            esc(&ev.signal),
+            esc(&ev.statistic),
             num(ev.value),
             esc(&test),
             esc(&ev.source)
@@ -135,7 +135,7 @@ fn evidence(r: &Report, s: &mut String) {
             s,
             "<li><b>{:?}</b> <code>{}</code>: {}</li>",
             f.severity,
-            esc(f.id),
+            esc(f.rule),
             esc(&f.message)
         );
     }

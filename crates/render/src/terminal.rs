@@ -76,7 +76,13 @@ pub fn write(r: &Report, out: &mut impl Write, color: bool) -> io::Result<()> {
     if !others.is_empty() {
         writeln!(out, "\n{b}Other findings{e}")?;
         for f in others {
-            writeln!(out, "  [{:?}] {}: {}", f.severity, f.id, clean(&f.message))?;
+            writeln!(
+                out,
+                "  [{:?}] {}: {}",
+                f.severity,
+                f.rule,
+                clean(&f.message)
+            )?;
         }
     }
     timeline(r, out, zero)?;
