@@ -5,7 +5,7 @@ use crate::OpsError;
 use crate::analysis::interruption;
 use llmscope_collect::time::format_rfc3339;
 use llmscope_core::duration::format_duration;
-use llmscope_store::{RunId, RunSummary, Store};
+use llmscope_store::{Finding, RunId, RunSummary, Store};
 use std::io::Write;
 use std::time::Duration;
 
@@ -64,6 +64,7 @@ pub fn write_run(
         let interrupted = interruption(&run).map(|i| {
             serde_json::json!({"at": i.at, "done_s": i.done_s, "planned_s": i.planned_s, "notice": i.notice()})
         });
+        let findings: Vec<_> = findings.iter().map(finding_json).collect();
         let json = serde_json::json!({"run": run, "interrupted": interrupted, "sources": stats, "findings": findings});
         writeln!(out, "{}", serde_json::to_string_pretty(&json)?)?;
         return Ok(());
@@ -83,4 +84,18 @@ pub fn write_run(
         writeln!(out, "  {}: {}", f.severity, f.message)?;
     }
     Ok(())
+}
+
+/// A stored finding as JSON: the finding, and the names it had before it was one type (`code`
+/// for its rule; `evidence` holding the detail of a finding that measured nothing).
+pub fn finding_json(f: &Finding) -> serde_json::Value {
+    let mut v = serde_json::to_value(f).unwrap_or_default();
+    if let Some(o) = v.as_object_mut() {
+        o.insert("code".to_owned(), f.rule.clone().into());
+        if f.evidence.is_empty() {
+            let detail = f.detail.clone().unwrap_or_else(|| serde_json::json!({}));
+            o.insert("evidence".to_owned(), detail);
+        }
+    }
+    v
 }

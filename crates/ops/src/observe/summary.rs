@@ -20,7 +20,7 @@ impl Outcome {
             "interval_s": plan.interval.as_secs_f64(),
             "sources": o.stats,
             "server_versions": o.versions,
-            "findings": o.findings,
+            "findings": o.findings.iter().map(crate::runs::finding_json).collect::<Vec<_>>(),
         })
     }
 
