@@ -1,11 +1,12 @@
-//! What a check reports: a [`Finding`] with a stable [`Rule`] id, a [`Severity`], the metric it
-//! concerns, a message, a suggestion, and a [`Location`] (file, panel or rule, line, column).
+//! What a check reports: a [`Finding`] (`llmscope_core::finding::Finding`, the one finding type)
+//! with a stable [`Rule`] id, a [`Severity`], the metric it concerns, a message, a suggestion,
+//! and a [`Location`] (file, panel or rule, line, column).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// The rules, each with a stable id (`unknown-metric`, …) used in output and `--fail-on`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Rule {
     UnknownMetric,
@@ -160,73 +161,10 @@ impl fmt::Display for Rule {
 pub use llmscope_core::severity::Severity;
 
 /// Where a finding is: the file (or `--expr`), the panel or rule inside it, and a position.
-#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-pub struct Location {
-    pub file: String,
-    /// Dashboard panel title, rule name, or template variable.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub context: Option<String>,
-    /// 1-based line in the file, where the format has lines.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub line: Option<u32>,
-    /// 1-based column in the file (or in the expression for `--expr`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub column: Option<u32>,
-    /// The expression as written (before variable substitution).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub expr: Option<String>,
-}
+pub use llmscope_core::finding::Location;
 
-impl fmt::Display for Location {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.file)?;
-        if let Some(line) = self.line {
-            write!(f, ":{line}")?;
-            if let Some(col) = self.column {
-                write!(f, ":{col}")?;
-            }
-        }
-        if let Some(c) = &self.context {
-            write!(f, " ({c})")?;
-        }
-        Ok(())
-    }
-}
-
-/// One problem found.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Finding {
-    pub rule: Rule,
-    pub severity: Severity,
-    /// The metric it is about, when there is one.
-    pub metric: Option<String>,
-    pub message: String,
-    pub suggestion: Option<String>,
-    pub location: Location,
-}
-
-impl Finding {
-    pub fn new(rule: Rule, severity: Severity, message: impl Into<String>) -> Finding {
-        Finding {
-            rule,
-            severity,
-            metric: None,
-            message: message.into(),
-            suggestion: None,
-            location: Location::default(),
-        }
-    }
-
-    pub fn metric(mut self, name: impl Into<String>) -> Finding {
-        self.metric = Some(name.into());
-        self
-    }
-
-    pub fn suggest(mut self, suggestion: impl Into<String>) -> Finding {
-        self.suggestion = Some(suggestion.into());
-        self
-    }
-}
+/// One problem found: the one finding type, its rule a [`Rule`].
+pub type Finding = llmscope_core::finding::Finding<Rule>;
 
 /// `--fail-on`: the one threshold every command shares.
 pub use llmscope_core::severity::FailOn;

@@ -1,15 +1,15 @@
 //! `llmscope check`: lint PromQL, Grafana dashboards and Prometheus rule files against real
 //! metric inventories.
 //!
-//! [`CheckArgs`] → [`CheckPlan`] (inputs found, inventories validated, no I/O beyond listing
-//! directories) → read sources → load inventories for the names the queries use → run the rules
-//! of `llmscope-check` → report (human, JSON, SARIF) → exit 1 when findings reach `--fail-on`.
+//! [`CheckArgs`] → `llmscope_ops::check::CheckPlan` (inputs found, inventories validated, no
+//! I/O beyond listing directories) → `llmscope_ops::check::run` (sources read, inventories
+//! loaded for the names the queries use, the rules run) → report (human, JSON, SARIF) → exit 1
+//! when findings reach `--fail-on`.
 
-use crate::inventory_cmd::{InventoryArgs, InventoryPlan, load};
+use crate::inventory_cmd::InventoryArgs;
 use anyhow::{Result, bail};
-use llmscope_check::input::{self, Query, Source};
-use llmscope_check::{FailOn, Finding, promql, report};
-use std::collections::BTreeSet;
+use llmscope_check::{FailOn, finding, input, report};
+use llmscope_ops::check::{self, CheckPlan};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -55,20 +55,16 @@ pub struct CheckArgs {
     max_file_size: u64,
 }
 
-/// The validated work.
+/// The validated work, and how to report it.
 #[derive(Debug)]
-pub struct CheckPlan {
-    files: Vec<PathBuf>,
-    exprs: Vec<String>,
-    inventory: InventoryPlan,
-    scrape_interval: Option<Duration>,
+struct Plan {
+    check: CheckPlan,
     format: String,
     fail_on: FailOn,
-    max_file_bytes: u64,
 }
 
 impl CheckArgs {
-    fn plan(self) -> Result<CheckPlan> {
+    fn plan(self) -> Result<Plan> {
         if self.files.is_empty() && self.exprs.is_empty() {
             bail!(
                 "nothing to check: give --expr PROMQL or files (.promql, dashboard .json, rules .yaml)"
@@ -80,79 +76,39 @@ impl CheckArgs {
                 "no inventory to check against: give --snapshot FILE, --metrics-url URL, --prometheus URL or --engine NAME@VERSION (e.g. --engine vllm@0.26)"
             );
         }
-        let mut files = Vec::new();
-        for f in &self.files {
-            let walk = input::files::walk(f)?;
-            for s in &walk.skipped {
-                eprintln!("note: skipped {}", llmscope_core::safe::clean(s));
-            }
-            files.extend(walk.files);
+        let (files, skipped) = check::find_files(&self.files)?;
+        for s in &skipped {
+            eprintln!("note: skipped {}", llmscope_core::safe::clean(s));
         }
-        Ok(CheckPlan {
-            files,
-            exprs: self.exprs,
-            inventory,
-            scrape_interval: self.scrape_interval,
+        Ok(Plan {
+            check: CheckPlan {
+                files,
+                exprs: self.exprs,
+                inventory,
+                scrape_interval: self.scrape_interval,
+                max_file_bytes: self.max_file_size.saturating_mul(1 << 20),
+            },
             format: self.format,
             fail_on: self.fail_on,
-            max_file_bytes: self.max_file_size.saturating_mul(1 << 20),
         })
     }
 }
 
 pub fn run(args: CheckArgs) -> Result<ExitCode> {
     let plan = args.plan()?;
-    let sources = read_sources(&plan)?;
-    let names: BTreeSet<String> = sources
-        .iter()
-        .flat_map(|s| &s.queries)
-        .flat_map(|q| promql::metric_names(&q.parsed))
-        .collect();
-    let mut inv = load(&plan.inventory, &names)?;
-    inv.add_recorded(sources.iter().flat_map(|s| s.recorded.iter().cloned()));
-    if let Some(i) = plan.scrape_interval {
-        inv.set_scrape_interval(i.as_secs_f64());
-    }
-    let mut findings: Vec<Finding> = sources.iter().flat_map(|s| s.errors.clone()).collect();
-    for s in &sources {
-        findings.extend(input::check_source(s, &inv));
-    }
-    write(&plan, &findings, &inv.sources())?;
-    Ok(
-        if plan
-            .fail_on
-            .fails(llmscope_check::finding::severities(&findings))
-        {
-            ExitCode::from(1)
-        } else {
-            ExitCode::SUCCESS
-        },
-    )
-}
-
-/// Every input as a source: the `--expr`s together, then one per file.
-fn read_sources(plan: &CheckPlan) -> Result<Vec<Source>> {
-    let mut out = Vec::new();
-    if !plan.exprs.is_empty() {
-        let queries: Vec<Query> = plan.exprs.iter().map(|e| input::text::expr(e)).collect();
-        out.push(Source {
-            queries,
-            ..Source::default()
-        });
-    }
-    for f in &plan.files {
-        let text = input::files::read_text(f, plan.max_file_bytes)?;
-        out.push(input::read(&f.display().to_string(), &text));
-    }
-    Ok(out)
-}
-
-fn write(plan: &CheckPlan, findings: &[Finding], sources: &str) -> Result<()> {
+    let checked = crate::args::block_on(check::run(&plan.check))??;
+    crate::inventory_cmd::warn(&checked.warnings);
+    let (findings, sources) = (&checked.findings, checked.inventories.as_str());
     let mut out = std::io::stdout().lock();
     match plan.format.as_str() {
         "json" => report::json(&mut out, findings, sources)?,
         "sarif" => report::sarif(&mut out, findings)?,
         _ => report::human(&mut out, findings, sources)?,
     }
-    Ok(())
+    let fails = plan.fail_on.fails(finding::severities(findings));
+    Ok(if fails {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }

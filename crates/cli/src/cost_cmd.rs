@@ -5,10 +5,9 @@
 //! computes with `llmscope_core::cost` — every integral on the series' own timestamps.
 
 use crate::prom_flags::PromFlags;
-use anyhow::{Context, Result, bail};
-use llmscope_core::cost::{self, CostInput, CostReport, Price};
+use anyhow::{Result, bail};
+use llmscope_core::cost::{self, CostInput, CostReport};
 use llmscope_render::cost_report;
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -62,19 +61,18 @@ pub fn run(args: CostArgs) -> Result<ExitCode> {
         bail!("llmscope cost reads Prometheus: give --prometheus URL")
     };
     let now = llmscope_collect::time::unix_now();
-    let from = llmscope_collect::time::parse_time(&args.from, now)?;
-    let to = llmscope_collect::time::parse_time(&args.to, now)?;
-    if to <= from {
-        bail!("--to must be after --from");
-    }
+    let (from, to) = llmscope_ops::window::parse_window(&args.from, &args.to, now)?;
     let mut input = CostInput {
         from,
         to,
         team_label: format!("label_{}", args.team_label.trim_start_matches("label_")),
-        prices: prices(&args)?,
-        queue_team: pairs(&args.queue_team, "--queue-team")?,
+        prices: llmscope_ops::cost::prices(&args.prices, args.prices_file.as_deref())?,
+        queue_team: llmscope_ops::cost::queue_teams(&args.queue_team)?,
         ..CostInput::default()
     };
+    if input.prices.is_empty() {
+        eprintln!("note: no --price given: GPU-hours are computed, costs are left empty");
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -88,43 +86,6 @@ pub fn run(args: CostArgs) -> Result<ExitCode> {
     report.warnings = warnings;
     write(&report, args.format)?;
     Ok(ExitCode::SUCCESS)
-}
-
-fn prices(args: &CostArgs) -> Result<Vec<Price>> {
-    let mut out: Vec<Price> = args
-        .prices
-        .iter()
-        .map(|p| cost::parse_price(p).map_err(anyhow::Error::msg))
-        .collect::<Result<_>>()?;
-    if let Some(path) = &args.prices_file {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("reading the prices file {}", path.display()))?;
-        let map: BTreeMap<String, f64> = serde_saphyr::from_str(&text).map_err(|e| {
-            anyhow::anyhow!(
-                "the prices file {} is not `key: price` YAML: {e}",
-                path.display()
-            )
-        })?;
-        for (k, v) in map {
-            out.push(cost::parse_price(&format!("{k}={v}")).map_err(anyhow::Error::msg)?);
-        }
-    }
-    if out.is_empty() {
-        eprintln!("note: no --price given: GPU-hours are computed, costs are left empty");
-    }
-    Ok(out)
-}
-
-fn pairs(items: &[String], flag: &str) -> Result<BTreeMap<String, String>> {
-    items
-        .iter()
-        .map(|i| {
-            let (k, v) = i
-                .split_once('=')
-                .with_context(|| format!("invalid {flag} `{i}`: write QUEUE=TEAM"))?;
-            Ok((k.trim().to_owned(), v.trim().to_owned()))
-        })
-        .collect()
 }
 
 fn write(r: &CostReport, format: CostFormat) -> Result<()> {

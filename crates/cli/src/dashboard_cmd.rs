@@ -2,15 +2,14 @@
 //! the source flags `rules` shares.
 //!
 //! [`StackArgs`] (`--engine`, `--gpu`, `--scheduler`, or a live `--metrics-url`/`--prometheus`
-//! whose names are detected) → [`resolve_stack`] → `llmscope-generate` builds the model from the
+//! whose names are detected) → [`resolve_stack`] (`llmscope_ops::stack`) → `llmscope-generate` builds the model from the
 //! catalog → JSON (or a Grafana-sidecar `ConfigMap`) on stdout or `--output`.
 
-use crate::inventory_cmd::{InventoryArgs, InventoryPlan, InventorySource, load};
-use anyhow::{Context, Result, bail};
-use llmscope_core::catalog::{EngineSpec, Exporter};
+use crate::inventory_cmd::InventoryArgs;
+use anyhow::{Context, Result};
 use llmscope_generate::dashboard::{self, ConfigMap, DashboardOptions};
 use llmscope_generate::{Signals, Stack, output};
-use std::collections::BTreeSet;
+use llmscope_ops::stack::Layers;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -98,98 +97,17 @@ pub fn emit(path: Option<&PathBuf>, text: &str) -> Result<()> {
     }
 }
 
-/// The stack from the flags: detected from live sources, else from `--engine` specs; then
-/// `--gpu`/`--scheduler` (defaults only apply to `--engine` stacks).
+/// The stack from the flags (`llmscope_ops::stack::resolve_stack`).
 pub fn resolve_stack(args: &StackArgs, default_scheduler: Option<&str>) -> Result<Stack> {
+    let layers = Layers {
+        gpu: args.gpu.as_deref(),
+        scheduler: args.scheduler.as_deref(),
+        default_scheduler,
+    };
     let plan = args.inventory.plan()?;
-    let (specs, live): (Vec<_>, Vec<_>) = plan
-        .sources
-        .iter()
-        .cloned()
-        .partition(|s| matches!(s, InventorySource::Engine(_)));
-    let specs: Vec<EngineSpec> = specs
-        .into_iter()
-        .filter_map(|s| match s {
-            InventorySource::Engine(e) => Some(e),
-            _ => None,
-        })
-        .collect();
-    let mut stack = if live.is_empty() {
-        from_specs(&specs)?
-    } else {
-        detected(live, &plan)?
-    };
-    let defaults = live_is_empty_defaults(&plan.sources);
-    let gpu = args
-        .gpu
-        .as_deref()
-        .or(defaults.then_some("dcgm-exporter@4.5"));
-    let scheduler = args
-        .scheduler
-        .as_deref()
-        .or(default_scheduler.filter(|_| defaults));
-    match gpu {
-        Some("none") => stack.gpu = None,
-        Some(g) => stack = stack.with_gpu(spec(g, "--gpu")?)?,
-        None => {}
+    let resolved = crate::args::block_on(llmscope_ops::stack::resolve_stack(&plan, layers))??;
+    for n in &resolved.notes {
+        eprintln!("{n}");
     }
-    match scheduler {
-        Some("none") => {
-            stack.scheduler = None;
-            stack.kube_state_metrics = None;
-        }
-        Some(k) => stack = stack.with_scheduler(spec(k, "--scheduler")?)?,
-        None => {}
-    }
-    Ok(stack)
-}
-
-fn live_is_empty_defaults(sources: &[InventorySource]) -> bool {
-    sources
-        .iter()
-        .all(|s| matches!(s, InventorySource::Engine(_)))
-}
-
-fn spec(text: &str, flag: &str) -> Result<EngineSpec> {
-    text.parse()
-        .with_context(|| format!("{flag} {text} (or `none`)"))
-}
-
-/// `--engine vllm@0.26 [--engine dcgm-exporter@4.5 …]`.
-fn from_specs(specs: &[EngineSpec]) -> Result<Stack> {
-    let exporters = [
-        Exporter::DcgmExporter,
-        Exporter::Kueue,
-        Exporter::KubeStateMetrics,
-    ];
-    let serving = specs.iter().filter(|s| !exporters.contains(&s.exporter));
-    let mut serving: Vec<&EngineSpec> = serving.collect();
-    serving.sort_by_key(|s| s.exporter != Exporter::Vllm);
-    let Some(engine) = serving.first() else {
-        bail!(
-            "no engine to generate for: give --engine vllm@VERSION (e.g. vllm@0.26), --metrics-url URL or --prometheus URL"
-        );
-    };
-    let mut stack = Stack::new(**engine)?;
-    for s in specs {
-        match s.exporter {
-            Exporter::DcgmExporter => stack = stack.with_gpu(*s)?,
-            Exporter::Kueue => stack = stack.with_scheduler(*s)?,
-            _ => {}
-        }
-    }
-    Ok(stack)
-}
-
-/// Detects the stack from what live sources expose.
-fn detected(live: Vec<InventorySource>, all: &InventoryPlan) -> Result<Stack> {
-    let plan = InventoryPlan {
-        sources: live,
-        lookback: all.lookback,
-        ca_file: all.ca_file.clone(),
-    };
-    let names = load(&plan, &BTreeSet::new())?.names();
-    let stack = Stack::detect(&names)?;
-    eprintln!("llmscope: generating for {} (detected)", stack.describe());
-    Ok(stack)
+    Ok(resolved.stack)
 }

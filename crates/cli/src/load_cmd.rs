@@ -6,16 +6,15 @@
 //! second press, abort. Progress goes to stderr (a bar on a terminal, plain lines otherwise);
 //! the summary or the JSON report to stdout; per-request records to `--records FILE.jsonl`.
 
+use crate::args::Format;
 use anyhow::{Context, Result};
-use clap::ValueEnum;
 use indicatif::{ProgressBar, ProgressStyle};
-use llmscope_core::duration::format_duration;
+use llmscope_loadgen::records_file::RecordsFile;
 use llmscope_loadgen::{
     ArrivalKind, Endpoint, LoadReport, LoadSpec, Observer, Progress, RequestRecord, RunControl,
     Secret, Slo, StagePlan, TokenSpec, text,
 };
-use std::fs::File;
-use std::io::{BufWriter, IsTerminal, Write};
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -51,8 +50,8 @@ pub struct LoadArgs {
     #[arg(long, default_value = "http://127.0.0.1:8000")]
     target: String,
     /// API to load.
-    #[arg(long, value_enum, default_value_t = EndpointArg::Chat)]
-    endpoint: EndpointArg,
+    #[arg(long, value_enum, default_value_t = Endpoint::Chat)]
+    endpoint: Endpoint,
     /// Ask for whole responses instead of streams (no TTFT/ITL then).
     #[arg(long)]
     no_stream: bool,
@@ -72,8 +71,8 @@ pub struct LoadArgs {
     #[arg(long, value_delimiter = ',')]
     rate: Vec<f64>,
     /// Open-loop inter-arrival distribution.
-    #[arg(long, value_enum, default_value_t = ArrivalArg::Poisson)]
-    arrival: ArrivalArg,
+    #[arg(long, value_enum, default_value_t = ArrivalKind::Poisson)]
+    arrival: ArrivalKind,
     /// Gamma shape of the arrivals: 1 = Poisson, < 1 burstier, > 1 smoother.
     #[arg(long)]
     burstiness: Option<f64>,
@@ -138,27 +137,6 @@ pub struct LoadArgs {
     threads: Option<usize>,
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum EndpointArg {
-    /// /v1/chat/completions
-    Chat,
-    /// /v1/completions
-    Completions,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum ArrivalArg {
-    Constant,
-    Poisson,
-    Gamma,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Format {
-    Text,
-    Json,
-}
-
 impl LoadArgs {
     fn spec(&self) -> LoadSpec {
         let mut headers = self.headers.clone();
@@ -171,10 +149,7 @@ impl LoadArgs {
         };
         LoadSpec {
             target: self.target.clone(),
-            endpoint: match self.endpoint {
-                EndpointArg::Chat => Endpoint::Chat,
-                EndpointArg::Completions => Endpoint::Completions,
-            },
+            endpoint: self.endpoint,
             stream: !self.no_stream,
             model: self.model.clone(),
             api_key: self
@@ -185,11 +160,7 @@ impl LoadArgs {
             headers,
             concurrency: self.concurrency.clone(),
             rate: self.rate.clone(),
-            arrival: match self.arrival {
-                ArrivalArg::Constant => ArrivalKind::Constant,
-                ArrivalArg::Poisson => ArrivalKind::Poisson,
-                ArrivalArg::Gamma => ArrivalKind::Gamma,
-            },
+            arrival: self.arrival,
             burstiness: self.burstiness,
             ramp_up: self.ramp_up,
             duration,
@@ -210,20 +181,10 @@ impl LoadArgs {
     }
 }
 
-/// Raises the open-file limit to the hard limit and refuses `connections` (at `per_connection`
-/// descriptors each) it cannot carry, with the numbers (issue 12, point 6: the client's own
-/// exhaustion was counted as the server's connect errors).
-pub fn fd_preflight(connections: u64, per_connection: u64) -> Result<()> {
-    use llmscope_loadgen::limits::{check_fds, raise_fd_limit};
-    let limit = raise_fd_limit()?;
-    check_fds(connections, per_connection, &limit)?;
-    Ok(())
-}
-
 /// Runs `llmscope load`.
 pub fn run(args: LoadArgs) -> Result<ExitCode> {
     if let Some(&most) = args.concurrency.iter().max() {
-        fd_preflight(u64::from(most), 1)?;
+        llmscope_ops::run::fd_preflight(u64::from(most), 1)?;
     }
     let rt = llmscope_loadgen::client::runtime(args.threads)
         .context("cannot start the async runtime")?;
@@ -255,16 +216,17 @@ async fn load(args: &LoadArgs) -> Result<LoadReport> {
     for note in &plan.notes {
         eprintln!("note: {}", llmscope_core::safe::clean(note));
     }
-    let records = match &args.records {
-        Some(path) => Some(RecordsFile::create(path)?),
-        None => None,
-    };
+    let records = args
+        .records
+        .as_deref()
+        .map(RecordsFile::create)
+        .transpose()?;
     let mut observer = CliObserver {
         records,
         view: View::new(std::io::stderr().is_terminal()),
     };
     let control = RunControl::new();
-    let ctrl_c = tokio::spawn(watch_ctrl_c(control.clone(), args.grace));
+    let ctrl_c = control.stop_on_ctrl_c(args.grace, |line| eprintln!("\n{line}"));
     let report = llmscope_loadgen::run(&plan, &mut observer, &control).await;
     ctrl_c.abort();
     observer.view.finish();
@@ -272,57 +234,6 @@ async fn load(args: &LoadArgs) -> Result<LoadReport> {
         r.finish()?;
     }
     Ok(report)
-}
-
-/// First Ctrl-C: stop sending and drain; second: abort.
-async fn watch_ctrl_c(control: RunControl, grace: Duration) {
-    if tokio::signal::ctrl_c().await.is_err() {
-        return;
-    }
-    eprintln!(
-        "\nstopping: waiting up to {} for requests in flight (Ctrl-C again to abort)",
-        format_duration(grace)
-    );
-    control.stop();
-    if tokio::signal::ctrl_c().await.is_ok() {
-        eprintln!("aborting requests in flight");
-        control.abort();
-    }
-}
-
-/// Per-request records as JSON lines, buffered; the first write error is kept and reported.
-struct RecordsFile {
-    path: PathBuf,
-    out: BufWriter<File>,
-    error: Option<std::io::Error>,
-}
-
-impl RecordsFile {
-    fn create(path: &PathBuf) -> Result<Self> {
-        let file = File::create(path)
-            .with_context(|| format!("cannot create records file {}", path.display()))?;
-        Ok(RecordsFile {
-            path: path.clone(),
-            out: BufWriter::with_capacity(1 << 16, file),
-            error: None,
-        })
-    }
-
-    fn write(&mut self, batch: &[RequestRecord]) {
-        for r in batch {
-            if self.error.is_some() {
-                return;
-            }
-            let line = serde_json::to_writer(&mut self.out, r).map_err(std::io::Error::from);
-            self.error = line.and_then(|_| self.out.write_all(b"\n")).err();
-        }
-    }
-
-    fn finish(mut self) -> Result<()> {
-        let flushed = self.out.flush();
-        let err = self.error.map_or(flushed, Err);
-        err.with_context(|| format!("cannot write records file {}", self.path.display()))
-    }
 }
 
 struct CliObserver {
@@ -380,15 +291,7 @@ impl View {
     }
 
     fn update(&mut self, p: &Progress) {
-        let elapsed = p.elapsed.as_secs_f64();
-        let of = p
-            .planned
-            .map_or(String::new(), |d| format!("/{:.0}s", (d).as_secs_f64()));
-        let state = if p.draining { "  draining" } else { "" };
-        let msg = format!(
-            "{elapsed:.0}s{of}  in flight {}  done {}  errors {}  {:.0} tok/s{state}",
-            p.in_flight, p.completed, p.failed, p.output_tokens_per_s
-        );
+        let msg = p.line();
         match self {
             View::Bar(Some(b)) => {
                 b.set_message(msg);

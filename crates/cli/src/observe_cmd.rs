@@ -1,21 +1,19 @@
 //! `llmscope observe`: record metrics from targets (direct scrape) or a Prometheus-compatible
 //! server over a window, into the run store.
 //!
-//! [`ObserveArgs`] (clap) → [`ObservePlan`] (validated: sources, window, no I/O) → `execute`:
+//! [`ObserveArgs`] (clap) → `ObserveRequest` → `ObservePlan` (validated: sources, window, no
+//! I/O; `llmscope_ops::observe`) → `execute`:
 //! open the store, start a run, register the sources, start the store's writer thread, run every
 //! source concurrently with their batches going to the writer, then record problems as
 //! findings, finish the run and print a summary computed back from the database. A failing
 //! source never stops the others; Ctrl-C stops them all and the run is `interrupted`.
 
+use crate::args::Format;
 use crate::prom_flags::PromFlags;
-use anyhow::{Context, Result, bail};
-use clap::ValueEnum;
-use llmscope_collect::Window;
-use llmscope_collect::prom::Auth;
-use llmscope_collect::scrape::ScrapeConfig;
-use llmscope_collect::time::{format_rfc3339, parse_time, unix_now};
+use anyhow::{Context, Result};
+use llmscope_collect::time::unix_now;
 use llmscope_core::duration::format_duration;
-use llmscope_ops::observe::{ObservePlan, Outcome, SourcePlan, Ticker, execute, source_name};
+use llmscope_ops::observe::{ObservePlan, ObserveRequest, Outcome, Ticker, execute};
 use llmscope_store::RunStatus;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -80,12 +78,6 @@ pub struct ObserveArgs {
     format: Format,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Format {
-    Text,
-    Json,
-}
-
 /// What `observe` does, and how it prints.
 #[derive(Debug)]
 pub struct CliPlan {
@@ -93,144 +85,31 @@ pub struct CliPlan {
     format: Format,
 }
 
-/// Second stage: flags → plan. No I/O; every error names the flag.
+/// Second stage: flags → plan (`llmscope_ops::observe::ObserveRequest`). No I/O.
 fn resolve(args: ObserveArgs, now: f64) -> Result<CliPlan> {
-    let window = window(&args, now)?;
-    let mut sources = scrape_sources(&args)?;
-    if args.prom.prometheus.is_some() {
-        sources.push(prometheus_source(&args)?);
-    } else if !args.matchers.is_empty() {
-        bail!("--match selects series on a --prometheus server; add --prometheus URL");
-    }
-    if sources.is_empty() {
-        bail!(
-            "nothing to observe: give --scrape [NAME=]URL (repeatable) or --prometheus URL --match SELECTOR"
-        );
-    }
-    check_unique_names(&sources)?;
-    let config = config_json(&args, &sources, window);
+    let prometheus = match &args.prom.prometheus {
+        Some(url) => Some(args.prom.conn.config(url)?),
+        None => None,
+    };
+    let request = ObserveRequest {
+        scrape: args.scrape,
+        prometheus,
+        matchers: args.matchers,
+        duration: args.duration,
+        from: args.from,
+        to: args.to,
+        interval: args.interval,
+        scrape_timeout: args.scrape_timeout,
+        body_limit: args.body_limit,
+        openmetrics: !args.no_openmetrics,
+        gzip: !args.no_gzip,
+        ca_file: args.prom.conn.ca_file,
+        db: args.db,
+    };
     Ok(CliPlan {
-        plan: ObservePlan {
-            sources,
-            window,
-            interval: args.interval,
-            ca_file: args.prom.conn.ca_file.clone(),
-            db: args.db,
-            config,
-        },
+        plan: request.plan(now)?,
         format: args.format,
     })
-}
-
-fn window(args: &ObserveArgs, now: f64) -> Result<Window> {
-    match (args.duration, &args.from) {
-        (Some(_), Some(_)) => {
-            bail!("give either --duration (live) or --from/--to (past window), not both")
-        }
-        (Some(duration), None) => {
-            if duration.is_zero() {
-                // Issue 12: it stored an empty failed run and said nothing.
-                bail!(
-                    "--duration must be above 0 (e.g. --duration 60s): a live window of 0 s records nothing"
-                );
-            }
-            if args.to.is_some() {
-                bail!("--to goes with --from (a past window), not with --duration");
-            }
-            Ok(Window::Live { duration })
-        }
-        (None, Some(from)) => {
-            let from = parse_time(from, now)?;
-            let to = args.to.as_deref().map_or(Ok(now), |t| parse_time(t, now))?;
-            if to <= from {
-                bail!(
-                    "--to ({}) must be after --from ({})",
-                    format_rfc3339(to),
-                    format_rfc3339(from)
-                );
-            }
-            Ok(Window::Past { from, to })
-        }
-        (None, None) => {
-            bail!("say how long: --duration 60s (live) or --from -15m [--to now] (past window)")
-        }
-    }
-}
-
-fn scrape_sources(args: &ObserveArgs) -> Result<Vec<SourcePlan>> {
-    if args.scrape.is_empty() {
-        return Ok(Vec::new());
-    }
-    let mut cfg = ScrapeConfig::new(args.interval);
-    cfg.timeout = args.scrape_timeout.unwrap_or(cfg.timeout);
-    cfg.body_limit = args.body_limit;
-    cfg.openmetrics = !args.no_openmetrics;
-    cfg.gzip = !args.no_gzip;
-    cfg.validate()
-        .context("--interval / --scrape-timeout / --body-limit")?;
-    args.scrape
-        .iter()
-        .map(|s| Ok(SourcePlan::Scrape(s.parse()?, cfg.clone())))
-        .collect()
-}
-
-fn prometheus_source(args: &ObserveArgs) -> Result<SourcePlan> {
-    // Flags shared with `run`, `diagnose`, `cost` …: URL, auth, headers, timeout.
-    let Some(url) = &args.prom.prometheus else {
-        bail!("--prometheus is missing");
-    };
-    let cfg = args.prom.conn.config(url)?;
-    if args.matchers.is_empty() {
-        bail!(
-            "--prometheus needs at least one --match SELECTOR, e.g. --match '{{__name__=~\"vllm:.*\"}}'"
-        );
-    }
-    if args.matchers.iter().any(|m| m.trim().is_empty()) {
-        bail!("--match must not be empty");
-    }
-    Ok(SourcePlan::Prometheus {
-        cfg,
-        matchers: args.matchers.clone(),
-    })
-}
-
-fn check_unique_names(sources: &[SourcePlan]) -> Result<()> {
-    let mut seen = std::collections::BTreeSet::new();
-    for s in sources {
-        let name = source_name(s);
-        if !seen.insert(name.to_owned()) {
-            bail!(
-                "two sources are named `{name}`: name them, e.g. --scrape vllm=URL --scrape dcgm=URL"
-            );
-        }
-    }
-    Ok(())
-}
-
-fn config_json(args: &ObserveArgs, sources: &[SourcePlan], window: Window) -> serde_json::Value {
-    let sources: Vec<serde_json::Value> = sources
-        .iter()
-        .map(|s| match s {
-            SourcePlan::Scrape(t, c) => serde_json::json!({
-                "name": t.name, "kind": "scrape", "url": t.uri.to_string(),
-                "timeout_s": c.timeout.as_secs_f64(), "body_limit": c.body_limit,
-                "openmetrics": c.openmetrics, "gzip": c.gzip,
-            }),
-            SourcePlan::Prometheus { cfg, matchers } => serde_json::json!({
-                "name": "prometheus", "kind": "prometheus", "url": cfg.base.to_string(),
-                "matchers": matchers,
-                "auth": match &cfg.auth { Some(Auth::Bearer(_)) => "bearer".to_owned(),
-                    Some(Auth::Basic { user, .. }) => format!("basic user={user}"), None => "none".to_owned() },
-                "headers": cfg.headers.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
-                "timeout_s": cfg.timeout.as_secs_f64(),
-            }),
-        })
-        .collect();
-    let window = match window {
-        Window::Live { duration } => serde_json::json!({"live_s": duration.as_secs_f64()}),
-        Window::Past { from, to } => serde_json::json!({"from": from, "to": to}),
-    };
-    serde_json::json!({"interval_s": args.interval.as_secs_f64(), "window": window, "sources": sources})
 }
 
 /// `llmscope observe`.
@@ -293,60 +172,16 @@ impl Ticker for StderrTicker {
 }
 
 fn print_summary(cli: &CliPlan, o: &Outcome) -> Result<()> {
-    let plan = &cli.plan;
     let mut out = std::io::stdout().lock();
     if cli.format == Format::Json {
-        let json = serde_json::json!({
-            "run_id": o.run,
-            "db": plan.db.display().to_string(),
-            "status": o.status,
-            "window": {"from": o.window.0, "to": o.window.1,
-                       "from_rfc3339": format_rfc3339(o.window.0), "to_rfc3339": format_rfc3339(o.window.1)},
-            "interval_s": plan.interval.as_secs_f64(),
-            "sources": o.stats,
-            "server_versions": o.versions,
-            "findings": o.findings,
-        });
-        writeln!(out, "{}", serde_json::to_string_pretty(&json)?)?;
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&o.to_json(&cli.plan))?
+        )?;
         return Ok(());
     }
-    write_text(&mut out, plan, o)?;
-    Ok(())
-}
-
-fn write_text(out: &mut impl Write, plan: &ObservePlan, o: &Outcome) -> std::io::Result<()> {
-    let secs = (o.window.1 - o.window.0).max(0.0);
-    writeln!(
-        out,
-        "run {} in {}: {}, {} window {} → {}, interval {}",
-        o.run,
-        plan.db.display(),
-        o.status.as_str(),
-        format_duration(Duration::from_secs_f64(secs)),
-        format_rfc3339(o.window.0),
-        format_rfc3339(o.window.1),
-        format_duration(plan.interval)
-    )?;
-    writeln!(
-        out,
-        "{:<16} {:<10} {:>8} {:>10} {:>6} {:>8} {:>7}",
-        "source", "kind", "series", "samples", "gaps", "scrapes", "failed"
-    )?;
-    for s in &o.stats {
-        writeln!(
-            out,
-            "{:<16} {:<10} {:>8} {:>10} {:>6} {:>8} {:>7}",
-            s.name, s.kind, s.series, s.samples, s.gaps, s.scrapes, s.failed_scrapes
-        )?;
-    }
-    for f in &o.findings {
-        writeln!(
-            out,
-            "{}: {}",
-            f.severity,
-            llmscope_core::safe::clean(&f.message)
-        )?;
-    }
+    o.write_text(&cli.plan, &mut out)?;
     Ok(())
 }
 
@@ -354,6 +189,8 @@ fn write_text(out: &mut impl Write, plan: &ObservePlan, o: &Outcome) -> std::io:
 mod tests {
     use super::*;
     use clap::Parser;
+    use llmscope_collect::Window;
+    use llmscope_ops::observe::source_name;
     use llmscope_store::Store;
 
     #[derive(Debug, Parser)]
@@ -511,7 +348,7 @@ mod tests {
             (o.run, o.stats.iter().map(|s| s.samples).sum())
         );
         let mut text = Vec::new();
-        write_text(&mut text, &p, &o).unwrap();
+        o.write_text(&p, &mut text).unwrap();
         let text = String::from_utf8(text).unwrap();
         assert!(
             text.contains("completed") && text.contains("dcgm"),
@@ -543,7 +380,7 @@ mod tests {
         assert_eq!(o.status, RunStatus::Partial);
         let f = &o.findings[0];
         assert_eq!(
-            (f.severity.as_str(), f.code.as_str(), f.source.as_deref()),
+            (f.severity.name(), f.rule.as_str(), f.source.as_deref()),
             ("error", "source_connect", Some("gone"))
         );
         assert!(f.message.contains(&dead.to_string()), "{}", f.message);

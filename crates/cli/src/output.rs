@@ -2,12 +2,12 @@
 //! (`--format`, `--html`, `--fail-on`), shared by `run`, `diagnose` and `report`. The analysis
 //! itself is `llmscope_ops::analysis`.
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use llmscope_core::diagnose::Diagnosis;
 use llmscope_core::severity::FailOn;
 use llmscope_ops::analysis::{Analysed, Format};
-use std::io::{IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::io::IsTerminal;
+use std::path::PathBuf;
 
 /// Output formats of the reporting commands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -25,31 +25,6 @@ impl From<ReportFormat> for Format {
             ReportFormat::Markdown => Format::Markdown,
         }
     }
-}
-
-/// Renders `a` to stdout in `format`, and to `html_path` if given.
-pub fn render(
-    a: &Analysed,
-    title: &str,
-    format: ReportFormat,
-    html_path: Option<&Path>,
-) -> Result<()> {
-    if let Some(path) = html_path {
-        let mut file = std::io::BufWriter::new(
-            std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?,
-        );
-        a.write_html(title, &mut file)
-            .with_context(|| format!("writing {}", path.display()))?;
-        file.flush()?;
-    }
-    let stdout = std::io::stdout();
-    a.write(
-        title,
-        format.into(),
-        &mut stdout.lock(),
-        stdout.is_terminal(),
-    )?;
-    Ok(())
 }
 
 /// Where a diagnosed run goes, shared by `run`, `diagnose` and `report`: the store, the format on
@@ -72,7 +47,12 @@ pub struct ReportOutput {
 impl ReportOutput {
     /// Renders `a` under `title` and gives the exit code `--fail-on` asks for.
     pub fn finish(&self, a: &Analysed, title: &str) -> Result<std::process::ExitCode> {
-        render(a, title, self.format, self.html.as_deref())?;
+        if let Some(path) = &self.html {
+            a.write_html_file(title, path)?;
+        }
+        let stdout = std::io::stdout();
+        let color = stdout.is_terminal();
+        a.write(title, self.format.into(), &mut stdout.lock(), color)?;
         Ok(exit_code(&a.diagnosis, self.fail_on))
     }
 }

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// A Prometheus-compatible API (Prometheus, Thanos, Mimir, VictoriaMetrics) to read from.
-#[derive(Debug, Clone, Default, clap::Args)]
+#[derive(Debug, Clone, clap::Args)]
 pub struct PromFlags {
     /// Prometheus-compatible server URL, with any path prefix (Mimir: …/prometheus).
     #[arg(long, value_name = "URL", help_heading = "Prometheus")]
@@ -64,19 +64,6 @@ pub struct PromConnection {
     pub query_timeout: Duration,
 }
 
-impl Default for PromConnection {
-    fn default() -> Self {
-        PromConnection {
-            bearer_token: None,
-            basic_user: None,
-            basic_password: None,
-            headers: Vec::new(),
-            ca_file: None,
-            query_timeout: Duration::from_secs(30),
-        }
-    }
-}
-
 impl PromConnection {
     /// A client for the server at `url`, connected as the flags say.
     pub fn client(&self, url: &str) -> Result<PromClient> {
@@ -97,15 +84,7 @@ impl PromConnection {
         cfg.timeout = self.query_timeout;
         cfg.auth = self.auth()?;
         for line in &self.headers {
-            let (name, value) = line
-                .split_once(':')
-                .with_context(|| format!("invalid --header `{line}`: write `Name: value`"))?;
-            let name = hyper::header::HeaderName::from_bytes(name.trim().as_bytes())
-                .with_context(|| format!("invalid --header name `{}`", name.trim()))?;
-            let mut value = hyper::header::HeaderValue::from_str(value.trim())
-                .with_context(|| format!("invalid --header value for `{name}`"))?;
-            value.set_sensitive(true);
-            cfg.headers.push((name, value));
+            cfg.add_header(line)?;
         }
         Ok(cfg)
     }

@@ -104,21 +104,12 @@ pub fn diagnose(args: DiagnoseArgs) -> Result<ExitCode> {
         let run = args.run.context("give a RUN id or --prometheus")?;
         return report(ReportArgs { run, out: args.out });
     };
-    let now = llmscope_collect::time::unix_now();
     let from = args
         .from
         .as_deref()
         .context("--prometheus needs --from (e.g. --from -30m)")?;
-    let from = llmscope_collect::time::parse_time(from, now)?;
-    let to = llmscope_collect::time::parse_time(&args.to, now)?;
-    if to <= from {
-        anyhow::bail!("--to must be after --from");
-    }
-    // One thread: the next names' answers queue in the sockets while one is stored, and every
-    // buffer comes from one allocator arena (two threads peaked at 170-190 MiB instead of 120).
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
+    let now = llmscope_collect::time::unix_now();
+    let (from, to) = llmscope_ops::window::parse_window(from, &args.to, now)?;
     let url = llmscope_collect::url::redact(args.prom.prometheus.as_deref().unwrap_or(""));
     let facts = RunFacts {
         max_num_seqs: args.max_num_seqs,
@@ -126,7 +117,9 @@ pub fn diagnose(args: DiagnoseArgs) -> Result<ExitCode> {
         concurrency: args.concurrency,
         ..RunFacts::default()
     };
-    let d = rt.block_on(diagnose_window(
+    // One thread: the next names' answers queue in the sockets while one is stored, and every
+    // buffer comes from one allocator arena (two threads peaked at 170-190 MiB instead of 120).
+    let d = crate::args::block_on(diagnose_window(
         &client,
         WindowDiagnosis {
             url,
@@ -139,7 +132,7 @@ pub fn diagnose(args: DiagnoseArgs) -> Result<ExitCode> {
             facts,
             db: &args.out.db,
         },
-    ))?;
+    ))??;
     for w in &d.read.warnings {
         eprintln!("warning: Prometheus: {w}");
     }

@@ -1,11 +1,11 @@
 //! [`Severity`], the one scale every finding uses — the diagnosis', the linter's, the collection
 //! checks' — and [`FailOn`], the `--fail-on` threshold every command shares.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// How bad a finding is, ordered `Info < Warning < Error < Critical`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     Info,

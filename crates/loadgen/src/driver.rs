@@ -68,6 +68,26 @@ impl RunControl {
     }
 
     /// Stops sending; in-flight requests may finish within the grace period.
+    /// Watches for Ctrl-C until the runtime ends: the first stops sending and lets requests in
+    /// flight drain (for the run's grace), the second aborts them; `say` tells the user which.
+    pub fn stop_on_ctrl_c(&self, grace: Duration, say: fn(&str)) -> tokio::task::JoinHandle<()> {
+        let control = self.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_err() {
+                return;
+            }
+            say(&format!(
+                "stopping: waiting up to {} for requests in flight (Ctrl-C again to abort)",
+                llmscope_core::duration::format_duration(grace)
+            ));
+            control.stop();
+            if tokio::signal::ctrl_c().await.is_ok() {
+                say("aborting requests in flight");
+                control.abort();
+            }
+        })
+    }
+
     pub fn stop(&self) {
         self.tx
             .send_if_modified(|s| (*s == Signal::Run).then(|| *s = Signal::Stop).is_some());
@@ -102,6 +122,24 @@ pub struct Progress {
     pub output_tokens_per_s: f64,
     /// Sending has stopped; waiting for requests in flight.
     pub draining: bool,
+}
+
+impl Progress {
+    /// `12s/30s  in flight 32  done 140  errors 0  480 tok/s`, and `draining` once sending stopped.
+    pub fn line(&self) -> String {
+        let of = self
+            .planned
+            .map_or(String::new(), |d| format!("/{:.0}s", d.as_secs_f64()));
+        let state = if self.draining { "  draining" } else { "" };
+        format!(
+            "{:.0}s{of}  in flight {}  done {}  errors {}  {:.0} tok/s{state}",
+            self.elapsed.as_secs_f64(),
+            self.in_flight,
+            self.completed,
+            self.failed,
+            self.output_tokens_per_s
+        )
+    }
 }
 
 /// Receives the run's events, from the aggregator task. All methods default to nothing.

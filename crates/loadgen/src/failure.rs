@@ -8,16 +8,15 @@
 //! [`MAX_MESSAGE_BYTES`], so a body is safe to print, store and put in a report. [`Samples`] keeps
 //! the first [`MAX_SAMPLES`] distinct messages of one kind, mergeable across stages.
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+/// Kept in `llmscope-core` with the rest of the client summary a run stores.
+pub use llmscope_core::client::{MAX_SAMPLES, Samples};
 
 /// Bytes of an error body read before the rest is discarded.
 pub const MAX_READ_BYTES: usize = 16 << 10;
 /// Bytes of a message kept.
 pub const MAX_MESSAGE_BYTES: usize = 300;
-/// Distinct messages kept per error kind.
-pub const MAX_SAMPLES: usize = 3;
-
 /// The server's message in `body`, sanitised and capped; `None` for an empty body.
 pub fn message(body: &[u8]) -> Option<String> {
     let text = match serde_json::from_slice::<Value>(body) {
@@ -70,43 +69,6 @@ pub fn sanitise(text: &str) -> String {
         out.push(c);
     }
     out.trim_end().to_owned()
-}
-
-/// One error kind: how often, and the first distinct messages.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Samples {
-    pub count: u64,
-    /// The first distinct server messages, at most [`MAX_SAMPLES`].
-    pub bodies: Vec<String>,
-}
-
-impl Samples {
-    /// Counts one failure and keeps its message if it is new and there is room.
-    pub fn add(&mut self, body: Option<&str>) {
-        self.count += 1;
-        if let Some(b) = body {
-            self.keep(b);
-        }
-    }
-
-    /// Keeps `body` with every secret redacted: a server that echoes the API key must not put
-    /// it in the report, the store or the terminal (issue 17).
-    fn keep(&mut self, body: &str) {
-        if self.bodies.len() >= MAX_SAMPLES {
-            return;
-        }
-        let body = llmscope_core::safe::redact(body);
-        if !self.bodies.iter().any(|b| *b == body) {
-            self.bodies.push(body.into_owned());
-        }
-    }
-
-    pub fn merge(&mut self, other: &Samples) {
-        self.count += other.count;
-        for b in &other.bodies {
-            self.keep(b);
-        }
-    }
 }
 
 #[cfg(test)]

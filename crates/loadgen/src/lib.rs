@@ -6,7 +6,7 @@
 //! HTTP/1.1 pool ([`http`]), an SSE splitter ([`sse`]) feeding a pure response reader
 //! ([`response`]) — and every request ends as one [`RequestRecord`] on a channel to one
 //! aggregator ([`stats`]), which hands batches to an [`Observer`] (progress, records file) and
-//! returns a serialisable [`LoadReport`]. The client watches itself ([`client`]) and says when it
+//! returns a serialisable [`LoadReport`] ([`records_file`] writes the records as JSON lines). The client watches itself ([`client`]) and says when it
 //! limited the result; [`limits`] raises and checks its descriptor limit before a run.
 //!
 //! # Definitions
@@ -39,6 +39,7 @@ pub mod net;
 pub mod plan;
 pub mod prompts;
 pub mod record;
+pub mod records_file;
 pub mod report;
 pub mod response;
 pub mod rng;

@@ -18,6 +18,7 @@ use std::time::Duration;
 
 /// Inter-arrival distribution as named on the command line.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum ArrivalKind {
     Constant,
     #[default]

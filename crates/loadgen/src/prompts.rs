@@ -25,6 +25,7 @@ pub enum Prompt {
 
 /// Which OpenAI endpoint to load.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "snake_case")]
 pub enum Endpoint {
     /// `/v1/chat/completions`.

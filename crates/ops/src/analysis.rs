@@ -5,10 +5,11 @@
 //! stored series exactly as `run` did (the diagnosis is pure and deterministic).
 
 use crate::OpsError;
+use llmscope_core::client::ClientSummary;
 use llmscope_core::diagnose::build::{Resolution, signals_from_series};
-use llmscope_core::diagnose::failures::{FailureKind, RequestOutcome};
+use llmscope_core::diagnose::failures::RequestOutcome;
 use llmscope_core::diagnose::{Diagnosis, EngineFacts, Input, LoadFacts, Severity, diagnose};
-use llmscope_loadgen::{ErrorKind, LoadReport};
+use llmscope_loadgen::LoadReport;
 use llmscope_render::{Interruption, Report, html, json, markdown, terminal};
 use llmscope_store::{Finding, RunId, RunStatus, RunSummary, Store};
 use serde::{Deserialize, Serialize};
@@ -26,52 +27,16 @@ pub struct RunFacts {
     pub scrape_interval_s: Option<f64>,
     pub simulated: bool,
     pub context: Vec<String>,
-    /// The load generator's report, as `llmscope load --format json` prints it: the request
-    /// outcome, the concurrency kept and the contention are read from it (one source, so runs
-    /// stored before those were read get them too).
-    pub client: Option<serde_json::Value>,
+    /// The client side of the load, typed: the request outcome, the concurrency kept and the
+    /// contention are read from it (one source, so runs stored before those were read get them
+    /// too). Runs stored before it was typed kept the whole `llmscope load --format json`
+    /// report here; that JSON reads as a summary.
+    pub client: Option<ClientSummary>,
 }
 
-/// The request outcome of a load report: counts, and per error kind (most frequent first) its
-/// count and the server's first messages.
+/// The request outcome of a load report (see [`ClientSummary::request_outcome`]).
 pub fn request_outcome(r: &LoadReport) -> RequestOutcome {
-    let q = &r.total.requests;
-    // Requests the client cancelled when the run ended (their grace ran out) are its own
-    // decision, not the server failing them: they are not failures to judge the server by.
-    let cancelled = r
-        .total
-        .errors
-        .get(&ErrorKind::Cancelled)
-        .copied()
-        .unwrap_or(0);
-    let mut kinds: Vec<FailureKind> = r
-        .total
-        .errors
-        .iter()
-        .filter(|(kind, _)| **kind != ErrorKind::Cancelled)
-        .map(|(kind, count)| FailureKind {
-            kind: kind.to_string(),
-            status: match kind {
-                ErrorKind::Http(s) => Some(*s),
-                _ => None,
-            },
-            count: *count,
-            bodies: r
-                .total
-                .failures
-                .get(kind)
-                .map(|f| f.bodies.clone())
-                .unwrap_or_default(),
-        })
-        .collect();
-    kinds.sort_by_key(|k| std::cmp::Reverse(k.count));
-    RequestOutcome {
-        sent: q.sent,
-        ok: q.completed,
-        failed: q.failed.saturating_sub(cancelled),
-        kinds,
-        stopped_early: r.stopped_early.clone(),
-    }
+    r.summary().request_outcome()
 }
 
 const FACTS_CODE: &str = "run_facts";
@@ -114,12 +79,14 @@ pub fn analyse(store: &Store, run: RunId) -> Result<Analysed, OpsError> {
     let facts = match store
         .findings(run)?
         .into_iter()
-        .find(|f| f.code == FACTS_CODE)
+        .find(|f| f.rule == FACTS_CODE)
     {
-        Some(f) => serde_json::from_value(f.evidence).map_err(|e| OpsError::Facts {
-            run,
-            why: e.to_string(),
-        })?,
+        Some(f) => {
+            serde_json::from_value(f.detail.unwrap_or_default()).map_err(|e| OpsError::Facts {
+                run,
+                why: e.to_string(),
+            })?
+        }
         None => RunFacts::default(),
     };
     let (input, res) = signals_from_series(&series);
@@ -136,15 +103,7 @@ pub fn analyse_input(
     res: &Resolution,
     facts: RunFacts,
 ) -> Result<Analysed, OpsError> {
-    let report = match &facts.client {
-        Some(c) => Some(
-            serde_json::from_value::<LoadReport>(c.clone()).map_err(|e| OpsError::Facts {
-                run,
-                why: format!("the client report: {e}"),
-            })?,
-        ),
-        None => None,
-    };
+    let report = facts.client.as_ref();
     input.engine = EngineFacts {
         max_num_seqs: facts.max_num_seqs,
         max_num_batched_tokens: facts.max_num_batched_tokens,
@@ -156,11 +115,9 @@ pub fn analyse_input(
         window: facts.load_window,
         client_limited: facts.client_limited,
         client_note: facts.client_note.clone(),
-        achieved_concurrency: report.as_ref().and_then(achieved_concurrency),
-        contention: report
-            .as_ref()
-            .and_then(|r| r.total.client.contention.clone()),
-        requests: report.as_ref().map(request_outcome),
+        achieved_concurrency: report.and_then(ClientSummary::achieved_concurrency),
+        contention: report.and_then(|r| r.client.contention.clone()),
+        requests: report.map(ClientSummary::request_outcome),
     };
     input.scrape_interval_s = facts.scrape_interval_s;
     let diagnosis = diagnose(&input);
@@ -179,39 +136,18 @@ pub fn analyse_input(
     })
 }
 
-/// The closed-loop concurrency the client kept while sending.
-fn achieved_concurrency(report: &LoadReport) -> Option<f64> {
-    let load = &report.total.load;
-    (load.unit == "concurrency").then_some(load.achieved?)
-}
-
 /// Stores the facts and every finding of the diagnosis with the run.
 pub fn store_findings(store: &mut Store, a: &Analysed) -> Result<(), OpsError> {
-    let mut rows = vec![Finding {
-        severity: "info".to_owned(),
-        code: FACTS_CODE.to_owned(),
-        source: None,
-        message: "facts the diagnosis used (engine flags, load shape, client report)".to_owned(),
-        evidence: serde_json::to_value(&a.facts)?,
-    }];
-    rows.extend(a.diagnosis.findings.iter().map(|f| Finding {
-        severity: severity_name(f.severity).to_owned(),
-        code: f.id.to_owned(),
-        source: None,
-        message: f.message.clone(),
-        evidence: serde_json::to_value(&f.evidence).unwrap_or_default(),
-    }));
+    let mut facts = Finding::new(
+        FACTS_CODE.to_owned(),
+        Severity::Info,
+        "facts the diagnosis used (engine flags, load shape, client report)",
+    );
+    facts.detail = Some(serde_json::to_value(&a.facts)?);
+    let mut rows = vec![facts];
+    rows.extend(a.diagnosis.findings.iter().map(|f| f.to_stored()));
     store.add_findings(a.run, &rows)?;
     Ok(())
-}
-
-fn severity_name(s: Severity) -> &'static str {
-    match s {
-        Severity::Info => "info",
-        Severity::Warning => "warning",
-        Severity::Error => "error",
-        Severity::Critical => "critical",
-    }
 }
 
 /// The formats a report is written in.
@@ -260,6 +196,22 @@ impl Analysed {
         Ok(out.flush()?)
     }
 
+    /// Writes the self-contained HTML report under `title` to a file at `path`.
+    pub fn write_html_file(&self, title: &str, path: &std::path::Path) -> Result<(), OpsError> {
+        let shown = || path.display().to_string();
+        let file = std::fs::File::create(path).map_err(|source| OpsError::Create {
+            path: shown(),
+            source,
+        })?;
+        let mut out = std::io::BufWriter::new(file);
+        html::write(&self.report(title), &mut out)
+            .and_then(|()| out.flush())
+            .map_err(|source| OpsError::WriteFile {
+                path: shown(),
+                source,
+            })
+    }
+
     /// Writes the self-contained HTML report under `title`.
     pub fn write_html(&self, title: &str, mut out: &mut dyn Write) -> Result<(), OpsError> {
         html::write(&self.report(title), &mut out)?;
@@ -270,6 +222,7 @@ impl Analysed {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use llmscope_loadgen::ErrorKind;
 
     /// Requests the client cancelled when the run's grace ran out are not the server failing
     /// them: a deep queue drained at the end must not read as failing requests.
@@ -286,5 +239,27 @@ mod tests {
         assert_eq!(o.kinds.len(), 1);
         assert_eq!(o.kinds[0].kind, "http_400");
         assert!(!o.failing(), "1 failure in 101 is under the failing share");
+    }
+
+    /// Facts stored by the old code kept the whole load report as `client`; they read typed,
+    /// and a client report that cannot be read fails the facts, never defaults them.
+    #[test]
+    fn facts_of_old_runs_read_and_broken_ones_fail() {
+        let mut report = LoadReport::default();
+        report.total.requests.sent = 7;
+        report.total.tokens.prompt_mean = Some(30.0);
+        let old = serde_json::json!({
+            "max_num_seqs": 16, "max_num_batched_tokens": null, "concurrency": 32,
+            "load_window": [1.0, 2.0], "client_limited": false, "client_note": null,
+            "scrape_interval_s": 1.0, "simulated": true, "context": [],
+            "client": serde_json::to_value(&report).unwrap(),
+        });
+        let facts: RunFacts = serde_json::from_value(old.clone()).unwrap();
+        let client = facts.client.unwrap();
+        assert_eq!(client.requests.sent, 7);
+        assert_eq!(client.tokens.prompt_mean, Some(30.0));
+        let mut broken = old;
+        broken["client"]["requests"] = serde_json::json!("seven");
+        assert!(serde_json::from_value::<RunFacts>(broken).is_err());
     }
 }

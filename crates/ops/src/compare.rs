@@ -4,6 +4,7 @@
 
 use crate::OpsError;
 use crate::analysis::{Analysed, Format};
+use llmscope_core::client::ClientSummary;
 use std::io::Write;
 
 /// One compared quantity: (name, before, after).
@@ -11,13 +12,8 @@ type Row = (String, Option<f64>, Option<f64>);
 
 fn rows(a: &Analysed, b: &Analysed) -> Vec<Row> {
     let stat = |x: &Analysed, k: &str| x.diagnosis.window_stats.get(k).map(|s| s.mean_nonzero);
-    let client = |x: &Analysed, path: &[&str]| {
-        let mut v = x.facts.client.as_ref()?;
-        for p in path {
-            v = v.get(p)?;
-        }
-        v.as_f64()
-    };
+    type Pick = fn(&ClientSummary) -> Option<f64>;
+    let client = |x: &Analysed, pick: Pick| x.facts.client.as_ref().and_then(pick);
     let mut out: Vec<Row> = [
         "running",
         "waiting",
@@ -29,15 +25,16 @@ fn rows(a: &Analysed, b: &Analysed) -> Vec<Row> {
     .iter()
     .map(|k| (format!("{k} (steady mean≠0)"), stat(a, k), stat(b, k)))
     .collect();
-    for (name, path) in [
-        ("requests/s", &["throughput", "requests_per_s"][..]),
-        ("output tok/s", &["throughput", "output_tokens_per_s"]),
-        ("TTFT p50 ms", &["latency_ms", "ttft", "p50"]),
-        ("TTFT p99 ms", &["latency_ms", "ttft", "p99"]),
-        ("ITL p50 ms", &["latency_ms", "itl", "p50"]),
-        ("e2e p99 ms", &["latency_ms", "e2e", "p99"]),
-    ] {
-        out.push((name.to_owned(), client(a, path), client(b, path)));
+    let picks: [(&str, Pick); 6] = [
+        ("requests/s", |c| Some(c.throughput.requests_per_s)),
+        ("output tok/s", |c| Some(c.throughput.output_tokens_per_s)),
+        ("TTFT p50 ms", |c| c.latency_ms.ttft.p50),
+        ("TTFT p99 ms", |c| c.latency_ms.ttft.p99),
+        ("ITL p50 ms", |c| c.latency_ms.itl.p50),
+        ("e2e p99 ms", |c| c.latency_ms.e2e.p99),
+    ];
+    for (name, pick) in picks {
+        out.push((name.to_owned(), client(a, pick), client(b, pick)));
     }
     out
 }

@@ -12,9 +12,47 @@ use crate::OpsError;
 use llmscope_collect::http::FetchError;
 use llmscope_collect::prom::{PromClient, PromError};
 use llmscope_core::catalog::{self, MetricDef, Unit};
-use llmscope_core::cost::CostInput;
+use llmscope_core::cost::{self, CostInput, Price};
 use llmscope_core::diagnose::Concept;
 use llmscope_core::series::Series;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Prices per GPU-hour: `KEY=PRICE/h` items, then a YAML file of `key: price` lines.
+pub fn prices(items: &[String], file: Option<&Path>) -> Result<Vec<Price>, OpsError> {
+    let mut out: Vec<Price> = items
+        .iter()
+        .map(|p| cost::parse_price(p).map_err(OpsError::Invalid))
+        .collect::<Result<_, _>>()?;
+    if let Some(path) = file {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            OpsError::Invalid(format!("reading the prices file {}: {e}", path.display()))
+        })?;
+        let map: BTreeMap<String, f64> = serde_saphyr::from_str(&text).map_err(|e| {
+            OpsError::Invalid(format!(
+                "the prices file {} is not `key: price` YAML: {e}",
+                path.display()
+            ))
+        })?;
+        for (k, v) in map {
+            out.push(cost::parse_price(&format!("{k}={v}")).map_err(OpsError::Invalid)?);
+        }
+    }
+    Ok(out)
+}
+
+/// `QUEUE=TEAM` items (`--queue-team`) as a map.
+pub fn queue_teams(items: &[String]) -> Result<BTreeMap<String, String>, OpsError> {
+    items
+        .iter()
+        .map(|i| {
+            let (k, v) = i.split_once('=').ok_or_else(|| {
+                OpsError::Invalid(format!("invalid --queue-team `{i}`: write QUEUE=TEAM"))
+            })?;
+            Ok((k.trim().to_owned(), v.trim().to_owned()))
+        })
+        .collect()
+}
 
 /// Reads every input into `input` (its window and labels already set); returns the server's
 /// warnings. `url` names the server in errors (credentials redacted).

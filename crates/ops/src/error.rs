@@ -30,13 +30,41 @@ pub enum OpsError {
     /// A metrics page that cannot be read.
     #[error("fetching {url}: {why}")]
     Page { url: String, why: String },
+    /// What was asked cannot make a plan: what is wrong, naming the flag to change.
+    #[error("{0}")]
+    Invalid(String),
     /// The plan cannot work (a pre-flight check failed): what is wrong and what to do.
     #[error("{0}")]
     Refused(String),
+    #[error("TLS setup: {0}")]
+    Tls(#[from] llmscope_collect::http::TlsError),
+    /// An input file (a saved page, a dashboard, a rule file) that cannot be read.
+    #[error(transparent)]
+    File(#[from] llmscope_check::input::files::FileError),
+    #[error("starting the simulated stack: {0}")]
+    Sim(#[from] llmscope_sim::serve::SimError),
+    #[error(transparent)]
+    SimOptions(#[from] llmscope_sim::options::OptionsError),
+    #[error("preparing the load: {0}")]
+    Load(#[from] llmscope_loadgen::PlanError),
+    #[error(transparent)]
+    Limit(#[from] llmscope_loadgen::limits::LimitError),
+    #[error(transparent)]
+    Generate(#[from] llmscope_generate::GenerateError),
     #[error("cannot start an async runtime: {0}")]
     Runtime(std::io::Error),
     #[error("{0}")]
     Task(String),
+    #[error("creating {path}: {source}")]
+    Create {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("writing {path}: {source}")]
+    WriteFile {
+        path: String,
+        source: std::io::Error,
+    },
     #[error("writing the report: {0}")]
     Write(#[from] std::io::Error),
     #[error("encoding the report: {0}")]

@@ -6,6 +6,7 @@
 //!   arrives, so a day of a fleet is never held whole.
 //! - [`analysis`]: a stored run (its series and facts) → a diagnosis ready to render; findings
 //!   recorded with the run; the report written to any `impl Write`.
+//! - [`check`]: PromQL, dashboards and rule files linted against real inventories.
 //! - [`compare`]: two runs side by side.
 //! - [`cost`]: the inputs of `llmscope cost`, names taken from the catalog.
 //! - [`diagnose`]: `diagnose --prometheus` — a window streamed into the store as a run and into
@@ -16,10 +17,14 @@
 //! - [`inventory`]: what a Prometheus holds, for linting.
 //! - [`observe`]: record a window of sources into a run.
 //! - [`page`]: a metrics page and the engine version behind it.
+//! - [`runs`]: the store's runs as `llmscope runs` lists them.
+//! - [`stack`]: which stack `dashboard` and `rules` generate for.
+//! - [`targets`]: is collection working — targets up, every layer's values real.
 //!
 //! Libraries never print: progress and warnings come back as values.
 
 pub mod analysis;
+pub mod check;
 pub mod compare;
 pub mod cost;
 pub mod diagnose;
@@ -29,6 +34,9 @@ pub mod inventory;
 pub mod observe;
 pub mod page;
 pub mod run;
+pub mod runs;
+pub mod stack;
+pub mod targets;
 pub mod window;
 
 pub use error::OpsError;

@@ -33,6 +33,19 @@ pub struct WindowRead {
     pub warnings: Vec<String>,
 }
 
+/// `--from`/`--to` as users write them (`-30m`, `now`, RFC 3339, Unix seconds), read at `now`;
+/// the end must come after the start.
+pub fn parse_window(from: &str, to: &str, now: f64) -> Result<(f64, f64), OpsError> {
+    let time = |t: &str| {
+        llmscope_collect::time::parse_time(t, now).map_err(|e| OpsError::Invalid(e.to_string()))
+    };
+    let (from, to) = (time(from)?, time(to)?);
+    if to <= from {
+        return Err(OpsError::Invalid("--to must be after --from".to_owned()));
+    }
+    Ok((from, to))
+}
+
 /// The label matchers of a `--match` value, given as `namespace="llm"` or `{namespace="llm"}`.
 pub fn matcher_body(m: &str) -> &str {
     m.trim()

@@ -6,6 +6,7 @@
 //! values, messages) goes through [`esc`].
 
 use crate::{Report, client_rows, num, rel, t0};
+use llmscope_core::client::ClientSummary;
 use llmscope_core::diagnose::{Concept, DECISION_TABLE, Signal};
 use std::fmt::Write as _;
 use std::io::{self, Write};
@@ -121,8 +122,8 @@ fn evidence(r: &Report, s: &mut String) {
         let _ = write!(
             s,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            esc(ev.signal),
-            esc(ev.statistic),
+            esc(&ev.signal),
+            esc(&ev.statistic),
             num(ev.value),
             esc(&test),
             esc(&ev.source)
@@ -134,7 +135,7 @@ fn evidence(r: &Report, s: &mut String) {
             s,
             "<li><b>{:?}</b> <code>{}</code>: {}</li>",
             f.severity,
-            esc(f.id),
+            esc(f.rule),
             esc(&f.message)
         );
     }
@@ -206,7 +207,7 @@ fn stats_and_table(r: &Report, s: &mut String) {
     s.push_str("</table>");
 }
 
-fn client(c: &serde_json::Value, s: &mut String) {
+fn client(c: &ClientSummary, s: &mut String) {
     let rows = client_rows(c);
     s.push_str("<h2>Client side</h2><table><tr><th>ms</th><th>p50</th><th>p90</th><th>p95</th><th>p99</th><th>mean</th></tr>");
     for (name, qs) in &rows {

@@ -23,7 +23,7 @@ pub fn contract(r: &Report) -> Value {
         },
         "evidence": d.evidence,
         "recommendations": d.recommendations,
-        "findings": d.findings,
+        "findings": d.findings.iter().map(finding).collect::<Vec<_>>(),
         "timeline": {
             "phases": d.phases,
             "edges": d.edges,
@@ -38,6 +38,27 @@ pub fn contract(r: &Report) -> Value {
         "requests": r.input.load.requests,
         "client": r.client,
     })
+}
+
+/// A diagnosis finding as the contract has it: `id` (its rule), severity, message, bottleneck,
+/// confidence, evidence; then whatever else the finding says (`rule` too).
+fn finding(f: &llmscope_core::diagnose::Finding) -> serde_json::Value {
+    let mut v = json!({
+        "id": f.rule,
+        "severity": f.severity,
+        "message": f.message,
+        "bottleneck": f.bottleneck,
+        "confidence": f.confidence,
+        "evidence": f.evidence,
+    });
+    if let (Some(out), Ok(serde_json::Value::Object(rest))) =
+        (v.as_object_mut(), serde_json::to_value(f))
+    {
+        for (k, x) in rest {
+            out.entry(k).or_insert(x);
+        }
+    }
+    v
 }
 
 fn round(v: f64, digits: i32) -> f64 {

@@ -16,6 +16,7 @@ pub mod json;
 pub mod markdown;
 pub mod terminal;
 
+use llmscope_core::client::{ClientSummary, Summary};
 use llmscope_core::diagnose::{Diagnosis, Input};
 
 /// Everything a report shows about one run.
@@ -29,8 +30,8 @@ pub struct Report<'a> {
     pub context: Vec<String>,
     pub diagnosis: &'a Diagnosis,
     pub input: &'a Input,
-    /// The load generator's report (`llmscope load --format json`), if a load ran.
-    pub client: Option<&'a serde_json::Value>,
+    /// The client side of the load, if a load ran.
+    pub client: Option<&'a ClientSummary>,
     /// Set when the run was stopped before its end: every format says so before the verdict.
     pub interrupted: Option<Interruption>,
 }
@@ -128,17 +129,14 @@ pub(crate) fn num(v: f64) -> String {
     }
 }
 
-/// Client latency rows: (measure, p50, p90, p95, p99, mean) in ms, from a load report.
-pub(crate) fn client_rows(client: &serde_json::Value) -> Vec<(String, [Option<f64>; 5])> {
-    ["ttft", "itl", "tpot", "e2e"]
-        .iter()
-        .filter_map(|m| {
-            let s = client.get("latency_ms")?.get(m)?;
-            let q = |k: &str| s.get(k).and_then(serde_json::Value::as_f64);
-            Some((
-                m.to_uppercase(),
-                [q("p50"), q("p90"), q("p95"), q("p99"), q("mean")],
-            ))
-        })
-        .collect()
+/// Client latency rows: (measure, p50, p90, p95, p99, mean) in ms.
+pub(crate) fn client_rows(client: &ClientSummary) -> Vec<(String, [Option<f64>; 5])> {
+    let l = &client.latency_ms;
+    let row = |name: &str, s: &Summary| (name.to_owned(), [s.p50, s.p90, s.p95, s.p99, s.mean]);
+    vec![
+        row("TTFT", &l.ttft),
+        row("ITL", &l.itl),
+        row("TPOT", &l.tpot),
+        row("E2E", &l.e2e),
+    ]
 }

@@ -76,7 +76,13 @@ pub fn write(r: &Report, out: &mut impl Write) -> io::Result<()> {
     }
     writeln!(out, "\n## Findings\n")?;
     for f in &d.findings {
-        writeln!(out, "- **{:?}** `{}`: {}", f.severity, f.id, md(&f.message))?;
+        writeln!(
+            out,
+            "- **{:?}** `{}`: {}",
+            f.severity,
+            f.rule,
+            md(&f.message)
+        )?;
     }
     writeln!(
         out,

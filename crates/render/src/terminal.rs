@@ -2,6 +2,7 @@
 //! (context lines, findings, the server's words) goes through `safe::clean` (issue 17).
 
 use crate::{Report, client_rows, failures, num, rel, t0};
+use llmscope_core::client::ClientSummary;
 use llmscope_core::diagnose::DECISION_TABLE;
 use llmscope_core::safe::clean;
 use std::io::{self, Write};
@@ -75,7 +76,13 @@ pub fn write(r: &Report, out: &mut impl Write, color: bool) -> io::Result<()> {
     if !others.is_empty() {
         writeln!(out, "\n{b}Other findings{e}")?;
         for f in others {
-            writeln!(out, "  [{:?}] {}: {}", f.severity, f.id, clean(&f.message))?;
+            writeln!(
+                out,
+                "  [{:?}] {}: {}",
+                f.severity,
+                f.rule,
+                clean(&f.message)
+            )?;
         }
     }
     timeline(r, out, zero)?;
@@ -182,7 +189,7 @@ fn window_table(r: &Report, out: &mut impl Write) -> io::Result<()> {
     Ok(())
 }
 
-fn client(c: &serde_json::Value, out: &mut impl Write, b: &str, e: &str) -> io::Result<()> {
+fn client(c: &ClientSummary, out: &mut impl Write, b: &str, e: &str) -> io::Result<()> {
     writeln!(out, "\n{b}Client side{e} (ms)")?;
     writeln!(
         out,
@@ -197,32 +204,23 @@ fn client(c: &serde_json::Value, out: &mut impl Write, b: &str, e: &str) -> io::
             cells[0], cells[1], cells[2], cells[3], cells[4]
         )?;
     }
-    let g = |path: &[&str]| {
-        path.iter()
-            .try_fold(c, |v, k| v.get(k))
-            .and_then(serde_json::Value::as_f64)
-    };
-    if let (Some(rps), Some(tps)) = (
-        g(&["throughput", "requests_per_s"]),
-        g(&["throughput", "output_tokens_per_s"]),
-    ) {
-        writeln!(out, "  {rps:.2} req/s, {tps:.1} output tok/s")?;
-    }
-    if let Some(p) = g(&["tokens", "prompt_mean"]) {
+    let t = &c.throughput;
+    writeln!(
+        out,
+        "  {:.2} req/s, {:.1} output tok/s",
+        t.requests_per_s, t.output_tokens_per_s
+    )?;
+    if let Some(p) = c.tokens.prompt_mean {
         writeln!(
             out,
             "  prompt {p:.1} tokens per request (server's usage.prompt_tokens)"
         )?;
     }
-    if let (Some(sent), Some(done), Some(failed)) = (
-        g(&["requests", "sent"]),
-        g(&["requests", "completed"]),
-        g(&["requests", "failed"]),
-    ) {
-        writeln!(
-            out,
-            "  requests: {sent} sent, {done} completed, {failed} failed"
-        )?;
-    }
+    let q = &c.requests;
+    writeln!(
+        out,
+        "  requests: {} sent, {} completed, {} failed",
+        q.sent, q.completed, q.failed
+    )?;
     Ok(())
 }

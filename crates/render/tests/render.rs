@@ -43,7 +43,7 @@ fn input() -> Input {
 fn report<'a>(
     d: &'a llmscope_core::diagnose::Diagnosis,
     i: &'a Input,
-    client: Option<&'a serde_json::Value>,
+    client: Option<&'a llmscope_core::client::ClientSummary>,
 ) -> Report<'a> {
     Report {
         title: "llmscope run <b>".to_owned(),
@@ -81,8 +81,14 @@ fn json_has_the_contract_fields() {
 fn terminal_and_markdown_lead_with_the_verdict() {
     let i = input();
     let d = diagnose(&i);
-    let client = serde_json::json!({"latency_ms": {"ttft": {"p50": 4000.0, "p90": 4100.0, "p95": 4200.0, "p99": 4300.0, "mean": 4010.0}},
-        "throughput": {"requests_per_s": 3.9, "output_tokens_per_s": 198.0}, "requests": {"sent": 10, "completed": 10, "failed": 0}});
+    let mut client = llmscope_core::client::ClientSummary::default();
+    let ttft = &mut client.latency_ms.ttft;
+    (ttft.p50, ttft.p90, ttft.p95, ttft.p99) =
+        (Some(4000.0), Some(4100.0), Some(4200.0), Some(4300.0));
+    ttft.mean = Some(4010.0);
+    client.throughput.requests_per_s = 3.9;
+    client.throughput.output_tokens_per_s = 198.0;
+    (client.requests.sent, client.requests.completed) = (10, 10);
     let mut out = Vec::new();
     terminal::write(&report(&d, &i, Some(&client)), &mut out, false).unwrap();
     let text = String::from_utf8(out).unwrap();

@@ -10,23 +10,99 @@
 use crate::rng::Rng;
 use std::time::Duration;
 
-/// Configured fault rates.
+/// Configured fault rates (with the `clap` feature, the `--fault-*` flags of the commands that
+/// start the simulator).
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct Faults {
+    /// Share of requests answered with HTTP 500.
+    #[cfg_attr(
+        feature = "clap",
+        arg(
+            long = "fault-500",
+            default_value_t = 0.0,
+            help_heading = "Fault injection"
+        )
+    )]
     pub http_500: f64,
+    /// Share of requests answered with HTTP 429.
+    #[cfg_attr(
+        feature = "clap",
+        arg(
+            long = "fault-429",
+            default_value_t = 0.0,
+            help_heading = "Fault injection"
+        )
+    )]
     pub http_429: f64,
-    /// Requests rejected with HTTP 400 and a vLLM `BadRequestError` body.
+    /// Share of requests rejected with HTTP 400 and a vLLM-shaped error body.
+    #[cfg_attr(
+        feature = "clap",
+        arg(
+            long = "fault-400",
+            default_value_t = 0.0,
+            help_heading = "Fault injection"
+        )
+    )]
     pub http_400: f64,
+    /// Share of streams whose connection is closed mid-stream.
+    #[cfg_attr(
+        feature = "clap",
+        arg(
+            long = "fault-disconnect",
+            default_value_t = 0.0,
+            help_heading = "Fault injection"
+        )
+    )]
     pub disconnect: f64,
+    /// Share of streams that stop sending for --fault-stall-for.
+    #[cfg_attr(
+        feature = "clap",
+        arg(
+            long = "fault-stall",
+            default_value_t = 0.0,
+            help_heading = "Fault injection"
+        )
+    )]
     pub stall: f64,
+    /// How long a stalled stream sends nothing.
+    #[cfg_attr(feature = "clap", arg(long = "fault-stall-for", default_value = "30s", value_parser = llmscope_core::duration::parse_duration, help_heading = "Fault injection"))]
     pub stall_for: Duration,
+    /// Share of streams with one malformed (invalid JSON) SSE event.
+    #[cfg_attr(
+        feature = "clap",
+        arg(
+            long = "fault-malformed",
+            default_value_t = 0.0,
+            help_heading = "Fault injection"
+        )
+    )]
     pub malformed: f64,
+    /// Share of scrapes of either /metrics answered 503.
+    #[cfg_attr(
+        feature = "clap",
+        arg(
+            long = "fault-metrics-down",
+            default_value_t = 0.0,
+            help_heading = "Fault injection"
+        )
+    )]
     pub metrics_down: f64,
+    /// Share of scrapes of either /metrics answered with garbage.
+    #[cfg_attr(
+        feature = "clap",
+        arg(
+            long = "fault-metrics-garbage",
+            default_value_t = 0.0,
+            help_heading = "Fault injection"
+        )
+    )]
     pub metrics_garbage: f64,
     /// The engine hangs this long after start: it takes no more steps, while `/health` and
     /// `/metrics` keep answering — the gauges freeze where they were (arrivals still queue as
     /// waiting) and the progress counters stand still, as on a real vLLM whose worker is stuck
     /// (`crates/core/tests/fixtures/real-stalls`).
+    #[cfg_attr(feature = "clap", arg(long = "fault-hang-after", value_parser = llmscope_core::duration::parse_duration, help_heading = "Fault injection"))]
     pub hang_after: Option<Duration>,
 }
 

@@ -3,6 +3,7 @@
 //! - The **engine model** (pure, no I/O): [`preset`] (GPU, model, engine settings, model
 //!   constants), [`engine`] (vLLM V1-like step loop), [`kv`] (block pool with prefix caching),
 //!   [`timeline`] (GPU busy intervals), [`stats`] (what `/metrics` reports), [`rng`], [`tokenizer`].
+//! - [`options`]: a preset by name plus overrides, checked — what `sim` and `run` are told.
 //! - [`cluster`]: Kueue and kube-state-metrics pages for a set of teams (cost attribution).
 //! - [`offline`]: drives the engine in simulated time (no sleeping) — calibration tests and,
 //!   later, `whatif`.
@@ -18,6 +19,7 @@ pub mod kv;
 pub mod metrics;
 pub mod offline;
 pub mod openai;
+pub mod options;
 pub mod preset;
 pub mod rng;
 pub mod serve;

@@ -66,6 +66,15 @@ impl SimConfig {
             cluster_port: 0,
         }
     }
+
+    /// One line on what will run: `preset … (model on GPU), --max-num-seqs N, metrics dialect D`.
+    pub fn summary(&self) -> String {
+        let p = &self.preset;
+        format!(
+            "preset {} ({} on {}), --max-num-seqs {}, metrics dialect {}",
+            p.name, p.model.id, p.gpu.model_name, p.engine.max_num_seqs, self.dialect
+        )
+    }
 }
 
 /// Why the simulator could not start.
@@ -111,6 +120,28 @@ impl SimHandle {
     /// The engine's `num_gpu_blocks`, `fb_used` etc.
     pub fn memory(&self) -> crate::engine::MemoryPlan {
         lock(&self.shared.engine).memory
+    }
+
+    /// `KV cache N blocks (T tokens), FB used M MiB`.
+    pub fn memory_summary(&self) -> String {
+        let mem = self.memory();
+        format!(
+            "KV cache {} blocks ({} tokens), FB used {} MiB",
+            mem.num_gpu_blocks,
+            mem.kv_tokens,
+            mem.fb_used_mib.floor()
+        )
+    }
+
+    /// Every page it serves, one `NAME URL` line each (`vllm …`, `dcgm …`, `kueue …`, `ksm …`).
+    pub fn write_endpoints(&self, out: &mut impl std::io::Write) -> std::io::Result<()> {
+        writeln!(out, "vllm {}", self.vllm_url())?;
+        writeln!(out, "dcgm {}", self.dcgm_url())?;
+        if let Some(addr) = self.cluster_addr {
+            writeln!(out, "kueue http://{addr}/kueue/metrics")?;
+            writeln!(out, "ksm http://{addr}/ksm/metrics")?;
+        }
+        out.flush()
     }
 
     /// Stops the servers and the engine thread.

@@ -134,17 +134,9 @@ pub struct SourceSpec {
     pub url: String,
 }
 
-/// A finding to keep with a run (a failed source, later the diagnosis' verdicts).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Finding {
-    /// `info`, `warning`, `error`, `critical`.
-    pub severity: String,
-    /// Stable machine-readable code, e.g. `source_failed`.
-    pub code: String,
-    pub source: Option<String>,
-    pub message: String,
-    pub evidence: serde_json::Value,
-}
+/// A finding kept with a run (a failed source, the diagnosis' findings): the one finding type,
+/// its rule as text.
+pub type Finding = llmscope_core::finding::Finding<String>;
 
 /// One load-generator request, as stored: key columns plus the whole record as JSON.
 #[derive(Debug, Clone, PartialEq)]

@@ -208,27 +208,19 @@ impl Store {
     /// The findings of a run, in the order they were added.
     pub fn findings(&self, run: RunId) -> Result<Vec<Finding>, StoreError> {
         let mut stmt = self.conn.prepare(
-            "SELECT severity, code, source, message, evidence FROM findings
+            "SELECT severity, code, source, message, evidence, finding FROM findings
              WHERE run_id = ?1 ORDER BY id",
         )?;
         let rows = stmt.query_map([run], |r| {
-            Ok((
-                r.get(0)?,
-                r.get(1)?,
-                r.get(2)?,
-                r.get(3)?,
-                r.get::<_, String>(4)?,
-            ))
+            let whole: Option<String> = r.get(5)?;
+            let columns = (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?);
+            Ok((whole, columns))
         })?;
         let mut out = Vec::new();
         for row in rows {
-            let (severity, code, source, message, evidence) = row?;
-            out.push(Finding {
-                severity,
-                code,
-                source,
-                message,
-                evidence: serde_json::from_str(&evidence)?,
+            out.push(match row? {
+                (Some(whole), _) => serde_json::from_str(&whole)?,
+                (None, columns) => legacy_finding(columns)?,
             });
         }
         Ok(out)
@@ -279,4 +271,60 @@ fn run_summary(r: &Row<'_>) -> rusqlite::Result<Result<RunSummary, StoreError>> 
 /// A `count(*)` column (SQLite integers are i64).
 fn count(r: &Row<'_>, i: usize) -> rusqlite::Result<u64> {
     r.get::<_, i64>(i).map(|n| n.max(0) as u64)
+}
+
+/// A finding stored before v4, from its columns: `evidence` held the measurements (a JSON
+/// array) or, for the other producers, their facts (kept as the detail).
+fn legacy_finding(
+    (severity, code, source, message, evidence): (String, String, Option<String>, String, String),
+) -> Result<Finding, StoreError> {
+    let severity = severity.parse().map_err(|why: String| {
+        StoreError::Json(serde::de::Error::custom(format!("finding severity: {why}")))
+    })?;
+    let evidence: serde_json::Value = serde_json::from_str(&evidence)?;
+    let mut f = Finding::new(code, severity, message);
+    f.source = source;
+    match serde_json::from_value(evidence.clone()) {
+        Ok(measured) if evidence.is_array() => f.evidence = measured,
+        _ => f.detail = Some(evidence),
+    }
+    Ok(f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use llmscope_core::severity::Severity;
+
+    /// Rows written before v4 had no `finding` column: a diagnosis finding kept its evidence as
+    /// an array, a failed source and the run's facts kept an object.
+    #[test]
+    fn findings_stored_before_v4_read_from_their_columns() {
+        let row = |code: &str, evidence: &str| {
+            let columns = (
+                "warning".to_owned(),
+                code.to_owned(),
+                None,
+                "m".to_owned(),
+                evidence.to_owned(),
+            );
+            legacy_finding(columns).unwrap()
+        };
+        let diagnosis = row(
+            "batch_limit",
+            r#"[{"signal":"running","source":"vllm:num_requests_running","window":[1.0,2.0],
+                "statistic":"max","value":16.0,"test":"==","threshold":16.0}]"#,
+        );
+        assert_eq!(diagnosis.severity, Severity::Warning);
+        assert_eq!(diagnosis.evidence[0].signal, "running");
+        assert!(diagnosis.detail.is_none());
+        let facts = row("run_facts", r#"{"max_num_seqs":16}"#);
+        assert!(facts.evidence.is_empty());
+        assert_eq!(facts.detail.unwrap()["max_num_seqs"], 16);
+        let columns = ("loud".into(), "x".into(), None, "m".into(), "{}".into());
+        assert!(
+            legacy_finding(columns).is_err(),
+            "an unknown severity is an error"
+        );
+    }
 }

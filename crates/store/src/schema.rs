@@ -21,6 +21,10 @@
 //! `heartbeat_at` (Unix seconds of the writer's last commit); `planned_s` / `done_s` (seconds of
 //! the timed part — the load of `run`, the live window of `observe` — planned and done);
 //! `interrupted_at`. Runs stored before v3 have none of them (NULL): unknown, not 0.
+//!
+//! v4 adds to `findings` the whole finding as JSON (`finding`, `llmscope_core::finding::Finding`);
+//! the other columns stay filled for readers of the columns. Findings stored before v4 (NULL)
+//! are read back from the columns.
 
 use crate::StoreError;
 use crate::block;
@@ -34,7 +38,12 @@ pub enum Migration {
 }
 
 /// Migration `i` goes from schema version `i` to `i + 1`.
-pub const MIGRATIONS: &[Migration] = &[Migration::Sql(V1), Migration::Code(v2), Migration::Sql(V3)];
+pub const MIGRATIONS: &[Migration] = &[
+    Migration::Sql(V1),
+    Migration::Code(v2),
+    Migration::Sql(V3),
+    Migration::Sql(V4),
+];
 
 /// The schema version this build writes.
 pub const CURRENT_VERSION: u32 = MIGRATIONS.len() as u32;
@@ -119,6 +128,11 @@ ALTER TABLE runs ADD COLUMN heartbeat_at REAL;
 ALTER TABLE runs ADD COLUMN planned_s REAL;
 ALTER TABLE runs ADD COLUMN done_s REAL;
 ALTER TABLE runs ADD COLUMN interrupted_at REAL;
+";
+
+/// v3 → v4: every finding kept whole (issue 14: one finding type, stored as is).
+pub(crate) const V4: &str = "
+ALTER TABLE findings ADD COLUMN finding TEXT;
 ";
 
 /// The store's schema version.

@@ -263,16 +263,23 @@ impl Store {
     pub fn add_findings(&mut self, run: RunId, findings: &[Finding]) -> Result<(), StoreError> {
         let tx = self.conn.transaction()?;
         for f in findings {
+            // The columns a reader of v3 knows: evidence holds the measurements, else the detail.
+            let evidence = match (&f.evidence[..], &f.detail) {
+                ([], Some(detail)) => detail.clone(),
+                ([], None) => serde_json::json!({}),
+                (evidence, _) => serde_json::to_value(evidence)?,
+            };
             tx.execute(
-                "INSERT INTO findings (run_id, severity, code, source, message, evidence)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                "INSERT INTO findings (run_id, severity, code, source, message, evidence, finding)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
                 params![
                     run,
-                    f.severity,
-                    f.code,
+                    f.severity.name(),
+                    f.rule,
                     f.source,
                     redact(&f.message),
-                    redact(&f.evidence.to_string())
+                    redact(&evidence.to_string()),
+                    redact(&serde_json::to_string(f)?),
                 ],
             )?;
         }

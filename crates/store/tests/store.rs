@@ -3,6 +3,7 @@
 #![allow(clippy::print_stdout)]
 
 use llmscope_core::series::{Batch, FailureKind, Labels, Point, ScrapeHealth, SeriesKey};
+use llmscope_core::severity::Severity;
 use llmscope_store::{Finding, NewRun, RequestRow, RunStatus, SourceSpec, Store, writer};
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
@@ -227,13 +228,13 @@ fn runs_list_findings_requests_and_status() {
     store.add_source(run, &source("vllm")).unwrap();
     store.add_source(run, &source("dcgm")).unwrap();
     store.write(run, &scrape_batches()).unwrap();
-    let finding = Finding {
-        severity: "error".into(),
-        code: "source_failed".into(),
-        source: Some("dcgm".into()),
-        message: "dcgm: connection refused".into(),
-        evidence: serde_json::json!({"failed_scrapes": 4}),
-    };
+    let mut finding = Finding::new(
+        "source_failed".to_owned(),
+        Severity::Error,
+        "dcgm: connection refused",
+    );
+    finding.source = Some("dcgm".into());
+    finding.detail = Some(serde_json::json!({"failed_scrapes": 4}));
     store
         .add_findings(run, std::slice::from_ref(&finding))
         .unwrap();
@@ -480,13 +481,9 @@ fn secrets_in_outside_text_are_redacted_before_they_are_stored() {
     src.url = "http://127.0.0.1:9090/?access_token=tok-in-url-1".into();
     store.add_source(run, &src).unwrap();
     let body = "401: bad token Bearer SECRET-store-test-42 for org";
-    let finding = Finding {
-        severity: "error".into(),
-        code: "source_failed".into(),
-        source: Some("prometheus".into()),
-        message: body.into(),
-        evidence: serde_json::json!({"body": body}),
-    };
+    let mut finding = Finding::new("source_failed".to_owned(), Severity::Error, body);
+    finding.source = Some("prometheus".into());
+    finding.detail = Some(serde_json::json!({"body": body}));
     store.add_findings(run, &[finding]).unwrap();
     let mut b = Batch::new("prometheus");
     let mut h = health(1.0, false);
@@ -495,7 +492,8 @@ fn secrets_in_outside_text_are_redacted_before_they_are_stored() {
     store.write(run, &[b]).unwrap();
     let stored = &store.findings(run).unwrap()[0];
     assert_eq!(stored.message, "401: bad token Bearer *** for org");
-    assert_eq!(stored.evidence["body"], "401: bad token Bearer *** for org");
+    let detail = stored.detail.as_ref().unwrap();
+    assert_eq!(detail["body"], "401: bad token Bearer *** for org");
     let dump: Vec<String> = store
         .health(run, "prometheus")
         .unwrap()

@@ -71,7 +71,28 @@ impl PromConfig {
             body_limit: 256 << 20,
         }
     }
+
+    /// Adds a header written `Name: value` (as `--header` takes it); its value is sensitive
+    /// (never logged).
+    pub fn add_header(&mut self, line: &str) -> Result<(), HeaderError> {
+        let bad = |why: &str| HeaderError(format!("invalid --header {why}"));
+        let (name, value) = line
+            .split_once(':')
+            .ok_or_else(|| bad(&format!("`{line}`: write `Name: value`")))?;
+        let name = HeaderName::from_bytes(name.trim().as_bytes())
+            .map_err(|e| bad(&format!("name `{}`: {e}", name.trim())))?;
+        let mut value = HeaderValue::from_str(value.trim())
+            .map_err(|e| bad(&format!("value for `{name}`: {e}")))?;
+        value.set_sensitive(true);
+        self.headers.push((name, value));
+        Ok(())
+    }
 }
+
+/// A `--header` that is not `Name: value` with a valid name and value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct HeaderError(String);
 
 /// A Prometheus-compatible API.
 #[derive(Debug, Clone)]

@@ -9,7 +9,7 @@
 
 use super::signal::{Concept, Input};
 use super::window::{Phases, WindowStats};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// GPU busy fraction at or above which the GPU counts as "high" in the decision table.
@@ -36,7 +36,7 @@ pub const NEAR_CEILING: f64 = 0.85;
 pub use crate::severity::Severity;
 
 /// The primary bottleneck of a run (the contract's `verdict.bottleneck`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Bottleneck {
     /// A real share of the requests failed (issue 12): the verdict before any other.
@@ -70,28 +70,10 @@ impl Bottleneck {
 }
 
 /// One measured fact behind a finding.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Evidence {
-    pub signal: &'static str,
-    pub source: String,
-    pub window: Option<(f64, f64)>,
-    pub statistic: &'static str,
-    pub value: f64,
-    /// `">="`, `"<"`, `"=="`, or `""` when the value is context rather than a test.
-    pub test: &'static str,
-    pub threshold: Option<f64>,
-}
+pub use crate::finding::Evidence;
 
-/// What a detector saw.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Finding {
-    pub id: &'static str,
-    pub severity: Severity,
-    pub message: String,
-    pub bottleneck: Option<Bottleneck>,
-    pub confidence: f64,
-    pub evidence: Vec<Evidence>,
-}
+/// What a detector saw: the one finding, its rule a detector's static id.
+pub type Finding = crate::finding::Finding<&'static str>;
 
 /// What detectors read: the input, its phases and steady-window statistics.
 #[derive(Debug, Clone)]
@@ -245,7 +227,7 @@ impl Context<'_> {
         threshold: Option<f64>,
     ) -> Evidence {
         Evidence {
-            signal: c.name(),
+            signal: c.name().into(),
             source: self
                 .input
                 .signals
@@ -253,9 +235,9 @@ impl Context<'_> {
                 .map(|s| s.source.clone())
                 .unwrap_or_default(),
             window: self.phases.steady,
-            statistic,
+            statistic: statistic.into(),
             value,
-            test,
+            test: test.into(),
             threshold,
         }
     }
@@ -280,12 +262,10 @@ fn finding(
     evidence: Vec<Evidence>,
 ) -> Finding {
     Finding {
-        id,
-        severity,
-        message,
         bottleneck,
-        confidence: confidence.clamp(0.0, 0.99),
+        confidence: Some(confidence.clamp(0.0, 0.99)),
         evidence,
+        ..Finding::new(id, severity, message)
     }
 }
 
@@ -957,10 +937,10 @@ mod tests {
             let cx = context(&input);
             for d in detectors() {
                 if let Some(f) = d.detect(&cx) {
-                    assert_eq!(f.id, d.id());
-                    assert!((0.0..1.0).contains(&f.confidence));
-                    if f.bottleneck.is_some() && f.id != "client" {
-                        assert!(!f.evidence.is_empty(), "{} fired without evidence", f.id);
+                    assert_eq!(f.rule, d.id());
+                    assert!((0.0..1.0).contains(&f.confidence.unwrap_or(-1.0)));
+                    if f.bottleneck.is_some() && f.rule != "client" {
+                        assert!(!f.evidence.is_empty(), "{} fired without evidence", f.rule);
                     }
                 }
             }
@@ -997,7 +977,7 @@ mod tests {
         assert_eq!(input.engines, 3);
         let d = diagnose(&input);
         assert_eq!(d.verdict.bottleneck, Bottleneck::BatchLimit, "{d:#?}");
-        let primary = d.findings.iter().find(|f| f.id == "batch_limit").unwrap();
+        let primary = d.findings.iter().find(|f| f.rule == "batch_limit").unwrap();
         assert!(
             primary.message.contains("× 3 replicas"),
             "{}",
@@ -1033,7 +1013,7 @@ mod tests {
     }
 
     fn ids(d: &crate::diagnose::Diagnosis) -> Vec<&'static str> {
-        d.findings.iter().map(|f| f.id).collect()
+        d.findings.iter().map(|f| f.rule).collect()
     }
 
     /// A client that fell short while the server queued is a warning; the server's limit stands.
@@ -1049,7 +1029,7 @@ mod tests {
             "{:?}",
             ids(&d)
         );
-        let client = d.findings.iter().find(|f| f.id == "client").unwrap();
+        let client = d.findings.iter().find(|f| f.rule == "client").unwrap();
         assert_eq!(client.severity, Severity::Warning);
         assert!(client.bottleneck.is_none() && client.message.contains("reached regardless"));
     }
@@ -1099,7 +1079,7 @@ mod tests {
         let front = d
             .findings
             .iter()
-            .find(|f| f.id == "front_end_queue")
+            .find(|f| f.rule == "front_end_queue")
             .unwrap();
         assert!(
             front.message.starts_with("15.5 of the 31.5"),
@@ -1118,7 +1098,7 @@ mod tests {
         assert!(
             d.findings
                 .iter()
-                .any(|f| f.id == "missing-signal" && f.message.contains("kv_usage"))
+                .any(|f| f.rule == "missing-signal" && f.message.contains("kv_usage"))
         );
     }
 }

@@ -82,12 +82,10 @@ impl Detector for FailingRequests {
             Severity::Error
         };
         Some(Finding {
-            id: self.id(),
-            severity,
-            message: message(o, share),
             bottleneck: Some(Bottleneck::FailingRequests),
-            confidence: 0.95,
+            confidence: Some(0.95),
             evidence: evidence(cx, o, share),
+            ..Finding::new(self.id(), severity, message(o, share))
         })
     }
 }
@@ -128,13 +126,13 @@ fn message(o: &RequestOutcome, share: f64) -> String {
 }
 
 fn evidence(cx: &Context, o: &RequestOutcome, share: f64) -> Vec<Evidence> {
-    let ev = |statistic, value, test, threshold| Evidence {
-        signal: "requests",
+    let ev = |statistic: &'static str, value, test: &'static str, threshold| Evidence {
+        signal: "requests".into(),
         source: "load generator".to_owned(),
         window: cx.input.load.window,
-        statistic,
+        statistic: statistic.into(),
         value,
-        test,
+        test: test.into(),
         threshold,
     };
     vec![
@@ -150,7 +148,7 @@ pub fn demote(findings: &mut [Finding], outcome: Option<&RequestOutcome>) {
         return;
     };
     let share = o.failed_share().unwrap_or(1.0) * 100.0;
-    for f in findings.iter_mut().filter(|f| f.id != "failing_requests") {
+    for f in findings.iter_mut().filter(|f| f.rule != "failing_requests") {
         if f.bottleneck.take().is_some() {
             f.message.push_str(&format!(
                 " (not a verdict: {share:.0}% of requests failed, so the window did not carry the intended load)"
@@ -296,7 +294,7 @@ mod tests {
             "{s}"
         );
         assert_eq!(d.findings[0].severity, Severity::Critical);
-        let batch = d.findings.iter().find(|f| f.id == "batch_limit").unwrap();
+        let batch = d.findings.iter().find(|f| f.rule == "batch_limit").unwrap();
         assert!(batch.bottleneck.is_none() && batch.message.contains("not a verdict"));
         assert!(
             d.recommendations[0].action.contains("max_model_len"),
@@ -316,7 +314,7 @@ mod tests {
         assert_eq!(d.verdict.bottleneck, Bottleneck::FailingRequests);
         assert_eq!(d.findings[0].severity, Severity::Error);
         // Under the massive share the batch limit stays a (secondary) bottleneck finding.
-        let batch = d.findings.iter().find(|f| f.id == "batch_limit").unwrap();
+        let batch = d.findings.iter().find(|f| f.rule == "batch_limit").unwrap();
         assert_eq!(batch.bottleneck, Some(Bottleneck::BatchLimit));
         input.load.requests = Some(RequestOutcome::default());
         assert_eq!(diagnose(&input).verdict.bottleneck, Bottleneck::BatchLimit);

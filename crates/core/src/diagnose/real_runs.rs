@@ -119,7 +119,7 @@ fn real_runs_get_the_verdict_a_person_expects() {
             .map(|r| format!("{} — {}", r.action, r.reason))
             .unwrap_or_default();
         let advice_ok = case.advice.iter().all(|a| first.contains(a.as_str()));
-        let ids: Vec<&str> = d.findings.iter().map(|f| f.id).collect();
+        let ids: Vec<&str> = d.findings.iter().map(|f| f.rule).collect();
         let findings_ok = case.findings.iter().all(|id| ids.contains(&id.as_str()));
         if got != case.expect
             || !advice_ok

@@ -76,7 +76,7 @@ pub fn choose(findings: &[Finding]) -> Verdict {
             let b = f.bottleneck.unwrap_or(Bottleneck::None);
             Verdict {
                 bottleneck: b,
-                confidence: f.confidence,
+                confidence: f.confidence.unwrap_or(0.0),
                 row: row_of(b),
                 summary: f.message.clone(),
             }
@@ -134,7 +134,7 @@ pub fn recommend(cx: &Context, verdict: &Verdict, findings: &[Finding]) -> Vec<R
         Bottleneck::LoadNotReached => load_not_reached(cx),
         Bottleneck::Host | Bottleneck::None => Vec::new(),
     };
-    if findings.iter().any(|f| f.id == "host") {
+    if findings.iter().any(|f| f.rule == "host") {
         out.push(rec(
             "Find the host-side cost per step: vCPUs for the API server and engine, --enforce-eager (no CUDA graphs), a V0 engine, structured output; try --async-scheduling",
             "the GPU idles between steps while requests run; removing the CPU stall multiplies throughput before any GPU change",

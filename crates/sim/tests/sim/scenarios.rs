@@ -75,7 +75,7 @@ fn run_case(path: &std::path::Path) -> Result<(), String> {
         "verdict {got} ({:.2}): {}\nfindings: {:?}\nstats: {:?}",
         d.verdict.confidence,
         d.verdict.summary,
-        d.findings.iter().map(|f| f.id).collect::<Vec<_>>(),
+        d.findings.iter().map(|f| f.rule).collect::<Vec<_>>(),
         d.window_stats
             .iter()
             .map(|(k, s)| format!("{k}={:.3}/{:.3}", s.mean_nonzero, s.max))
@@ -108,7 +108,7 @@ fn run_case(path: &std::path::Path) -> Result<(), String> {
         .flatten()
         .filter_map(Value::as_str)
     {
-        if !d.findings.iter().any(|f| f.id == id) {
+        if !d.findings.iter().any(|f| f.rule == id) {
             return Err(format!("secondary finding {id} missing\n{summary}"));
         }
     }

@@ -5,6 +5,13 @@
 //! thread, runs every source concurrently with their batches going to the writer, then records
 //! problems as findings and finishes the run; the [`Outcome`] is computed back from the database.
 //! A failing source never stops the others; Ctrl-C stops them all and the run is `interrupted`.
+//! [`ObserveRequest::plan`] validates what was asked into the plan; the outcome writes itself
+//! as text or JSON.
+
+mod request;
+mod summary;
+
+pub use request::ObserveRequest;
 
 use crate::OpsError;
 use llmscope_collect::prom::{PromClient, PromConfig, PromSource};
@@ -12,6 +19,7 @@ use llmscope_collect::scrape::{ScrapeConfig, ScrapeSource, ScrapeTarget};
 use llmscope_collect::time::unix_now;
 use llmscope_collect::{HttpClient, Sink, Source, SourceReport, Stop, Window};
 use llmscope_core::series::Batch;
+use llmscope_core::severity::Severity;
 use llmscope_store::{Finding, NewRun, RunId, RunStatus, SourceSpec, SourceStats, Store, writer};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -237,7 +245,7 @@ fn finish(
                 stopped |= r.stopped;
             }
             Err(e) => findings.push(finding(
-                "error",
+                Severity::Error,
                 "source_failed",
                 name,
                 e.to_string(),
@@ -272,7 +280,7 @@ fn status(stopped: bool, stats: &[SourceStats], findings: &[Finding], n: usize) 
         RunStatus::Interrupted
     } else if stats.iter().all(|s| s.samples == 0) || stats.len() < n {
         RunStatus::Failed
-    } else if findings.iter().any(|f| f.severity != "info") {
+    } else if findings.iter().any(|f| f.severity != Severity::Info) {
         RunStatus::Partial
     } else {
         RunStatus::Completed
@@ -286,7 +294,11 @@ fn report_findings(r: &SourceReport) -> Vec<Finding> {
         .iter()
         .map(|p| {
             let all_failed = r.attempts > 0 && r.failures == r.attempts;
-            let severity = if all_failed { "error" } else { "warning" };
+            let severity = if all_failed {
+                Severity::Error
+            } else {
+                Severity::Warning
+            };
             let what = if r.kind == "scrape" {
                 "scrapes"
             } else {
@@ -316,7 +328,7 @@ fn report_findings(r: &SourceReport) -> Vec<Finding> {
         .collect();
     for w in &r.warnings {
         out.push(finding(
-            "warning",
+            Severity::Warning,
             "api_warning",
             &r.name,
             w.clone(),
@@ -327,17 +339,14 @@ fn report_findings(r: &SourceReport) -> Vec<Finding> {
 }
 
 fn finding(
-    severity: &str,
+    severity: Severity,
     code: &str,
     source: &str,
     message: String,
-    evidence: serde_json::Value,
+    detail: serde_json::Value,
 ) -> Finding {
-    Finding {
-        severity: severity.into(),
-        code: code.into(),
-        source: Some(source.into()),
-        message,
-        evidence,
-    }
+    let mut f = Finding::new(code.to_owned(), severity, message);
+    f.source = Some(source.into());
+    f.detail = Some(detail).filter(|d| d.as_object().is_none_or(|o| !o.is_empty()));
+    f
 }

@@ -7,7 +7,12 @@
 //! same writer, so a killed run keeps what completed), waits for the drain, reads the window
 //! from Prometheus if that is where the metrics live, reads the run's series back, diagnoses
 //! them with the run's facts and records the findings. What the user should hear on the way is
-//! told to a [`Narrator`]; the library never prints.
+//! told to a [`Narrator`]; the library never prints. [`RunRequest::resolve`] turns what was
+//! asked into the plan (starting the simulated stack when there is no target).
+
+mod request;
+
+pub use request::{REFERENCE_PROMPT, RunRequest, fd_preflight};
 
 use crate::OpsError;
 use crate::analysis::{self, Analysed, RunFacts};
@@ -364,7 +369,7 @@ pub async fn execute(
         scrape_interval_s: Some(plan.interval.as_secs_f64()),
         simulated: plan.simulated,
         context: plan.context.clone(),
-        client: Some(serde_json::to_value(&report)?),
+        client: Some(report.summary()),
     };
     let series: Vec<_> = store
         .series(run, None)?
