@@ -9,10 +9,10 @@
 use crate::args::Format;
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
+use llmscope_loadgen::flags::LoadFlags;
 use llmscope_loadgen::records_file::RecordsFile;
 use llmscope_loadgen::{
-    ArrivalKind, Endpoint, LoadReport, LoadSpec, Observer, Progress, RequestRecord, RunControl,
-    Secret, Slo, StagePlan, TokenSpec, text,
+    LoadReport, Observer, Progress, RequestRecord, RunControl, StagePlan, text,
 };
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -46,86 +46,8 @@ because requests kept failing and none succeeded for 5 s (failing closed-loop wo
 #[derive(Debug, clap::Args)]
 #[command(after_help = AFTER_HELP)]
 pub struct LoadArgs {
-    /// Base URL of the server (http://host:port; a trailing /v1 is accepted).
-    #[arg(long, default_value = "http://127.0.0.1:8000")]
-    target: String,
-    /// API to load.
-    #[arg(long, value_enum, default_value_t = Endpoint::Chat)]
-    endpoint: Endpoint,
-    /// Ask for whole responses instead of streams (no TTFT/ITL then).
-    #[arg(long)]
-    no_stream: bool,
-    /// Model name [default: the first one in /v1/models].
-    #[arg(long)]
-    model: Option<String>,
-    /// API key, sent as a bearer token; never printed or stored.
-    #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true)]
-    api_key: Option<String>,
-    /// Extra request header, `Name: value` (repeatable).
-    #[arg(long = "header", value_name = "NAME: VALUE")]
-    headers: Vec<String>,
-    /// Closed-loop workers; a list runs one stage each (1,8,32). With --rate: the in-flight cap.
-    #[arg(long, value_delimiter = ',')]
-    concurrency: Vec<u32>,
-    /// Open-loop requests per second; a list runs one stage each.
-    #[arg(long, value_delimiter = ',')]
-    rate: Vec<f64>,
-    /// Open-loop inter-arrival distribution.
-    #[arg(long, value_enum, default_value_t = ArrivalKind::Poisson)]
-    arrival: ArrivalKind,
-    /// Gamma shape of the arrivals: 1 = Poisson, < 1 burstier, > 1 smoother.
-    #[arg(long)]
-    burstiness: Option<f64>,
-    /// Grow concurrency (or rate) linearly from zero over this time.
-    #[arg(long, value_parser = crate::args::duration, default_value = "0")]
-    ramp_up: Duration,
-    /// Measured sending time per stage (after the warmup) [default: 30s without --requests].
-    #[arg(long, value_parser = crate::args::duration)]
-    duration: Option<Duration>,
-    /// Measured requests per stage.
-    #[arg(long)]
-    requests: Option<u64>,
-    /// Load sent first and left out of the statistics, per stage.
-    #[arg(long, value_parser = crate::args::duration, default_value = "0")]
-    warmup: Duration,
-    /// One prompt for every request.
-    #[arg(long)]
-    prompt: Option<String>,
-    /// Prompt file: JSONL of {"prompt":…} or {"messages":[…]}, or a ShareGPT JSON array.
-    #[arg(long = "prompts", value_name = "FILE")]
-    prompts_file: Option<PathBuf>,
-    /// Synthetic prompts of N (±SD) tokens [default: 128].
-    #[arg(long, value_name = "N[±SD]")]
-    input_tokens: Option<TokenSpec>,
-    /// Exact answer length: sets max_tokens and, on vLLM, ignore_eos.
-    #[arg(long, value_name = "M")]
-    output_tokens: Option<u32>,
-    /// Cap on answer length (max_tokens).
-    #[arg(long, value_name = "M")]
-    max_tokens: Option<u32>,
-    /// Objectives for goodput, e.g. ttft=500ms,itl=50ms,tpot=40ms,e2e=20s.
-    #[arg(long)]
-    slo: Option<Slo>,
-    /// Limit for one whole request.
-    #[arg(long, value_parser = crate::args::duration, default_value = "10m")]
-    timeout: Duration,
-    /// Limit for the wait before a response's first token — queued on the server, then prefill
-    /// (counted as `ttft_timeout`). Generous on purpose: a saturated server keeps a request
-    /// queued as long as it takes, and that queue is what a test measures.
-    #[arg(long, value_parser = crate::args::duration, default_value = "10m")]
-    ttft_timeout: Duration,
-    /// Limit for a pause between chunks once tokens flow (counted as `stall`).
-    #[arg(long, value_parser = crate::args::duration, default_value = "30s")]
-    idle_timeout: Duration,
-    /// After sending stops, how long requests in flight may take before they are cancelled.
-    #[arg(long, value_parser = crate::args::duration, default_value = "30s")]
-    grace: Duration,
-    /// Seed of arrivals and synthetic prompts.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-    /// Ask `llmscope sim` for its emit timestamps and report first-token delivery error.
-    #[arg(long)]
-    check_timing: bool,
+    #[command(flatten)]
+    flags: LoadFlags,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
@@ -137,53 +59,9 @@ pub struct LoadArgs {
     threads: Option<usize>,
 }
 
-impl LoadArgs {
-    fn spec(&self) -> LoadSpec {
-        let mut headers = self.headers.clone();
-        if self.check_timing {
-            headers.push("x-llmscope-timestamps: 1".into());
-        }
-        let duration = match (self.duration, self.requests) {
-            (None, None) => Some(Duration::from_secs(30)),
-            (d, _) => d,
-        };
-        LoadSpec {
-            target: self.target.clone(),
-            endpoint: self.endpoint,
-            stream: !self.no_stream,
-            model: self.model.clone(),
-            api_key: self
-                .api_key
-                .clone()
-                .filter(|k| !k.is_empty())
-                .map(Secret::new),
-            headers,
-            concurrency: self.concurrency.clone(),
-            rate: self.rate.clone(),
-            arrival: self.arrival,
-            burstiness: self.burstiness,
-            ramp_up: self.ramp_up,
-            duration,
-            requests: self.requests,
-            warmup: self.warmup,
-            prompt: self.prompt.clone(),
-            prompts_file: self.prompts_file.clone(),
-            input_tokens: self.input_tokens,
-            output_tokens: self.output_tokens,
-            max_tokens: self.max_tokens,
-            slo: self.slo.unwrap_or_default(),
-            timeout: self.timeout,
-            ttft_timeout: self.ttft_timeout,
-            idle_timeout: self.idle_timeout,
-            grace: self.grace,
-            seed: self.seed,
-        }
-    }
-}
-
 /// Runs `llmscope load`.
 pub fn run(args: LoadArgs) -> Result<ExitCode> {
-    if let Some(&most) = args.concurrency.iter().max() {
+    if let Some(&most) = args.flags.concurrency.iter().max() {
         llmscope_ops::run::fd_preflight(u64::from(most), 1)?;
     }
     let rt = llmscope_loadgen::client::runtime(args.threads)
@@ -212,7 +90,7 @@ pub fn run(args: LoadArgs) -> Result<ExitCode> {
 }
 
 async fn load(args: &LoadArgs) -> Result<LoadReport> {
-    let plan = llmscope_loadgen::resolve(&args.spec()).await?;
+    let plan = llmscope_loadgen::resolve(&args.flags.spec()).await?;
     for note in &plan.notes {
         eprintln!("note: {}", llmscope_core::safe::clean(note));
     }
@@ -226,7 +104,7 @@ async fn load(args: &LoadArgs) -> Result<LoadReport> {
         view: View::new(std::io::stderr().is_terminal()),
     };
     let control = RunControl::new();
-    let ctrl_c = control.stop_on_ctrl_c(args.grace, |line| eprintln!("\n{line}"));
+    let ctrl_c = control.stop_on_ctrl_c(args.flags.grace, |line| eprintln!("\n{line}"));
     let report = llmscope_loadgen::run(&plan, &mut observer, &control).await;
     ctrl_c.abort();
     observer.view.finish();

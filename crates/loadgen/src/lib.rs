@@ -33,6 +33,7 @@ pub mod driver;
 pub mod failure;
 #[cfg(feature = "fake-server")]
 pub mod fake;
+pub mod flags;
 pub mod http;
 pub mod limits;
 pub mod net;

@@ -291,3 +291,52 @@ impl Evaluation {
         Ok(())
     }
 }
+
+impl Evaluation {
+    /// Whether a deployment needs someone now: stalled, or drifted from its dashboards/rules.
+    pub fn needs_attention(&self) -> bool {
+        self.deployments
+            .iter()
+            .any(|d| d.stall.state == StallState::Stalled || !d.drift.is_empty())
+    }
+
+    /// "2 deployment(s) in 0.21 s: 1 batch_limit, 1 load_not_reached; STALLED: llm/batch".
+    pub fn summary_line(&self) -> String {
+        let mut verdicts: BTreeMap<&str, usize> = BTreeMap::new();
+        for d in &self.deployments {
+            *verdicts.entry(d.bottleneck.as_str()).or_default() += 1;
+        }
+        let verdicts: Vec<String> = verdicts.iter().map(|(v, n)| format!("{n} {v}")).collect();
+        let stalled: Vec<String> = self
+            .deployments
+            .iter()
+            .filter(|d| d.stall.state == StallState::Stalled)
+            .map(|d| llmscope_core::safe::terminal(&d.key.to_string()).into_owned())
+            .collect();
+        format!(
+            "{} deployment(s) in {:.2} s: {}{}",
+            self.deployments.len(),
+            self.duration_s,
+            if verdicts.is_empty() {
+                "none found".to_owned()
+            } else {
+                verdicts.join(", ")
+            },
+            if stalled.is_empty() {
+                String::new()
+            } else {
+                format!("; STALLED: {}", stalled.join(", "))
+            }
+        )
+    }
+
+    /// The evaluation as `--once` prints it: `text` (a table) or `json`.
+    pub fn write(&self, format: &str, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        if format == "json" {
+            serde_json::to_writer_pretty(&mut *out, self)?;
+            writeln!(out)
+        } else {
+            self.write_table(out)
+        }
+    }
+}

@@ -13,6 +13,7 @@ pub mod drift;
 pub mod evaluate;
 pub mod expose;
 pub mod fleet;
+pub mod options;
 pub mod page;
 pub mod serve;
 pub mod service;

@@ -102,3 +102,59 @@ pub async fn run(
         }),
     }
 }
+
+impl Service {
+    /// What to say once listening on `addr`.
+    pub fn banner(&self, addr: std::net::SocketAddr) -> String {
+        format!(
+            "llmscope watch: serving http://{addr}/ (/metrics, /healthz, /readyz); every {:.0} s over the last {:.0} s of {}, shard {}",
+            self.interval.as_secs_f64(),
+            self.settings.window,
+            self.shown.prometheus,
+            self.settings.shard
+        )
+    }
+}
+
+/// One evaluation now (`watch --once`).
+pub async fn once(client: &PromClient, svc: &Service) -> Result<Evaluation, WatchError> {
+    let at = window_end(unix_now(), svc.settings.step);
+    evaluate(client, &svc.settings, at).await
+}
+
+/// Resolves on Ctrl-C or SIGTERM (what Kubernetes sends to stop a pod).
+pub async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+/// A line per evaluation to `out` (the CLI gives it stderr): how many deployments, their
+/// verdicts, which are stalled; or why the evaluation failed.
+#[derive(Debug)]
+pub struct LineReporter<W>(pub W);
+
+impl<W: std::io::Write + Send> Reporter for LineReporter<W> {
+    fn evaluated(&mut self, e: &Evaluation) {
+        let _ = writeln!(self.0, "watch: {}", e.summary_line());
+    }
+
+    fn failed(&mut self, e: &WatchError) {
+        let said = llmscope_core::safe::redact(&e.to_string()).into_owned();
+        let _ = writeln!(
+            self.0,
+            "watch: evaluation failed ({}): {}",
+            e.kind(),
+            llmscope_core::safe::terminal(&said)
+        );
+    }
+}
