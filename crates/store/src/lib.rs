@@ -164,7 +164,7 @@ pub struct Store {
     /// `(source id, key)` → `series.id`, so each batch only inserts series it has not seen.
     series_ids: write::SeriesIds,
     /// The block being packed, kept between writes so it is allocated once.
-    block_buf: Vec<u8>,
+    block_buf: block::Encoder,
 }
 
 impl Store {
@@ -207,7 +207,7 @@ impl Store {
             conn,
             sources: HashMap::new(),
             series_ids: write::SeriesIds::default(),
-            block_buf: Vec::new(),
+            block_buf: block::Encoder::default(),
         };
         store.mark_abandoned_runs()?;
         Ok(store)

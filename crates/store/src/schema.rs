@@ -157,16 +157,17 @@ fn v2(tx: &Transaction<'_>) -> Result<(), StoreError> {
          JOIN series se ON se.id = sa.series_id ORDER BY se.source_id, sa.series_id, sa.t",
     )?;
     let mut insert = tx.prepare("INSERT INTO blocks (source_id, n, data) VALUES (?1, ?2, ?3)")?;
-    let mut flush = |source: i64, n: &mut i64, buf: &mut Vec<u8>| -> Result<(), StoreError> {
-        if *n > 0 {
-            insert.execute(rusqlite::params![source, *n, &buf[..]])?;
-        }
-        block::start(buf);
-        *n = 0;
-        Ok(())
-    };
-    let (mut buf, mut n, mut current) = (Vec::new(), 0i64, None);
-    block::start(&mut buf);
+    let mut flush =
+        |source: i64, n: &mut i64, buf: &mut block::Encoder| -> Result<(), StoreError> {
+            if *n > 0 {
+                insert.execute(rusqlite::params![source, *n, buf.bytes()])?;
+            }
+            buf.start();
+            *n = 0;
+            Ok(())
+        };
+    let (mut buf, mut n, mut current) = (block::Encoder::default(), 0i64, None);
+    buf.start();
     let mut rows = read.query([])?;
     while let Some(r) = rows.next()? {
         let (source, series, t): (i64, i64, f64) = (r.get(0)?, r.get(1)?, r.get(2)?);
@@ -176,7 +177,7 @@ fn v2(tx: &Transaction<'_>) -> Result<(), StoreError> {
         }
         current = Some(source);
         let v = v.unwrap_or(f64::NAN); // v1 stored NaN as NULL
-        block::push(&mut buf, series, Point { t, v });
+        buf.push(series, Point { t, v });
         n += 1;
     }
     if let Some(source) = current {

@@ -336,10 +336,10 @@ fn insert_samples(
     (known, fresh): (&mut SeriesIds, &mut SeriesIds),
     source: i64,
     batch: &Batch,
-    buf: &mut Vec<u8>,
+    buf: &mut block::Encoder,
     stats: &mut WriteStats,
 ) -> Result<(), StoreError> {
-    block::start(buf);
+    buf.start();
     let mut n = 0i64;
     let mut last: Option<(&Arc<SeriesKey>, i64)> = None;
     for (key, point) in &batch.samples {
@@ -356,13 +356,13 @@ fn insert_samples(
                 e.insert(point.t);
             }
         }
-        block::push(buf, id, *point);
+        buf.push(id, *point);
         n += 1;
     }
     if n > 0 {
         let mut insert =
             tx.prepare_cached("INSERT INTO blocks (source_id, n, data) VALUES (?1, ?2, ?3)")?;
-        insert.execute(params![source, n, &buf[..]])?;
+        insert.execute(params![source, n, buf.bytes()])?;
     }
     stats.samples += n as u64;
     Ok(())
