@@ -118,15 +118,25 @@ pub fn check_source(src: &Source, inv: &Inventories) -> Vec<Finding> {
 }
 
 fn one_per_producer(findings: Vec<Finding>) -> Vec<Finding> {
+    use llmscope_core::catalog::producers::namespace_of;
     use llmscope_core::catalog::producers::producer_of;
-    let producer = |f: &Finding| {
-        (f.rule == Rule::UncoveredProducer)
-            .then(|| f.metric.as_deref().and_then(producer_of))
-            .flatten()
-            .map(|p| p.name)
+    // A known producer by its name; one nothing knows, by the namespace of its names.
+    let producer = |f: &Finding| -> Option<String> {
+        let name = f
+            .metric
+            .as_deref()
+            .filter(|_| f.rule == Rule::UncoveredProducer)?;
+        producer_of(name)
+            .map(|p| p.name.to_owned())
+            .or_else(|| {
+                let family = promql::names::family_of(name).map(|f| f.exporter);
+                let exporter = family.or_else(|| llmscope_core::catalog::Exporter::of_name(name));
+                exporter.map(|e| e.name().to_owned())
+            })
+            .or_else(|| namespace_of(name).map(str::to_owned))
     };
     let mut out: Vec<Finding> = Vec::new();
-    let mut names: Vec<(&'static str, usize, Vec<String>)> = Vec::new();
+    let mut names: Vec<(String, usize, Vec<String>)> = Vec::new();
     for f in findings {
         let Some(p) = producer(&f) else {
             out.push(f);

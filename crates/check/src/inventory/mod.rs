@@ -196,4 +196,10 @@ impl Inventories {
     pub fn adds_target_labels(&self) -> bool {
         self.list.iter().any(|i| i.adds_target_labels())
     }
+
+    /// Whether every inventory is a part of what is scraped (a page, a catalog), none the
+    /// scraper itself (a Prometheus, whose names are all that is scraped).
+    pub fn all_partial(&self) -> bool {
+        self.list.iter().all(|i| i.adds_target_labels())
+    }
 }

@@ -33,6 +33,20 @@ pub fn check_expr(text: &str, inv: &Inventories, cx: Context<'_>) -> Vec<Hit> {
                     needle: None,
                 }];
             }
+            if e.message.contains("in aggregation expression, got matrix") {
+                // MetricsQL aggregates a range's points; Prometheus refuses it. Which was meant
+                // the expression cannot say, so it is a warning naming both.
+                let f = Finding::new(
+                    Rule::OtherDialect,
+                    Severity::Warning,
+                    "not PromQL: it aggregates a range vector (like `sum(x[5m])`), which MetricsQL (VictoriaMetrics) allows and Prometheus rejects, so this expression is not linted",
+                )
+                .suggest("for Prometheus, aggregate a rollup of the range (`sum(sum_over_time(x[5m]))`); for VictoriaMetrics, lint it with vmalert -dryRun");
+                return vec![Hit {
+                    finding: f,
+                    needle: None,
+                }];
+            }
             let at = e.offset.map(|o| {
                 let (line, col) = parse::line_col(text, o);
                 format!(" at line {line}, column {col}")

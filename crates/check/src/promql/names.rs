@@ -41,6 +41,35 @@ pub(super) fn inventory_spec(inv: &Inventories, exporter: Exporter) -> Option<En
         .max_by_key(|e| e.version)
 }
 
+/// A name of a catalogued exporter that no inventory covers — checked against pages and
+/// catalogs only (a Prometheus sees every scraped name: there an absent name is absent). Without
+/// that exporter's inventory the name cannot be judged; a name the catalog knows as renamed or
+/// removed is judged by the catalog instead (the caller's concern).
+fn uncovered_exporter(inv: &Inventories, name: &str, exporter: Exporter) -> Option<Finding> {
+    if !inv.all_partial() || inventory_spec(inv, exporter).is_some() {
+        return None;
+    }
+    let owned =
+        |n: &String| exporter.owns(n) || family_of(n).is_some_and(|f| f.exporter == exporter);
+    if inv.names().iter().any(owned) {
+        return None;
+    }
+    Some(
+        Finding::new(
+            Rule::UncoveredProducer,
+            Severity::Warning,
+            format!(
+                "no inventory covers {exporter} ({}), so `{name}` is not checked",
+                inv.sources()
+            ),
+        )
+        .metric(name)
+        .suggest(format!(
+            "add --engine {exporter}@VERSION (or its page: --metrics-url, --snapshot), or check against the Prometheus that scrapes it (--prometheus)"
+        )),
+    )
+}
+
 /// The finding for a name no inventory has.
 pub fn absent_name(inv: &Inventories, name: &str) -> Finding {
     if let Some(m) = misnomer(name) {
@@ -59,6 +88,12 @@ pub fn absent_name(inv: &Inventories, name: &str) -> Finding {
     match resolve(name) {
         Some((family, suffix)) => catalogued_absent(inv, name, family, suffix, &absence),
         None => {
+            if let Some(e) = Exporter::of_name(name)
+                && (!e.catalogued_whole() || catalogued_near(name).is_none())
+                && let Some(f) = uncovered_exporter(inv, name, e)
+            {
+                return f;
+            }
             let finding = Finding::new(
                 Rule::UnknownMetric,
                 Severity::Error,
@@ -87,6 +122,13 @@ fn catalogued_absent(
     absence: &str,
 ) -> Finding {
     let spec = inventory_spec(inv, family.exporter);
+    if spec.is_none()
+        && family.successor.is_none()
+        && family.removed.is_none()
+        && let Some(f) = uncovered_exporter(inv, name, family.exporter)
+    {
+        return f;
+    }
     let status = spec.map(|s| s.status(family));
     let at = spec.map_or_else(
         || format!("no {} inventory is loaded", family.exporter),
@@ -239,7 +281,7 @@ pub fn ago(seconds: f64) -> String {
 /// The catalogued name (of any version, whatever the inventories hold) that `name` most likely
 /// misspells: `vllm:spec_decode_accepted_tokens_total` → `vllm:spec_decode_num_accepted_tokens_total`.
 /// Only names of `name`'s own exporter, close in spelling and sharing its meaning.
-fn catalogued_near(name: &str) -> Option<(&'static Family, String)> {
+pub(super) fn catalogued_near(name: &str) -> Option<(&'static Family, String)> {
     let exporter = Exporter::of_name(name)?;
     catalog::families()
         .filter(|f| f.exporter == exporter)

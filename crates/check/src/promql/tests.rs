@@ -698,6 +698,15 @@ fn metricsql_is_named_not_a_parse_error() {
     // Broken PromQL stays a parse error.
     let f = run("sum(rate(vllm:generation_tokens_total[5m])", true);
     assert_eq!(rules(&f), vec![Rule::ParseError], "{f:#?}");
+    // An aggregation over a range (VictoriaMetrics' vmanomaly alerts do it): either dialect.
+    let f = run("sum(vllm:num_requests_running[5m]) by (pod)", false);
+    assert_eq!(rules(&f), vec![Rule::OtherDialect], "{f:#?}");
+    assert_eq!(f[0].severity, Severity::Warning);
+    assert!(
+        f[0].message.contains("Prometheus rejects"),
+        "{}",
+        f[0].message
+    );
 }
 
 #[test]
@@ -802,4 +811,67 @@ vllm:kv_cache_usage_perc{engine=\"0\",model_name=\"m\",pid=\"274\"} 0.0
         ))
         .is_empty()
     );
+}
+
+#[test]
+fn a_producer_nothing_knows_is_uncovered_not_unknown() {
+    // Neutree's own exporter (neutree-ai/neutree's dashboards query it beside vLLM's names).
+    let f = only(
+        "count(neutree_node_ready{cluster=\"a\"})",
+        false,
+        Rule::UncoveredProducer,
+    );
+    assert_eq!(f.severity, Severity::Warning);
+    assert!(f.message.contains("`neutree_…` names"), "{}", f.message);
+    // A namespace an inventory has, a misspelling, or a recording rule stays an error.
+    only("vllm_num_requests_running", false, Rule::UnknownMetric);
+    only("DCGM_FI_DEV_FB_TOTAL", false, Rule::UnknownMetric);
+    only("job:neutree_ready:sum", false, Rule::UnknownMetric);
+    // Where an inventory is a Prometheus, an absent name is absent, whoever exports it.
+    let mut inv = Inventories::new();
+    inv.push(Box::new(PromInventory::new(
+        "http://p",
+        "1h",
+        [(
+            "vllm:num_requests_running".to_owned(),
+            PromMetric::default(),
+        )]
+        .into(),
+        Some(15.0),
+    )));
+    let f = run_with(&inv, "neutree_node_ready", false, None);
+    assert_eq!(rules(&f), vec![Rule::UnknownMetric], "{f:#?}");
+}
+
+#[test]
+fn an_exporter_no_inventory_covers_is_uncovered_not_unknown() {
+    // userravs/digitalocean-nim-gpu-monitoring's H100 dashboard, checked against dcgm-exporter
+    // only: its kube-state-metrics and HTTP panels cannot be judged, and say so once.
+    let dcgm = catalog("dcgm-exporter@4.5");
+    for expr in [
+        "sum(kube_pod_status_ready{condition=\"true\"})",
+        "sum(rate(http_requests_total[5m]))",
+    ] {
+        let f = run_with(&dcgm, expr, false, None);
+        assert_eq!(rules(&f), vec![Rule::UncoveredProducer], "{expr}: {f:#?}");
+        assert_eq!(f[0].severity, Severity::Warning);
+        assert!(
+            f[0].message.starts_with("no inventory covers "),
+            "{}",
+            f[0].message
+        );
+    }
+    // What the catalog knows without a version is still said: a renamed name, a misspelling.
+    let f = run_with(&dcgm, "vllm:gpu_cache_usage_perc", false, None);
+    assert_eq!(rules(&f), vec![Rule::RenamedMetric], "{f:#?}");
+    let f = run_with(&dcgm, "vllm:num_request_running", false, None);
+    assert_eq!(rules(&f), vec![Rule::UnknownMetric], "{f:#?}");
+    // With the exporter's inventory loaded, its absent names are errors again.
+    let f = run_with(
+        &catalog("kube-state-metrics@2.20"),
+        "kube_pod_ready_typo_x",
+        false,
+        None,
+    );
+    assert_eq!(rules(&f), vec![Rule::UnknownMetric], "{f:#?}");
 }

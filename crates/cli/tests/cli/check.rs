@@ -151,7 +151,7 @@ fn exit_codes_follow_fail_on() {
         "--fail-on",
         "never",
         "--expr",
-        "nope_metric",
+        "vllm:nope_metric",
     ];
     assert_eq!(llmscope(&never).status.code(), Some(0));
     let sarif = llmscope(&[
@@ -161,7 +161,7 @@ fn exit_codes_follow_fail_on() {
         "--format",
         "sarif",
         "--expr",
-        "nope_metric",
+        "vllm:nope_metric",
     ]);
     assert_eq!(sarif.status.code(), Some(1));
     assert_eq!(

@@ -53,6 +53,15 @@ impl Exporter {
         }
     }
 
+    /// Whether the catalog holds every name this exporter has exposed: the serving engines,
+    /// whose catalogs were read from their sources across versions. Then a name near a catalogued
+    /// one is a misspelling even where no inventory of the engine is loaded. The exporters'
+    /// catalogs (dcgm-exporter, Kueue, kube-state-metrics) hold the names llmscope reads, a
+    /// part of what they expose.
+    pub fn catalogued_whole(self) -> bool {
+        matches!(self, Exporter::Vllm | Exporter::Sglang | Exporter::Tgi)
+    }
+
     /// Whether a metric name belongs to this exporter's namespace (its prefix).
     pub fn owns(self, name: &str) -> bool {
         match self {

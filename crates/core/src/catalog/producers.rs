@@ -155,9 +155,26 @@ pub fn producer_of(name: &str) -> Option<&'static Producer> {
     None
 }
 
+/// The namespace of a name, with its separator: what comes before its first `:`, or else its
+/// first `_` (`neutree_` of `neutree_node_ready`, `vllm:` of `vllm:num_requests_running`) —
+/// Prometheus' naming convention puts the producer there. `None` for a name without either.
+pub fn namespace_of(name: &str) -> Option<&str> {
+    let end = name.find(':').or_else(|| name.find('_'))?;
+    (end > 0).then(|| &name[..=end])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn namespaces_are_the_first_word_with_its_separator() {
+        assert_eq!(namespace_of("neutree_node_ready"), Some("neutree_"));
+        assert_eq!(namespace_of("vllm:num_requests_running"), Some("vllm:"));
+        assert_eq!(namespace_of("ray_vllm:x_total"), Some("ray_vllm:"));
+        assert_eq!(namespace_of("up"), None);
+        assert_eq!(namespace_of("_x"), None);
+    }
 
     #[test]
     fn router_epp_lmcache_and_nim_names_have_producers() {
