@@ -950,6 +950,11 @@ impl Walk<'_> {
             self.rate_on_gauge(func, args.first());
         }
         if func == "histogram_quantile" {
+            if let Some(buckets) = c.args.args.get(1)
+                && !aggregates(buckets)
+            {
+                self.per_series_quantile(args.get(1));
+            }
             return self.histogram_quantile(&args);
         }
         let first = args
@@ -1292,6 +1297,30 @@ impl Walk<'_> {
         }
     }
 
+    /// `histogram_quantile(q, rate(x_bucket[5m]))`: a quantile per series — per pod, per
+    /// handler, per model — not the quantile across them; a stat shows one of them.
+    fn per_series_quantile(&mut self, buckets: Option<&Value>) {
+        let Some(name) = buckets
+            .and_then(|v| v.sels.first())
+            .filter(|s| s.suffix == Some(Suffix::Bucket) || s.name.ends_with("_bucket"))
+            .map(|s| s.name.clone())
+        else {
+            return;
+        };
+        let f = Finding::new(
+            Rule::BadHistogramQuantile,
+            Severity::Warning,
+            format!(
+                "histogram_quantile over `{name}` without sum by (le): one quantile per series (per pod, handler, model…), not the quantile across them; a single-value panel shows one of them"
+            ),
+        )
+        .metric(&name)
+        .suggest(format!(
+            "sum the buckets first: histogram_quantile(q, sum by (le) (rate({name}[5m]))); keep series apart with labels after le (sum by (le, pod))"
+        ));
+        self.push(f, Some("histogram_quantile"));
+    }
+
     fn bad_quantile(&mut self, name: &str, message: String, suggestion: String) {
         let f = Finding::new(Rule::BadHistogramQuantile, Severity::Error, message)
             .metric(name)
@@ -1472,5 +1501,18 @@ fn fmt_secs(s: f64) -> String {
         format!("{}m", s / 60.0)
     } else {
         format!("{s}s")
+    }
+}
+
+/// Whether an aggregation (`sum by (le) (…)`, …) is on the way from `e` to its selectors.
+fn aggregates(e: &Expr) -> bool {
+    match e {
+        Expr::Aggregate(_) => true,
+        Expr::Paren(p) => aggregates(&p.expr),
+        Expr::Subquery(s) => aggregates(&s.expr),
+        Expr::Unary(u) => aggregates(&u.expr),
+        Expr::Call(c) => c.args.args.iter().any(|a| aggregates(a)),
+        Expr::Binary(b) => aggregates(&b.lhs) || aggregates(&b.rhs),
+        _ => false,
     }
 }

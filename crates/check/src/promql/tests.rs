@@ -200,10 +200,32 @@ fn bad_histogram_quantile() {
         false,
         Rule::BadHistogramQuantile,
     );
-    only(
+    // Neither rate nor sum: both said.
+    let f = run(
         "histogram_quantile(0.9, vllm:time_to_first_token_seconds_bucket)",
         true,
-        Rule::CounterWithoutRate,
+    );
+    assert_eq!(
+        rules(&f),
+        vec![Rule::BadHistogramQuantile, Rule::CounterWithoutRate],
+        "{f:#?}"
+    );
+    // The buckets of each series on their own: a quantile per series (the H100 + NIM dashboard's
+    // "NIM P95 Response Time" stat), a warning.
+    let f = only(
+        "histogram_quantile(0.95, rate(vllm:time_to_first_token_seconds_bucket[5m]))",
+        true,
+        Rule::BadHistogramQuantile,
+    );
+    assert_eq!(f.severity, Severity::Warning);
+    assert!(
+        f.message.contains("one quantile per series"),
+        "{}",
+        f.message
+    );
+    clean(
+        "histogram_quantile(0.95, sum(rate(vllm:time_to_first_token_seconds_bucket[5m])) by (le))",
+        true,
     );
     clean(
         "histogram_quantile(0.95, sum by (le, pod) (rate(vllm:time_to_first_token_seconds_bucket[5m])))",
