@@ -250,11 +250,18 @@ fn shown_thresholds(p: &Value, kind: &str) -> Vec<f64> {
                 .filter_map(|s| s.get("value").and_then(Value::as_f64)),
         );
     }
-    if let Some(old) = p.get("thresholds").and_then(Value::as_array) {
-        out.extend(
+    match p.get("thresholds") {
+        Some(Value::Array(old)) => out.extend(
             old.iter()
                 .filter_map(|s| s.get("value").and_then(Value::as_f64)),
-        );
+        ),
+        // The singlestat panel (Grafana < 7) keeps its colour steps as text: "80,90".
+        Some(Value::String(text)) if kind == "singlestat" => out.extend(
+            text.split(',')
+                .filter_map(|t| t.trim().parse::<f64>().ok())
+                .filter(|x| x.is_finite()),
+        ),
+        _ => {}
     }
     out
 }
@@ -593,6 +600,26 @@ mod tests {
             format!("{VAR_PREFIX}metric{{a=\"b\"}}")
         );
         assert_eq!(substitute("x[${__range}]"), format!("x[{RANGE_S}s]"));
+    }
+
+    #[test]
+    fn shown_thresholds_of_each_panel_kind() {
+        let panel = |v: serde_json::Value| v;
+        let steps = panel(
+            serde_json::json!({"fieldConfig": {"defaults": {"thresholds": {"steps": [
+            {"color": "green", "value": null}, {"color": "red", "value": 80}]}}}}),
+        );
+        assert_eq!(shown_thresholds(&steps, "stat"), [80.0]);
+        // A time series draws its steps only when asked to.
+        assert!(shown_thresholds(&steps, "timeseries").is_empty());
+        let old_graph = panel(serde_json::json!({"thresholds": [{"value": 0.9, "op": "gt"}]}));
+        assert_eq!(shown_thresholds(&old_graph, "graph"), [0.9]);
+        let singlestat = panel(serde_json::json!({"thresholds": "80, 90,"}));
+        assert_eq!(shown_thresholds(&singlestat, "singlestat"), [80.0, 90.0]);
+        assert!(
+            shown_thresholds(&panel(serde_json::json!({"thresholds": ""})), "singlestat")
+                .is_empty()
+        );
     }
 
     #[test]
