@@ -9,7 +9,7 @@ use super::names;
 use super::units;
 use crate::finding::{Finding, Rule, Severity};
 use crate::inventory::{Inventories, MetricInfo};
-use llmscope_core::catalog::producers::{Producer, producer_of};
+use llmscope_core::catalog::producers::{NIM, Producer, producer_of};
 use llmscope_core::catalog::{self, Exporter, Family, Kind, Suffix, Unit, buckets};
 use llmscope_core::diagnose::Concept;
 use promql_parser::label::{MatchOp, Matcher};
@@ -226,9 +226,18 @@ impl Walk<'_> {
                 .metric(&name)
                 .suggest(p.hint);
                 self.push(f, Some(&name));
+                // NIM exports vLLM's names without the prefix: what they mean is vLLM's, so the
+                // meaning-level rules (a fraction's thresholds, a counter's rate) still apply.
+                let mirror = (p.name == NIM.name).then(|| format!("vllm:{name}"));
+                let mirrored = mirror.as_deref().and_then(catalog::resolve);
+                let mut s = sel(None);
+                if let Some((family, suffix)) = mirrored {
+                    s.kind = Some(family.kind);
+                    s.suffix = Some(suffix);
+                }
                 return Value {
-                    unit,
-                    sels: vec![sel(None)],
+                    unit: unit.or_else(|| mirror.as_deref().and_then(units::of_name)),
+                    sels: vec![s],
                     raw: if name.ends_with("_total") {
                         vec![name.clone()]
                     } else {

@@ -897,3 +897,25 @@ fn an_exporter_no_inventory_covers_is_uncovered_not_unknown() {
     );
     assert_eq!(rules(&f), vec![Rule::UnknownMetric], "{f:#?}");
 }
+
+#[test]
+fn nims_unprefixed_names_mean_vllms() {
+    // awslabs/data-on-eks' NIM dashboard: a stat of NIM's gpu_cache_usage_perc under
+    // percentunit with Grafana's default step at 80.
+    let cx = Context {
+        graph: false,
+        panel_unit: Some("percentunit"),
+        title: None,
+        thresholds: &[80.0],
+        scaler: false,
+    };
+    let f: Vec<Finding> = check_expr("gpu_cache_usage_perc{}", &catalog("vllm@0.32"), cx)
+        .into_iter()
+        .map(|h| h.finding)
+        .collect();
+    assert_eq!(
+        rules(&f),
+        vec![Rule::UncoveredProducer, Rule::UnreachableThreshold],
+        "{f:#?}"
+    );
+}
