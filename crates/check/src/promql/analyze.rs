@@ -1057,7 +1057,7 @@ impl Walk<'_> {
                 return;
             }
             format!(
-                "{func}() over [{}] sees fewer than {factor:.0} samples at a {}s scrape interval: it returns nothing or jumps",
+                "{func}() over [{}] sees fewer than {factor:.0} samples at a {} scrape interval: it returns nothing or jumps",
                 fmt_secs(secs),
                 fmt_secs(scrape)
             )

@@ -93,6 +93,14 @@ pub const FAMILIES: &[Family] = &[
     gauge("DCGM_FI_PROF_PCIE_RX_BYTES", Unit::BytesPerSecond)
         .since(PROF_DEFAULT)
         .when("DCGM profiling (Volta or newer, SYS_ADMIN)"),
+    // dcgm-exporter's own CSV (dcp-metrics-included.csv) declares them gauges; DCGM samples them
+    // per second like the PCIe fields. Dynamo's disaggregated-serving dashboard turns them on.
+    gauge("DCGM_FI_PROF_NVLINK_TX_BYTES", Unit::BytesPerSecond)
+        .when(CUSTOM_CSV)
+        .note("bytes per second, already a rate"),
+    gauge("DCGM_FI_PROF_NVLINK_RX_BYTES", Unit::BytesPerSecond)
+        .when(CUSTOM_CSV)
+        .note("bytes per second, already a rate"),
     gauge("DCGM_FI_PROF_SM_ACTIVE", Fraction)
         .concept(C::SmActive)
         .when(CUSTOM_CSV)

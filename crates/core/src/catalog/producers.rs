@@ -84,7 +84,8 @@ pub const PRODUCERS: &[Producer] = &[
     },
     Producer {
         name: "NVIDIA Dynamo",
-        prefixes: &["dynamo_", "dynamo:"],
+        // nv_llm_http_service_: its HTTP frontend's old default prefix (longer than Triton's nv_).
+        prefixes: &["dynamo_", "dynamo:", "nv_llm_http_service_"],
         names: &[],
         hint: "scrape the Dynamo frontend and workers, or check against Prometheus",
     },
@@ -139,9 +140,19 @@ pub fn producer_of(name: &str) -> Option<&'static Producer> {
     if let Some(p) = PRODUCERS.iter().find(|p| p.names.contains(&name)) {
         return Some(p);
     }
+    // The longest prefix wins: Dynamo's nv_llm_http_service_ over Triton's nv_.
+    let matched = |p: &Producer| {
+        p.prefixes
+            .iter()
+            .filter(|x| name.starts_with(*x))
+            .map(|x| x.len())
+            .max()
+    };
     if let Some(p) = PRODUCERS
         .iter()
-        .find(|p| p.prefixes.iter().any(|x| name.starts_with(x)))
+        .filter_map(|p| matched(p).map(|len| (len, p)))
+        .max_by_key(|(len, _)| *len)
+        .map(|(_, p)| p)
     {
         return Some(p);
     }
@@ -197,5 +208,17 @@ mod tests {
             Some(&NIM)
         );
         assert!(producer_of("up_and_away").is_none());
+        assert_eq!(
+            producer_of("nv_llm_http_service_requests_total")
+                .unwrap()
+                .name,
+            "NVIDIA Dynamo"
+        );
+        assert!(
+            producer_of("nv_inference_count")
+                .unwrap()
+                .name
+                .contains("Triton")
+        );
     }
 }
