@@ -146,8 +146,36 @@ fn busiest() -> String {
         .unwrap_or_else(|e| format!("(ps did not run: {e})"))
 }
 
-/// One regime: `llmscope run --target` with short windows, its JSON report.
+/// One regime, measured once more when the first measurement itself says the machine starved
+/// the engine: no verdict, with a `front_end_queue` or `contended-machine` finding. The engine,
+/// its API server and the load share 2 cores; in about 1 of 4 fresh CI runs the 32-client
+/// regime saw a third of its requests queue in front of the scheduler and the engine empty in a
+/// sixth of the scrapes. A second measurement must still give the verdict asked; a wrong verdict
+/// on data the tool calls clean is never re-measured.
 fn run(server: &Server, db: &Path, load: &[&str]) -> (Value, Output) {
+    let (r, out) = measure(server, db, load);
+    let starved = |r: &Value| {
+        r["findings"].as_array().is_some_and(|fs| {
+            fs.iter().any(|f| {
+                matches!(
+                    f["id"].as_str(),
+                    Some("front_end_queue" | "contended-machine")
+                )
+            })
+        })
+    };
+    if verdict(&r).0 == "none" && starved(&r) {
+        eprintln!(
+            "  {load:?}: no verdict and the machine starved the engine ({}); measured once more",
+            r["verdict"]["summary"].as_str().unwrap_or("")
+        );
+        return measure(server, db, load);
+    }
+    (r, out)
+}
+
+/// One regime: `llmscope run --target` with short windows, its JSON report.
+fn measure(server: &Server, db: &Path, load: &[&str]) -> (Value, Output) {
     let url = server.url();
     let db = db.to_string_lossy();
     let mut args = vec![
