@@ -246,19 +246,7 @@ impl Walk<'_> {
                     ..Value::any()
                 };
             }
-            let f = match self.unknown_producer(&name, catalogued.is_some()) {
-                Some(namespace) => Finding::new(
-                    Rule::UncoveredProducer,
-                    Severity::Warning,
-                    format!(
-                        "no inventory covers the producer of `{namespace}…` names ({}), so `{name}` is not checked",
-                        self.inv.sources()
-                    ),
-                )
-                .metric(&name)
-                .suggest("check against the Prometheus that scrapes it (--prometheus), or add its exporter's page (--metrics-url, --snapshot)"),
-                None => names::absent_name(self.inv, &name),
-            };
+            let f = names::absent_name(self.inv, &name);
             self.push(f, Some(&name));
             // Kept as raw, so what is wrong besides the name (a lifetime mean, a ratio of
             // counters) is still said.
@@ -358,28 +346,6 @@ impl Walk<'_> {
         }
         self.unseen_value(name, info, m);
         false
-    }
-
-    /// The namespace of `name` when its producer is one nothing here knows: no catalog owns the
-    /// name or its prefix, no known producer claims it, no inventory has a name in its namespace
-    /// or one it could be a misspelling of, and no inventory sees every scraped name (only a
-    /// Prometheus does: there an absent name is absent). A name with a colon is no exporter's:
-    /// Prometheus reserves colons for recording rules, which must be defined somewhere checked.
-    fn unknown_producer<'n>(&self, name: &'n str, catalogued: bool) -> Option<&'n str> {
-        if catalogued
-            || name.contains(':')
-            || Exporter::of_name(name).is_some()
-            || producer_of(name).is_some()
-            || !self.inv.all_partial()
-        {
-            return None;
-        }
-        let namespace = llmscope_core::catalog::producers::namespace_of(name)?;
-        let known = self.inv.names().iter().any(|n| n.starts_with(namespace));
-        let misspelt = catalog::misnomer(name).is_some()
-            || names::catalogued_near(name).is_some()
-            || names::nearest(self.inv, name).is_some();
-        (!known && !misspelt).then_some(namespace)
     }
 
     /// Whether some inventory has names of producer `p` (then a name of it that is absent is

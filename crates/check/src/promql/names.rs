@@ -70,8 +70,47 @@ fn uncovered_exporter(inv: &Inventories, name: &str, exporter: Exporter) -> Opti
     )
 }
 
-/// The finding for a name no inventory has.
+/// A name whose producer nothing here knows: no catalog owns the name or its prefix, no known
+/// producer claims it, no inventory has a name in its namespace or one it could be a misspelling
+/// of, and no inventory sees every scraped name (only a Prometheus does: there an absent name is
+/// absent). A name with a colon is no exporter's: Prometheus reserves colons for recording rules,
+/// which must be defined somewhere checked.
+fn unknown_producer(inv: &Inventories, name: &str) -> Option<Finding> {
+    if family_of(name).is_some()
+        || name.contains(':')
+        || Exporter::of_name(name).is_some()
+        || llmscope_core::catalog::producers::producer_of(name).is_some()
+        || !inv.all_partial()
+    {
+        return None;
+    }
+    let namespace = llmscope_core::catalog::producers::namespace_of(name)?;
+    let known = inv.names().iter().any(|n| n.starts_with(namespace));
+    let misspelt =
+        misnomer(name).is_some() || catalogued_near(name).is_some() || nearest(inv, name).is_some();
+    if known || misspelt {
+        return None;
+    }
+    Some(
+        Finding::new(
+            Rule::UncoveredProducer,
+            Severity::Warning,
+            format!(
+                "no inventory covers the producer of `{namespace}…` names ({}), so `{name}` is not checked",
+                inv.sources()
+            ),
+        )
+        .metric(name)
+        .suggest("check against the Prometheus that scrapes it (--prometheus), or add its exporter's page (--metrics-url, --snapshot)"),
+    )
+}
+
+/// The finding for a name no inventory has: an error, or — where the inventories cannot judge
+/// the name's producer — one `uncovered-producer` warning.
 pub fn absent_name(inv: &Inventories, name: &str) -> Finding {
+    if let Some(f) = unknown_producer(inv, name) {
+        return f;
+    }
     if let Some(m) = misnomer(name) {
         return Finding::new(
             Rule::UnknownMetric,
@@ -529,8 +568,13 @@ mod tests {
             f.suggestion.as_deref(),
             Some("did you mean vllm:num_requests_running?")
         );
-        let f = absent_name(&inv("vllm@0.26"), "zzz_qqq");
+        // Nothing near: no "did you mean" (a name in vLLM's namespace; a bare `zzz_qqq` is a
+        // producer nothing knows, an uncovered-producer warning).
+        let f = absent_name(&inv("vllm@0.26"), "vllm:zzz_qqq");
+        assert_eq!(f.rule, Rule::UnknownMetric);
         assert!(f.suggestion.is_none());
+        let f = absent_name(&inv("vllm@0.26"), "zzz_qqq");
+        assert_eq!(f.rule, Rule::UncoveredProducer);
     }
 
     /// Against a live page without speculative decoding, a misspelt spec-decode name gets the
