@@ -76,7 +76,7 @@ const fn def(
 
 use Aggregate::{Max, Mean, Sum};
 use Concept as C;
-use Unit::{Count, Fraction, Percent, Watts};
+use Unit::{Count, Fraction, Percent, Seconds, Watts};
 
 /// Every name the diagnosis can read, newest first within a concept (grouped by concept).
 pub const METRICS: &[MetricDef] = &[
@@ -201,6 +201,24 @@ pub const METRICS: &[MetricDef] = &[
         Count,
         Sum,
         "2024-11..current",
+    ),
+    // Per-request time histograms (vLLM V1): their `_sum` counters give the time-averaged queue and
+    // batch by Little's law, where the gauges only show the instant of each scrape.
+    def(
+        C::QueuedSeconds,
+        "vllm",
+        "vllm:request_queue_time_seconds_sum",
+        Seconds,
+        Sum,
+        "0.6.4..current",
+    ),
+    def(
+        C::RunningSeconds,
+        "vllm",
+        "vllm:request_inference_time_seconds_sum",
+        Seconds,
+        Sum,
+        "0.6.4..current",
     ),
     def(
         C::GpuUtil,

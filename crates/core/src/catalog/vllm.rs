@@ -267,7 +267,9 @@ pub const FAMILIES: &[Family] = &[
     hist("vllm:request_queue_time_seconds", Seconds)
         .concept(C::QueueTime)
         .since(v(6, 4)),
-    hist("vllm:request_inference_time_seconds", Seconds).since(v(6, 4)),
+    hist("vllm:request_inference_time_seconds", Seconds)
+        .concept(C::RunningSeconds)
+        .since(v(6, 4)),
     hist("vllm:request_prefill_time_seconds", Seconds).since(v(6, 4)),
     hist("vllm:request_decode_time_seconds", Seconds).since(v(6, 4)),
     hist("vllm:request_prefill_kv_computed_tokens", Tokens)

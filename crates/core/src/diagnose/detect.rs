@@ -31,6 +31,8 @@ pub const PINNED_SHARE: f64 = 0.7;
 /// so a scrape between two steps sees part of a wave: a real vLLM 0.32 at `--max-num-seqs 16`
 /// with 32 clients reads 16 in only 50–80 % of 1 s scrapes, 14–16 in 85–95 %.
 pub const NEAR_CEILING: f64 = 0.85;
+/// Tokens per step at or above this share of `--max-num-batched-tokens`: the step budget is spent.
+pub const BUDGET_FULL: f64 = 0.9;
 
 /// How bad a finding is; the one scale of every detector, the linter and `--fail-on`.
 pub use crate::severity::Severity;
@@ -49,6 +51,9 @@ pub enum Bottleneck {
     MemoryBandwidth,
     Host,
     TokenBudget,
+    /// Requests queued in front of the scheduler — in the API server process — while the
+    /// scheduler had room: the front end, not the engine, limits the deployment.
+    FrontEnd,
     None,
 }
 
@@ -64,6 +69,7 @@ impl Bottleneck {
             Bottleneck::MemoryBandwidth => "memory_bandwidth",
             Bottleneck::Host => "host",
             Bottleneck::TokenBudget => "token_budget",
+            Bottleneck::FrontEnd => "front_end",
             Bottleneck::None => "none",
         }
     }
@@ -120,9 +126,76 @@ impl Context<'_> {
             .map(|s| (s.mean, s.nonzero_share))
     }
 
+    /// Mean requests waiting in the scheduler over the steady window by Little's law: the
+    /// engine's summed queue time per second. Unlike the gauge it does not depend on where the
+    /// scrapes fell, and a stale or reset gauge does not touch it.
+    pub fn little_waiting(&self) -> Option<f64> {
+        self.settled_rate(Concept::QueuedSeconds)
+    }
+
+    /// Mean requests running over the steady window by Little's law (summed running time per second).
+    pub fn little_running(&self) -> Option<f64> {
+        self.settled_rate(Concept::RunningSeconds)
+    }
+
+    /// A per-request time counter's growth per second between its first and last reading in the
+    /// steady window less its first quarter (a counter reset counts from zero). Little's law holds
+    /// for a system in a steady state; a closed-loop load starts every client at once, and the
+    /// first wave's queueing is a transient counted when those requests finish (a real vLLM 0.32 at
+    /// --max-num-seqs 4 with 16 clients: 12 requests queued 13.8 s between them in the first
+    /// second, none after). Only growth between two readings inside the window counts, so an
+    /// interval that straddles its start cannot carry the first wave in.
+    fn settled_rate(&self, c: Concept) -> Option<f64> {
+        let (a, b) = self.phases.steady?;
+        let from = a + (b - a) / 4.0;
+        let points: Vec<(f64, f64)> = self.input.signal(c)?.window(from, b).collect();
+        let (first, last) = (points.first()?, points.last()?);
+        let span = last.0 - first.0;
+        let grown: f64 = points
+            .windows(2)
+            .map(|w| {
+                if w[1].1 >= w[0].1 {
+                    w[1].1 - w[0].1
+                } else {
+                    w[1].1
+                }
+            })
+            .sum();
+        (span > 0.0).then_some(grown / span)
+    }
+
+    /// Mean waiting: by Little's law where the engine counts queue time, else the gauge's mean.
+    pub fn mean_waiting(&self) -> Option<f64> {
+        self.little_waiting()
+            .or_else(|| self.waiting().map(|w| w.0))
+    }
+
+    /// Mean running: by Little's law where the engine counts running time, else the gauge's mean.
+    pub fn mean_running(&self) -> Option<f64> {
+        self.little_running()
+            .or_else(|| self.stat(Concept::Running).map(|s| s.mean))
+    }
+
+    /// A queue in the engine's scheduler held requests through the window. Where the engine
+    /// counts queue time, that counter decides (Little's law: every request's whole wait, however
+    /// the scrapes fell); else the waiting gauge must show a queue in most scrapes. A gauge is a
+    /// snapshot: on a real vLLM 0.32 the few readings left after stale ones are set aside can all
+    /// fall in the first wave of a closed-loop load.
     pub fn queue_sustained(&self) -> bool {
-        self.waiting()
-            .is_some_and(|(mean, share)| share >= WAITING_SHARE && mean >= 0.5)
+        match self.little_waiting() {
+            Some(w) => w >= 0.5,
+            None => self
+                .waiting()
+                .is_some_and(|(mean, share)| share >= WAITING_SHARE && mean >= 0.5),
+        }
+    }
+
+    /// The load kept more requests than the batch cap in the system — in the scheduler's queue,
+    /// or, where the engine does not count queue time, possibly in front of it. Where it does
+    /// count queue time, that counter alone says whether the scheduler held a queue.
+    pub fn queued(&self) -> bool {
+        self.queue_sustained()
+            || (self.little_waiting().is_none() && self.demand_over_cap().is_some())
     }
 
     /// Requests the client kept in flight beyond the batch cap, when it kept clearly more:
@@ -139,8 +212,8 @@ impl Context<'_> {
     /// average over the steady window.
     pub fn outside_engine(&self) -> Option<f64> {
         let achieved = self.input.load.achieved_concurrency?;
-        let running = self.stat(Concept::Running)?.mean;
-        let waiting = self.stat(Concept::Waiting).map_or(0.0, |s| s.mean);
+        let running = self.mean_running()?;
+        let waiting = self.mean_waiting().unwrap_or(0.0);
         Some(achieved - running - waiting)
     }
 
@@ -381,8 +454,7 @@ impl Detector for KvCapacity {
             (Some((plateau, _)), Some(cap)) => plateau < cap,
             _ => true,
         };
-        let queued = cx.queue_sustained() || cx.demand_over_cap().is_some();
-        let primary = queued && (preempting.is_some() || below_cap);
+        let primary = cx.queued() && (preempting.is_some() || below_cap);
         let msg = format!(
             "KV cache at {:.0}% (max {:.0}%){}: requests wait for KV blocks",
             mean * 100.0,
@@ -418,7 +490,7 @@ impl Detector for TokenBudget {
     fn detect(&self, cx: &Context) -> Option<Finding> {
         let budget = cx.input.engine.max_num_batched_tokens? as f64;
         let per_step = cx.tokens_per_step()?;
-        if per_step < 0.9 * budget || !cx.queue_sustained() {
+        if per_step < BUDGET_FULL * budget || !cx.queue_sustained() {
             return None;
         }
         // Full steps that are compute-bound are GPU compute: a bigger budget would only lengthen them.
@@ -430,7 +502,7 @@ impl Detector for TokenBudget {
             "tokens_per_step",
             per_step,
             ">=",
-            Some(0.9 * budget),
+            Some(BUDGET_FULL * budget),
         )];
         let msg = format!(
             "engine steps carry {per_step:.0} tokens of a {budget:.0}-token budget: prefill is chunked and queued requests wait for budget"
@@ -444,6 +516,15 @@ impl Detector for TokenBudget {
             ev,
         ))
     }
+}
+
+/// Steps carry (nearly) the whole `--max-num-batched-tokens`: the budget, not the batch cap,
+/// decides admission.
+fn budget_spent(cx: &Context) -> bool {
+    let budget = cx.input.engine.max_num_batched_tokens.map(f64::from);
+    budget
+        .zip(cx.tokens_per_step())
+        .is_some_and(|(b, t)| t >= BUDGET_FULL * b)
 }
 
 /// `running` pinned at `--max-num-seqs` with a queue, GPU and KV with headroom.
@@ -464,9 +545,15 @@ impl Detector for BatchLimit {
         let full_steps = batch
             .zip(per_engine_cap)
             .is_some_and(|(b, c)| b >= NEAR_CEILING * c);
-        let queued = cx.queue_sustained() || cx.demand_over_cap().is_some();
-        if !queued
-            || (share < PINNED_SHARE && !full_steps)
+        // Or by elimination: vLLM's scheduler admits a waiting request at its next step unless the
+        // batch is full, the KV pool cannot hold it or the step's token budget is spent. A queue
+        // the scheduler itself held through the window, with running seen at the cap and KV and
+        // the budget ruled out below (and by the detectors before this one), is the cap binding —
+        // however few scrapes caught the batch full (a real vLLM 0.32 at --max-num-seqs 4 showed
+        // it in 64 % of them on a busy host, and its gauges read 0 in many more).
+        let by_elimination = cx.queue_sustained() && cap == Some(plateau);
+        if !cx.queued()
+            || (share < PINNED_SHARE && !full_steps && !by_elimination)
             || plateau < 1.0
             || cap.is_some_and(|c| c != plateau)
         {
@@ -474,9 +561,12 @@ impl Detector for BatchLimit {
         }
         if cx.busy().is_some_and(|b| b.value >= BUSY_HIGH)
             || cx.kv().is_some_and(|(m, _)| m >= KV_HIGH)
+            || budget_spent(cx)
         {
             return None;
         }
+        // The queue's mean by Little's law where the engine counts queue time; the gauge's otherwise.
+        let queue = cx.mean_waiting().unwrap_or(waiting);
         let mut ev = vec![
             cx.evidence(Concept::Running, "plateau", plateau, "==", cap),
             cx.evidence(
@@ -488,6 +578,15 @@ impl Detector for BatchLimit {
             ),
             cx.evidence(Concept::Waiting, "mean", waiting, ">=", Some(0.5)),
         ];
+        if let Some(w) = cx.little_waiting() {
+            ev.push(cx.evidence(
+                Concept::QueuedSeconds,
+                "mean_waiting_by_littles_law",
+                w,
+                ">=",
+                Some(0.5),
+            ));
+        }
         let over = cx.demand_over_cap();
         if let Some(o) = over {
             ev.push(cx.evidence(
@@ -524,7 +623,7 @@ impl Detector for BatchLimit {
                 "",
                 None,
             ));
-            if (waiting - expected).abs() <= 0.2 * expected.max(1.0) {
+            if (queue - expected).abs() <= 0.2 * expected.max(1.0) {
                 confidence += 0.1;
             }
         }
@@ -564,7 +663,12 @@ impl Detector for BatchLimit {
             ),
         };
         let msg = format!(
-            "running is pinned at {plateau:.0} ({}at or near it in {:.0}% of samples) while {waiting:.1} requests wait on average{}, {headroom}: the batch limit caps throughput",
+            "running is {} {plateau:.0} ({}at or near it in {:.0}% of samples) while {queue:.1} requests wait on average{}, {headroom}: the batch limit caps throughput",
+            if share < PINNED_SHARE && !full_steps {
+                "held by the scheduler's queue at"
+            } else {
+                "pinned at"
+            },
             match (cap, cx.input.engines) {
                 (None, _) => String::new(),
                 (Some(_), 0 | 1) => "= --max-num-seqs; ".to_owned(),
@@ -674,36 +778,78 @@ impl Detector for FrontEndQueue {
     fn detect(&self, cx: &Context) -> Option<Finding> {
         let achieved = cx.input.load.achieved_concurrency?;
         let outside = cx.outside_engine()?;
-        if outside < (0.15 * achieved).max(2.0) {
+        let threshold = (0.15 * achieved).max(2.0);
+        if outside < threshold {
             return None;
         }
+        let running = cx.mean_running()?;
+        let waiting = cx.mean_waiting().unwrap_or(0.0);
+        let little = cx.little_waiting().is_some();
         let ev = vec![
             cx.evidence(
-                Concept::Running,
-                "mean",
-                cx.stat(Concept::Running)?.mean,
+                if little {
+                    Concept::RunningSeconds
+                } else {
+                    Concept::Running
+                },
+                if little {
+                    "mean_running_by_littles_law"
+                } else {
+                    "mean"
+                },
+                running,
                 "",
-                None,
+                cx.batch_cap(),
             ),
             cx.evidence(
-                Concept::Waiting,
-                "mean",
-                cx.stat(Concept::Waiting).map_or(0.0, |s| s.mean),
-                "",
-                None,
+                if little {
+                    Concept::QueuedSeconds
+                } else {
+                    Concept::Waiting
+                },
+                if little {
+                    "mean_waiting_by_littles_law"
+                } else {
+                    "mean"
+                },
+                waiting,
+                "<",
+                Some(0.5),
             ),
             cx.evidence(
                 Concept::Running,
                 "client_in_flight_minus_running_and_waiting",
                 outside,
                 ">=",
-                Some((0.15 * achieved).max(2.0)),
+                Some(threshold),
             ),
         ];
-        let msg = format!(
+        // The scheduler held no queue although the load offered more than its batch cap: the
+        // requests it never saw were held by the API server, which is then the limit.
+        let primary =
+            !cx.queue_sustained() && cx.batch_cap().is_some() && !concurrency_within_cap(cx);
+        let mut msg = format!(
             "{outside:.1} of the {achieved:.1} requests in flight at the client were neither running nor waiting in the engine on average: they queued in front of the scheduler (the API server process or the way to it) — a host short of CPU, or a saturated API server"
         );
-        Some(finding(self.id(), Severity::Warning, None, 0.7, msg, ev))
+        if primary {
+            msg += &format!(
+                "; the scheduler itself held no queue (mean waiting {waiting:.1}) and ran {running:.1} on average: the front end, not the engine, limits this deployment"
+            );
+        }
+        let severity = if primary {
+            Severity::Error
+        } else {
+            Severity::Warning
+        };
+        let confidence = if little { 0.75 } else { 0.6 };
+        Some(finding(
+            self.id(),
+            severity,
+            primary.then_some(Bottleneck::FrontEnd),
+            confidence,
+            msg,
+            ev,
+        ))
     }
 }
 
@@ -869,10 +1015,10 @@ pub fn detectors() -> Vec<Box<dyn Detector>> {
         Box::new(MemoryBandwidth),
         Box::new(GpuCompute),
         Box::new(BatchLimit),
+        Box::new(FrontEndQueue),
         Box::new(ClientLimited),
         Box::new(LoadNotReached),
         Box::new(HostBound),
-        Box::new(FrontEndQueue),
     ]
 }
 
@@ -1089,6 +1235,99 @@ mod tests {
         // Without the client's count, the same gauges are not enough to call it.
         i.load.achieved_concurrency = None;
         assert_ne!(diagnose(&i).verdict.bottleneck, Bottleneck::BatchLimit);
+    }
+
+    /// A counter rising by `per_s` every second while loaded (10 ≤ t < 70).
+    fn counter(per_s: f64) -> Signal {
+        let mut total = 0.0;
+        let pts = (0..80)
+            .map(|k| {
+                if (10..70).contains(&k) {
+                    total += per_s;
+                }
+                (k as f64, total)
+            })
+            .collect();
+        Signal::new("c", pts)
+    }
+
+    /// Issue 22's cap-4 case: the scheduler kept a queue (the engine's queue-time counter says 4.8
+    /// waiting on average), running reached the cap but in only 40 % of scrapes, KV near empty: the
+    /// cap binds by elimination, never "none".
+    #[test]
+    fn a_scheduler_queue_with_the_cap_reached_is_the_batch_limit_by_elimination() {
+        let mut i = loaded(4.0, 5.0);
+        i.engine.max_num_seqs = Some(4);
+        i.load.concurrency = Some(12);
+        let pts: Vec<(f64, f64)> = (0..80)
+            .map(|k| {
+                let v = match k {
+                    10..70 if k % 5 < 2 => 4.0,
+                    10..70 => 2.0,
+                    _ => 0.0,
+                };
+                (k as f64, v)
+            })
+            .collect();
+        i.signals.insert(Concept::Running, Signal::new("r", pts));
+        i.signals.insert(Concept::QueuedSeconds, counter(4.8));
+        let d = diagnose(&i);
+        assert_eq!(
+            d.verdict.bottleneck,
+            Bottleneck::BatchLimit,
+            "{:?}",
+            ids(&d)
+        );
+        assert!(
+            d.verdict
+                .summary
+                .contains("held by the scheduler's queue at 4"),
+            "{}",
+            d.verdict.summary
+        );
+        // Without the counter and with the gauge's queue in few scrapes, nothing proves the queue.
+        i.signals.remove(&Concept::QueuedSeconds);
+        let sparse: Vec<(f64, f64)> = (0..80)
+            .map(|k| {
+                (
+                    k as f64,
+                    if (10..70).contains(&k) && k % 3 == 0 {
+                        5.0
+                    } else {
+                        0.0
+                    },
+                )
+            })
+            .collect();
+        i.signals.insert(Concept::Waiting, Signal::new("w", sparse));
+        assert_ne!(diagnose(&i).verdict.bottleneck, Bottleneck::BatchLimit);
+    }
+
+    /// Requests held in front of the scheduler while it had no queue of its own (its queue-time
+    /// counter near 0) and the load offered more than the cap: the API server is the limit.
+    #[test]
+    fn no_scheduler_queue_with_demand_over_the_cap_is_the_front_end() {
+        let mut i = loaded(16.0, 0.0);
+        i.load.achieved_concurrency = Some(31.0);
+        i.signals.insert(Concept::QueuedSeconds, counter(0.1));
+        i.signals.insert(Concept::RunningSeconds, counter(9.0));
+        let d = diagnose(&i);
+        assert_eq!(d.verdict.bottleneck, Bottleneck::FrontEnd, "{:?}", ids(&d));
+        assert!(
+            d.verdict.summary.contains("the front end, not the engine"),
+            "{}",
+            d.verdict.summary
+        );
+        assert!(
+            d.recommendations[0].action.contains("--api-server-count"),
+            "{:?}",
+            d.recommendations
+        );
+        // Concurrency within the cap: no queue could form — load not reached, front end secondary.
+        i.load.concurrency = Some(16);
+        let d = diagnose(&i);
+        assert_eq!(d.verdict.bottleneck, Bottleneck::LoadNotReached);
+        assert!(ids(&d).contains(&"front_end_queue"));
     }
 
     #[test]

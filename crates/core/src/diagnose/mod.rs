@@ -1,6 +1,7 @@
 //! Diagnosis: engine-neutral signals in, one verdict with evidence out. Pure.
 //!
-//! Flow: [`Input`] (signals by [`Concept`] + engine and load facts) → [`window::detect_phases`]
+//! Flow: [`Input`] (signals by [`Concept`] + engine and load facts) → [`stale::set_aside`]
+//! (gauge readings the engine's counters contradict) → [`window::detect_phases`]
 //! → steady-window [`window::WindowStats`] → [`edges::timeline`] (rise/fall, offsets) →
 //! [`detect::detectors`] (findings with evidence) → [`verdict::choose`] by the decision table →
 //! [`verdict::recommend`]. [`diagnose`] runs it all and returns a serialisable [`Diagnosis`].
@@ -10,6 +11,7 @@ pub mod detect;
 pub mod edges;
 pub mod failures;
 pub mod signal;
+pub mod stale;
 pub mod stall;
 pub mod verdict;
 pub mod window;
@@ -63,8 +65,20 @@ pub fn context(input: &Input) -> detect::Context<'_> {
 /// confidence: the server-side evidence stands, the client-side timings are less exact.
 pub const CONTENDED_PENALTY: f64 = 0.1;
 
-/// Runs the whole diagnosis.
+/// Runs the whole diagnosis, on the readings the engine's own counters do not contradict
+/// ([`stale::set_aside`]).
 pub fn diagnose(input: &Input) -> Diagnosis {
+    match stale::set_aside(input) {
+        Some((clean, stale)) => {
+            let mut d = judge(&clean);
+            d.findings.push(stale);
+            d
+        }
+        None => judge(input),
+    }
+}
+
+fn judge(input: &Input) -> Diagnosis {
     let cx = context(input);
     let mut findings: Vec<Finding> = detect::detectors()
         .iter()

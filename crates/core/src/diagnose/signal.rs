@@ -42,6 +42,13 @@ pub enum Concept {
     PromptTokens,
     /// Cumulative finished requests (counter).
     RequestsFinished,
+    /// Seconds finished requests spent waiting in the scheduler's queue, summed (the queue-time
+    /// histogram's `_sum`, a counter). Its rate is the mean number waiting (Little's law), whatever
+    /// the scrapes saw: every request's whole wait is counted when it finishes.
+    QueuedSeconds,
+    /// Seconds finished requests spent running (prefill and decode), summed (the inference-time
+    /// histogram's `_sum`, a counter); its rate is the mean number running.
+    RunningSeconds,
     /// Prefix-cache hits and queries (counters, tokens).
     PrefixCacheHits,
     PrefixCacheQueries,
@@ -92,6 +99,8 @@ impl Concept {
             Concept::StepCount => "step_count",
             Concept::PromptTokens => "prompt_tokens",
             Concept::RequestsFinished => "requests_finished",
+            Concept::QueuedSeconds => "queued_seconds",
+            Concept::RunningSeconds => "running_seconds",
             Concept::PrefixCacheHits => "prefix_cache_hits",
             Concept::PrefixCacheQueries => "prefix_cache_queries",
             Concept::Ttft => "ttft",
@@ -135,6 +144,8 @@ impl Concept {
                 | Concept::StepCount
                 | Concept::PromptTokens
                 | Concept::RequestsFinished
+                | Concept::QueuedSeconds
+                | Concept::RunningSeconds
                 | Concept::PrefixCacheHits
                 | Concept::PrefixCacheQueries
         )

@@ -63,7 +63,10 @@ fn row_of(b: Bottleneck) -> Option<usize> {
     match b {
         Bottleneck::GpuCompute | Bottleneck::MemoryBandwidth => Some(0),
         Bottleneck::KvCacheCapacity => Some(1),
-        Bottleneck::BatchLimit | Bottleneck::TokenBudget | Bottleneck::Host => Some(2),
+        Bottleneck::BatchLimit
+        | Bottleneck::TokenBudget
+        | Bottleneck::Host
+        | Bottleneck::FrontEnd => Some(2),
         Bottleneck::LoadNotReached | Bottleneck::Client => Some(3),
         Bottleneck::FailingRequests | Bottleneck::None => None,
     }
@@ -132,6 +135,7 @@ pub fn recommend(cx: &Context, verdict: &Verdict, findings: &[Finding]) -> Vec<R
             "the client limited the achieved load, so the server's limit was not measured",
         )],
         Bottleneck::LoadNotReached => load_not_reached(cx),
+        Bottleneck::FrontEnd => front_end(cx),
         Bottleneck::Host | Bottleneck::None => Vec::new(),
     };
     if findings.iter().any(|f| f.rule == "host") {
@@ -353,4 +357,24 @@ fn load_not_reached(cx: &Context) -> Vec<Recommendation> {
             "no queue formed and the GPU has headroom",
         ),
     ]
+}
+
+fn front_end(cx: &Context) -> Vec<Recommendation> {
+    let mut out = vec![
+        rec(
+            "Give the API server CPU of its own: raise vLLM's --api-server-count (e.g. 2–4) and the pod's CPU request so each API server process and the engine core get a core",
+            "vLLM's front end — HTTP, tokenising, detokenising and streaming — runs in Python processes apart from the engine; requests waited there while the scheduler had room",
+        ),
+        rec(
+            "Stream fewer, larger chunks: --stream-interval 4–8 (vLLM ≥ 0.12)",
+            "every streamed chunk costs the API server CPU; batching tokens per chunk cuts that cost with little effect on perceived latency",
+        ),
+    ];
+    if cx.input.load.contention.is_some() {
+        out.push(rec(
+            "Run the load generator on other cores or another machine, then re-measure",
+            "the machine was contended while measuring: the client and the server competed for the same cores",
+        ));
+    }
+    out
 }

@@ -45,8 +45,77 @@ fn value_at(s: &Signal, t: f64) -> Option<f64> {
         .filter(|v| v.is_finite())
 }
 
-/// Reads the phases from running + waiting.
+/// Reads the phases from running + waiting; where those gauges place a steady phase shorter than
+/// half of the time the engine's own token counter says it worked steadily (readings missing or
+/// set aside as stale — a real vLLM 0.32 under load can read 0 in most scrapes), the counter
+/// places the phases instead.
 pub fn detect_phases(input: &Input) -> Phases {
+    let phases = gauge_phases(input);
+    let Some(tokens) = token_span(input) else {
+        return phases;
+    };
+    let steady = phases.steady.map_or(0.0, |(a, b)| b - a);
+    if steady >= 0.5 * (tokens.steady.1 - tokens.steady.0) {
+        return phases;
+    }
+    let times = input
+        .signals
+        .values()
+        .flat_map(|s| s.points.iter().map(|p| p.0));
+    let (first, last) = times.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), t| {
+        (a.min(t), b.max(t))
+    });
+    let span = |a: f64, b: f64| (b > a).then_some((a, b));
+    Phases {
+        baseline: span(first, tokens.start),
+        ramp: span(tokens.start, tokens.steady.0),
+        steady: Some(tokens.steady),
+        drain: span(tokens.steady.1, tokens.end),
+        after: span(tokens.end, last),
+    }
+}
+
+/// When the engine generated tokens: from the last idle reading of its counter (`start`) through
+/// the intervals at a steady pace (rate at least half the median of the working intervals) to the
+/// last interval with any token (`end`).
+struct TokenSpan {
+    start: f64,
+    steady: (f64, f64),
+    end: f64,
+}
+
+fn token_span(input: &Input) -> Option<TokenSpan> {
+    let counter = input.signal(Concept::GeneratedTokens)?;
+    let rate = counter.rate();
+    let working: Vec<usize> = (0..rate.points.len())
+        .filter(|&i| rate.points[i].1 > 0.0 && rate.points[i].1.is_finite())
+        .collect();
+    let (&i0, &i1) = (working.first()?, working.last()?);
+    if working.len() < 3 {
+        return None;
+    }
+    let median = percentile(working.iter().map(|&i| rate.points[i].1).collect(), 0.5);
+    let steady: Vec<f64> = working
+        .iter()
+        .map(|&i| rate.points[i])
+        .filter(|p| p.1 >= 0.5 * median)
+        .map(|p| p.0)
+        .collect();
+    // A rate point at t covers the interval since the counter's reading before it.
+    let start = counter
+        .points
+        .iter()
+        .rev()
+        .find(|p| p.0 < rate.points[i0].0)
+        .map_or(rate.points[i0].0, |p| p.0);
+    Some(TokenSpan {
+        start,
+        steady: (*steady.first()?, *steady.last()?),
+        end: rate.points[i1].0,
+    })
+}
+
+fn gauge_phases(input: &Input) -> Phases {
     let load = in_system(input);
     let (Some(first), Some(last)) = (load.first(), load.last()) else {
         return Phases::default();
