@@ -504,13 +504,15 @@ impl Narrator for Forward {
     }
 }
 
-/// Polls the engine's metrics until nothing runs or waits (or the drain timeout).
+/// Polls the engine's metrics until nothing runs or waits and no token was generated since the
+/// poll before (or the drain timeout).
 async fn drain(client: &HttpClient, plan: &RunPlan, n: &dyn Narrator) {
     let Some(engine) = plan.scrape.first() else {
         return;
     };
     let headers = hyper::HeaderMap::new();
     let deadline = tokio::time::Instant::now() + plan.drain_timeout;
+    let mut idle_at: Option<f64> = None;
     while tokio::time::Instant::now() < deadline {
         let get = llmscope_collect::http::Get {
             uri: engine.uri.clone(),
@@ -520,16 +522,25 @@ async fn drain(client: &HttpClient, plan: &RunPlan, n: &dyn Narrator) {
         };
         if let Ok(page) = client.get(get).await {
             let (families, _) = promtext::parse_families(&page.body);
-            let busy: f64 = families
-                .iter()
-                .filter(|f| {
-                    catalog::lookup(f.name.raw())
-                        .is_some_and(|d| matches!(d.concept, Concept::Running | Concept::Waiting))
-                })
-                .flat_map(|f| f.samples.iter().map(|s| s.value))
-                .sum();
-            if busy == 0.0 {
-                return;
+            let sum = |concepts: &[Concept]| -> f64 {
+                families
+                    .iter()
+                    .filter(|f| {
+                        catalog::lookup(f.name.raw()).is_some_and(|d| concepts.contains(&d.concept))
+                    })
+                    .flat_map(|f| f.samples.iter().map(|s| s.value))
+                    .sum()
+            };
+            // Idle twice in a row with no token generated in between: a real vLLM 0.32 reads
+            // 0 running and 0 waiting in many scrapes while it still works (issue 22).
+            let tokens = sum(&[Concept::GeneratedTokens]);
+            if sum(&[Concept::Running, Concept::Waiting]) == 0.0 {
+                if idle_at == Some(tokens) {
+                    return;
+                }
+                idle_at = Some(tokens);
+            } else {
+                idle_at = None;
             }
         }
         tokio::time::sleep(Duration::from_millis(500)).await;

@@ -238,7 +238,7 @@ impl RunRequest {
                 "no --gpu-metrics: GPU utilisation is unknown, so GPU-bound verdicts cannot be made (batch-limit, KV-cache and load verdicts still can)"
                     .to_owned(),
             );
-            (self.interval * 5).max(Duration::from_secs(5))
+            (self.interval * 5).max(Duration::from_secs(2))
         } else {
             after
         };
