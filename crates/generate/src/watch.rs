@@ -32,7 +32,13 @@ pub const INTERVAL: &str = "llmscope_watch_interval_seconds";
 
 /// The verdicts worth an alert when they last: the deployment is saturated on something that a
 /// configuration or capacity change fixes.
-pub const ACTIONABLE: [&str; 3] = ["kv_cache_capacity", "batch_limit", "gpu_compute"];
+pub const ACTIONABLE: [&str; 5] = [
+    "kv_cache_capacity",
+    "batch_limit",
+    "token_budget",
+    "front_end",
+    "gpu_compute",
+];
 /// Evaluations missed before watch counts as stale.
 pub const STALE_INTERVALS: u32 = 3;
 
@@ -75,7 +81,7 @@ fn bottlenecked() -> Rule {
         "warning",
         [
             "{{ $labels.namespace }}/{{ $labels.deployment }} is bound by {{ $labels.bottleneck }}",
-            "llmscope watch has diagnosed {{ $labels.deployment }} in {{ $labels.namespace }} as {{ $labels.bottleneck }} for 30 minutes: its throughput is capped there (kv_cache_capacity: more KV memory or shorter contexts; batch_limit: raise --max-num-seqs; gpu_compute: more GPUs).",
+            "llmscope watch has diagnosed {{ $labels.deployment }} in {{ $labels.namespace }} as {{ $labels.bottleneck }} for 30 minutes: its throughput is capped there (kv_cache_capacity: more KV memory or shorter contexts; batch_limit: raise --max-num-seqs; token_budget: raise --max-num-batched-tokens; front_end: CPU for the API server, --api-server-count; gpu_compute: more GPUs).",
         ],
         &format!("llmscope verdict `{{{{ $labels.bottleneck }}}}`. {RUNBOOK}"),
     )
