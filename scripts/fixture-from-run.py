@@ -27,6 +27,11 @@ for sid, name, labels in c.execute(f"select id, name, labels from series where s
         info = json.loads(labels)
 cols = {n: {} for n in NAMES}
 for (data,) in c.execute(f"select data from blocks where source_id in ({q})", srcs):
+    if data[0] != 1:
+        sys.exit(f"fixture-from-run: this store writes sample blocks in layout {data[0]}, which this "
+                 "script does not decode (it reads layout 1, stores made before the compact layout); "
+                 "the real tier writes its regime-matrix fixtures itself: LLMSCOPE_MATRIX_FIXTURES=DIR "
+                 "cargo test -p llmscope --test real_vllm")
     body = data[1:]
     for k in range(0, len(body) // 24 * 24, 24):
         sid, t, v = struct.unpack("<qdd", body[k:k + 24])

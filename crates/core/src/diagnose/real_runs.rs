@@ -5,7 +5,8 @@
 //!
 //! Format: `# facts: max_num_seqs=16 concurrency=32 achieved_concurrency=31.4 contended=false`,
 //! optional `# cache_config_info: block_size=128,…`, `# expect: <bottleneck>`, any number of
-//! `# advice: <text the first recommendation contains>`, any number of `# finding: <id>` (a
+//! `# advice: <text the first recommendation contains>`, optional `# requests: <JSON>` (the run's
+//! request outcome: sent, ok, failed and the error kinds), any number of `# finding: <id>` (a
 //! finding that must be among the run's), then a TSV with a `t` column and one
 //! column per metric (an empty cell is no sample).
 
@@ -19,6 +20,8 @@ struct Case {
     expect: String,
     advice: Vec<String>,
     findings: Vec<String>,
+    /// What happened to the client's requests (`# requests:`, the run's JSON), when kept.
+    requests: Option<super::failures::RequestOutcome>,
 }
 
 fn parse(text: &str) -> Case {
@@ -28,6 +31,7 @@ fn parse(text: &str) -> Case {
         expect: String::new(),
         advice: Vec::new(),
         findings: Vec::new(),
+        requests: None,
     };
     let mut header: Vec<String> = Vec::new();
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
@@ -47,6 +51,8 @@ fn parse(text: &str) -> Case {
                 key: SeriesKey::new("vllm:cache_config_info", Labels::new(labels)),
                 points: vec![Point { t: 0.0, v: 1.0 }],
             });
+        } else if let Some(rest) = line.strip_prefix("# requests:") {
+            case.requests = Some(serde_json::from_str(rest.trim()).expect("# requests: JSON"));
         } else if let Some(rest) = line.strip_prefix("# expect:") {
             case.expect = rest.trim().to_owned();
         } else if let Some(rest) = line.strip_prefix("# advice:") {
@@ -93,24 +99,47 @@ fn run(case: &Case) -> Diagnosis {
     input.load.contention = fact(case, "contended")
         .filter(|c: &bool| *c)
         .map(|_| "recorded as contended when the run was cut".to_owned());
-    input.scrape_interval_s = Some(1.0);
+    input.engine.max_num_batched_tokens = fact(case, "max_num_batched_tokens");
+    input.load.requests = case.requests.clone();
+    input.scrape_interval_s = Some(fact(case, "scrape_interval").unwrap_or(1.0));
     diagnose(&input)
 }
 
-#[test]
-fn real_runs_get_the_verdict_a_person_expects() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/real-runs");
+fn fixtures(dir: &str) -> Vec<std::path::PathBuf> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
     let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .expect("the real-runs fixtures")
+        .unwrap_or_else(|e| panic!("the fixtures in {}: {e}", dir.display()))
         .flatten()
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|x| x == "tsv"))
         .collect();
     files.sort();
-    assert!(files.len() >= 4, "fixtures in {}", dir.display());
+    files
+}
+
+#[test]
+fn real_runs_get_the_verdict_a_person_expects() {
+    let files = fixtures("tests/fixtures/real-runs");
+    assert!(files.len() >= 4, "{} real-run fixtures", files.len());
+    check(&files);
+}
+
+/// Every formed cell of the real regime matrix (issue 22), cut by the real tier itself
+/// (`LLMSCOPE_MATRIX_FIXTURES`), its `# expect:` the oracle's reading of vLLM's own metrics.
+#[test]
+fn the_real_regime_matrix_gets_the_oracles_verdicts() {
+    let files = fixtures("tests/fixtures/real-matrix");
+    assert!(files.len() >= 80, "{} matrix fixtures", files.len());
+    check(&files);
+}
+
+fn check(files: &[std::path::PathBuf]) {
     let mut wrong = Vec::new();
-    for f in &files {
+    for f in files {
         let case = parse(&std::fs::read_to_string(f).unwrap());
+        if case.expect == "not_formed" || case.expect.starts_with("unexplained") {
+            continue;
+        }
         let d = run(&case);
         let got = d.verdict.bottleneck.as_str();
         let first = d
