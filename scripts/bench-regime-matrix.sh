@@ -86,6 +86,28 @@ for k in keys:
             row += ["—", "—"]
     print("| " + " | ".join(row) + " |")
 print()
+# Where the real engine's regime differs from cpu-tiny's (the preset fitted to it), say why.
+why = {}
+for k in keys:
+    r, s = real.get(k), sim.get(k, {}).get("cpu-tiny")
+    if not r or not s or r[0] == s[0]:
+        continue
+    if r[2] == "not formed":
+        reason = "the real regime did not form (border, two regimes in one window, or a queue nothing in the engine explains)"
+    elif r[0] == "front_end":
+        reason = "the real API server held the requests on 2 shared cores; the offline simulator has no front-end queue"
+    elif r[0] == "failing_requests":
+        reason = "the real server turns requests away at --max-num-queued-reqs 40; the simulated cell has no queue limit"
+    elif s[0] == "load_not_reached" and r[0] == "batch_limit":
+        reason = "real requests arrive unevenly from a starved front end, so a queue forms at the cap; the simulated clients never exceed it"
+    else:
+        reason = "not explained: look at both cells"
+    why.setdefault(reason, []).append(f"{k[0]}x{k[1]}/{k[2]}{' ' + k[3] if k[3] else ''} ({r[0]} vs {s[0]})")
+if why:
+    print("Real vs cpu-tiny, where the oracles differ:")
+    for reason, cells in why.items():
+        print(f"- {reason}: {', '.join(cells)}")
+    print()
 for name, (ok, wrong, unformed) in tally.items():
     if ok + wrong + unformed:
         print(f"{name}: {ok} of {ok + wrong} formed cells agree with the oracle, {wrong} disagree, {unformed} did not form")

@@ -31,7 +31,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// The names the oracle reads (each summed over its label sets, so one value per scrape).
-pub const NAMES: [&str; 15] = [
+pub const NAMES: [&str; 18] = [
     "vllm:num_requests_running",
     "vllm:num_requests_waiting",
     "vllm:kv_cache_usage_perc",
@@ -47,6 +47,9 @@ pub const NAMES: [&str; 15] = [
     "vllm:prefix_cache_hits_total",
     "vllm:prefix_cache_queries_total",
     "vllm:time_to_first_token_seconds_count",
+    "vllm:time_to_first_token_seconds_sum",
+    "vllm:inter_token_latency_seconds_sum",
+    "vllm:inter_token_latency_seconds_count",
 ];
 
 /// One scrape: unix seconds and each name's value (absent names are absent).
@@ -135,6 +138,10 @@ pub struct Reading {
     pub tokens_per_step: f64,
     pub output_tok_s: f64,
     pub prefix_hit: Option<f64>,
+    /// Mean time to first token and inter-token latency of the requests the window saw finish
+    /// their first token / tokens (the KV-admission signature: TTFT grows, ITL does not).
+    pub ttft: Option<f64>,
+    pub itl: Option<f64>,
     /// Requests in flight at the client that were neither running nor waiting in the engine.
     pub outside: f64,
     /// A queue in one half of the window and none in the other: two regimes, not one.
@@ -156,8 +163,11 @@ impl Reading {
             self.output_tok_s,
             self.outside,
             self.prefix_hit
-                .map_or(String::new(), |h| format!(" prefix hits {:.0}%", h * 100.0))
-        )
+                .map_or(String::new(), |h| format!(" prefix hits {:.0}%", h * 100.0)),
+        ) + &match (self.ttft, self.itl) {
+            (Some(t), Some(i)) => format!(" TTFT {:.0} ms ITL {:.1} ms", t * 1000.0, i * 1000.0),
+            _ => String::new(),
+        }
     }
 }
 
@@ -193,6 +203,12 @@ fn window(scrapes: &[Scrape], duration_s: f64) -> Option<(usize, usize, usize)> 
     let a = scrapes.iter().position(|s| s.t >= t0 + 1.5)?;
     let b = scrapes.iter().rposition(|s| s.t <= t0 + duration_s - 0.5)?;
     (b > a).then_some((start, a, b))
+}
+
+/// A histogram's mean over the window: growth of its `_sum` over growth of its `_count`.
+fn mean_of(delta: &dyn Fn(&str) -> f64, histogram: &str) -> Option<f64> {
+    let n = delta(&format!("{histogram}_count"));
+    (n > 0.0).then(|| delta(&format!("{histogram}_sum")) / n)
 }
 
 /// Applies the method to the engine's numbers (see the module docs).
@@ -235,6 +251,8 @@ pub fn judge(scrapes: &[Scrape], set: Setting) -> Reading {
         },
         output_tok_s: delta("vllm:generation_tokens_total") / dt,
         prefix_hit: (queries > 0.0).then(|| delta("vllm:prefix_cache_hits_total") / queries),
+        ttft: mean_of(&delta, "vllm:time_to_first_token_seconds"),
+        itl: mean_of(&delta, "vllm:inter_token_latency_seconds"),
         ..Reading::default()
     };
     r.outside = f64::from(set.clients) - r.running - r.waiting;

@@ -133,15 +133,26 @@ fn the_real_regime_matrix_gets_the_oracles_verdicts() {
     check(&files);
 }
 
+/// Checks every file; with `LLMSCOPE_FIXTURE_TABLE=FILE` also appends one row per file (the
+/// expected verdict beside llmscope's) to FILE.
 fn check(files: &[std::path::PathBuf]) {
     let mut wrong = Vec::new();
+    let mut table = String::new();
     for f in files {
         let case = parse(&std::fs::read_to_string(f).unwrap());
+        let name = f
+            .file_stem()
+            .map_or(String::new(), |n| n.to_string_lossy().into_owned());
         if case.expect == "not_formed" || case.expect.starts_with("unexplained") {
+            table += &format!("| {name} | {} | (not judged) |\n", case.expect);
             continue;
         }
         let d = run(&case);
         let got = d.verdict.bottleneck.as_str();
+        table += &format!(
+            "| {name} | {} | {got} ({:.2}) |\n",
+            case.expect, d.verdict.confidence
+        );
         let first = d
             .recommendations
             .first()
@@ -164,6 +175,16 @@ fn check(files: &[std::path::PathBuf]) {
                 d.verdict.confidence,
                 d.verdict.summary
             ));
+        }
+    }
+    if let Ok(path) = std::env::var("LLMSCOPE_FIXTURE_TABLE") {
+        use std::io::Write;
+        if let Ok(mut out) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
+            let _ = out.write_all(table.as_bytes());
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));

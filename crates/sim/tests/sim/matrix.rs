@@ -125,7 +125,7 @@ fn cells() -> Vec<Cell> {
             }
         }
         // A prefill budget far below the prompts, and a KV pool far too small.
-        for clients in [8, 32] {
+        for clients in [16, 32] {
             out.push(Cell {
                 preset,
                 cap: 16,
