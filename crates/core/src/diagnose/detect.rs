@@ -87,6 +87,9 @@ pub struct Context<'a> {
     pub input: &'a Input,
     pub phases: Phases,
     pub stats: BTreeMap<Concept, WindowStats>,
+    /// Gauge readings the engine's counters contradicted were set aside ([`super::stale`]): the
+    /// gauges that are left are a biased sample, so means come from the counters.
+    pub gauges_stale: bool,
 }
 
 /// A level read from the steady window, with its evidence.
@@ -164,16 +167,26 @@ impl Context<'_> {
         (span > 0.0).then_some(grown / span)
     }
 
-    /// Mean waiting: by Little's law where the engine counts queue time, else the gauge's mean.
+    /// Mean waiting: the gauge's mean over the steady window while its readings stand (many
+    /// samples of the state, exact however long requests last); by Little's law where readings
+    /// were set aside as stale, or no gauge is left.
     pub fn mean_waiting(&self) -> Option<f64> {
-        self.little_waiting()
-            .or_else(|| self.waiting().map(|w| w.0))
+        let gauge = self.waiting().map(|w| w.0);
+        if self.gauges_stale {
+            self.little_waiting().or(gauge)
+        } else {
+            gauge.or_else(|| self.little_waiting())
+        }
     }
 
-    /// Mean running: by Little's law where the engine counts running time, else the gauge's mean.
+    /// Mean running, read like [`Context::mean_waiting`].
     pub fn mean_running(&self) -> Option<f64> {
-        self.little_running()
-            .or_else(|| self.stat(Concept::Running).map(|s| s.mean))
+        let gauge = self.stat(Concept::Running).map(|s| s.mean);
+        if self.gauges_stale {
+            self.little_running().or(gauge)
+        } else {
+            gauge.or_else(|| self.little_running())
+        }
     }
 
     /// A queue in the engine's scheduler held requests through the window. Where the engine

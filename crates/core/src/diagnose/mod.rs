@@ -58,6 +58,7 @@ pub fn context(input: &Input) -> detect::Context<'_> {
         input,
         phases,
         stats,
+        gauges_stale: false,
     }
 }
 
@@ -70,16 +71,19 @@ pub const CONTENDED_PENALTY: f64 = 0.1;
 pub fn diagnose(input: &Input) -> Diagnosis {
     match stale::set_aside(input) {
         Some((clean, stale)) => {
-            let mut d = judge(&clean);
+            let mut d = judge(&clean, true);
             d.findings.push(stale);
             d
         }
-        None => judge(input),
+        None => judge(input, false),
     }
 }
 
-fn judge(input: &Input) -> Diagnosis {
-    let cx = context(input);
+fn judge(input: &Input, gauges_stale: bool) -> Diagnosis {
+    let cx = detect::Context {
+        gauges_stale,
+        ..context(input)
+    };
     let mut findings: Vec<Finding> = detect::detectors()
         .iter()
         .filter_map(|d| d.detect(&cx))
