@@ -169,23 +169,41 @@ impl Context<'_> {
 
     /// Mean waiting: the gauge's mean over the steady window while its readings stand (many
     /// samples of the state, exact however long requests last); by Little's law where readings
-    /// were set aside as stale, or no gauge is left.
-    pub fn mean_waiting(&self) -> Option<f64> {
-        let gauge = self.waiting().map(|w| w.0);
-        if self.gauges_stale {
-            self.little_waiting().or(gauge)
-        } else {
-            gauge.or_else(|| self.little_waiting())
-        }
+    /// were set aside as stale, or no gauge is left. The [`Level`] says which it was.
+    pub fn mean_waiting(&self) -> Option<Level> {
+        let gauge = self.waiting().map(|w| Level {
+            concept: Concept::Waiting,
+            value: w.0,
+            statistic: "mean",
+        });
+        let little = self.little_waiting().map(|value| Level {
+            concept: Concept::QueuedSeconds,
+            value,
+            statistic: "mean_waiting_by_littles_law",
+        });
+        self.prefer(gauge, little)
     }
 
     /// Mean running, read like [`Context::mean_waiting`].
-    pub fn mean_running(&self) -> Option<f64> {
-        let gauge = self.stat(Concept::Running).map(|s| s.mean);
+    pub fn mean_running(&self) -> Option<Level> {
+        let gauge = self.stat(Concept::Running).map(|s| Level {
+            concept: Concept::Running,
+            value: s.mean,
+            statistic: "mean",
+        });
+        let little = self.little_running().map(|value| Level {
+            concept: Concept::RunningSeconds,
+            value,
+            statistic: "mean_running_by_littles_law",
+        });
+        self.prefer(gauge, little)
+    }
+
+    fn prefer(&self, gauge: Option<Level>, counter: Option<Level>) -> Option<Level> {
         if self.gauges_stale {
-            self.little_running().or(gauge)
+            counter.or(gauge)
         } else {
-            gauge.or_else(|| self.little_running())
+            gauge.or(counter)
         }
     }
 
@@ -225,8 +243,8 @@ impl Context<'_> {
     /// average over the steady window.
     pub fn outside_engine(&self) -> Option<f64> {
         let achieved = self.input.load.achieved_concurrency?;
-        let running = self.mean_running()?;
-        let waiting = self.mean_waiting().unwrap_or(0.0);
+        let running = self.mean_running()?.value;
+        let waiting = self.mean_waiting().map_or(0.0, |l| l.value);
         Some(achieved - running - waiting)
     }
 
@@ -579,7 +597,7 @@ impl Detector for BatchLimit {
             return None;
         }
         // The queue's mean by Little's law where the engine counts queue time; the gauge's otherwise.
-        let queue = cx.mean_waiting().unwrap_or(waiting);
+        let queue = cx.mean_waiting().map_or(waiting, |l| l.value);
         let mut ev = vec![
             cx.evidence(Concept::Running, "plateau", plateau, "==", cap),
             cx.evidence(
@@ -796,39 +814,20 @@ impl Detector for FrontEndQueue {
             return None;
         }
         let running = cx.mean_running()?;
-        let waiting = cx.mean_waiting().unwrap_or(0.0);
-        let little = cx.little_waiting().is_some();
+        let waiting = cx.mean_waiting().unwrap_or(Level {
+            concept: Concept::Waiting,
+            value: 0.0,
+            statistic: "mean",
+        });
         let ev = vec![
             cx.evidence(
-                if little {
-                    Concept::RunningSeconds
-                } else {
-                    Concept::Running
-                },
-                if little {
-                    "mean_running_by_littles_law"
-                } else {
-                    "mean"
-                },
-                running,
+                running.concept,
+                running.statistic,
+                running.value,
                 "",
                 cx.batch_cap(),
             ),
-            cx.evidence(
-                if little {
-                    Concept::QueuedSeconds
-                } else {
-                    Concept::Waiting
-                },
-                if little {
-                    "mean_waiting_by_littles_law"
-                } else {
-                    "mean"
-                },
-                waiting,
-                "<",
-                Some(0.5),
-            ),
+            cx.level_evidence(waiting, "<", 0.5),
             cx.evidence(
                 Concept::Running,
                 "client_in_flight_minus_running_and_waiting",
@@ -846,7 +845,8 @@ impl Detector for FrontEndQueue {
         );
         if primary {
             msg += &format!(
-                "; the scheduler itself held no queue (mean waiting {waiting:.1}) and ran {running:.1} on average: the front end, not the engine, limits this deployment"
+                "; the scheduler itself held no queue (mean waiting {:.1}) and ran {:.1} on average: the front end, not the engine, limits this deployment",
+                waiting.value, running.value
             );
         }
         let severity = if primary {
@@ -854,7 +854,13 @@ impl Detector for FrontEndQueue {
         } else {
             Severity::Warning
         };
-        let confidence = if little { 0.75 } else { 0.6 };
+        // Whether the scheduler held a queue was read from its own queue-time counter, or only
+        // from a gauge.
+        let confidence = if cx.little_waiting().is_some() {
+            0.75
+        } else {
+            0.6
+        };
         Some(finding(
             self.id(),
             severity,

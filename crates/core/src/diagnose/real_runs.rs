@@ -130,6 +130,24 @@ fn real_runs_get_the_verdict_a_person_expects() {
 fn the_real_regime_matrix_gets_the_oracles_verdicts() {
     let files = fixtures("tests/fixtures/real-matrix");
     assert!(files.len() >= 80, "{} matrix fixtures", files.len());
+    // Every verdict the matrix proves keeps at least one formed real cell.
+    let expected: Vec<String> = files
+        .iter()
+        .map(|f| parse(&std::fs::read_to_string(f).unwrap()).expect)
+        .collect();
+    for verdict in [
+        "batch_limit",
+        "load_not_reached",
+        "front_end",
+        "token_budget",
+        "kv_cache_capacity",
+        "failing_requests",
+    ] {
+        assert!(
+            expected.iter().any(|e| e == verdict),
+            "no formed real cell expects {verdict}"
+        );
+    }
     check(&files);
 }
 

@@ -39,6 +39,13 @@ fn contradicted(input: &Input) -> Vec<f64> {
         .collect()
 }
 
+/// Whether `t` is one of the `stale` times (ascending, as the running gauge's points are): the
+/// gauges of one scrape share its stamp.
+fn is_stale(stale: &[f64], t: f64) -> bool {
+    let i = stale.partition_point(|x| *x < t - 1e-6);
+    stale.get(i).is_some_and(|x| (x - t).abs() < 1e-6)
+}
+
 /// `input` with contradicted zero readings removed from the scheduler gauges, and the finding
 /// that says so; `None` when every reading stands.
 pub fn set_aside(input: &Input) -> Option<(Input, Finding)> {
@@ -56,7 +63,7 @@ pub fn set_aside(input: &Input) -> Option<(Input, Finding)> {
                 .points
                 .iter()
                 .copied()
-                .filter(|(t, v)| !(*v == 0.0 && stale.iter().any(|x| (x - t).abs() < 1e-6)))
+                .filter(|(t, v)| !(*v == 0.0 && is_stale(&stale, *t)))
                 .collect();
             *s = Signal::new(s.source.clone(), points);
         }
