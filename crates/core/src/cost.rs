@@ -267,26 +267,6 @@ pub fn compute(input: &CostInput) -> CostReport {
         .map(|(ns, _)| ns.as_str())
         .collect();
     let by_ns = busy_by_namespace(input, &reserving);
-    let busy_of = |series: &[(String, &Series)]| -> Option<Busy> {
-        let mut namespaces: Vec<&str> = series.iter().map(|(ns, _)| ns.as_str()).collect();
-        namespaces.sort_unstable();
-        namespaces.dedup();
-        let own = namespaces
-            .iter()
-            .filter_map(|ns| by_ns.get(ns))
-            .flatten()
-            .copied();
-        match time_mean(own, input.from, input.to) {
-            Some(fraction) => Some(Busy {
-                fraction,
-                basis: BusyBasis::Workload,
-            }),
-            None => fleet.map(|fraction| Busy {
-                fraction,
-                basis: BusyBasis::Fleet,
-            }),
-        }
-    };
     let tokens_by_ns = tokens_by_namespace(input);
     if input.generated_tokens.is_empty() {
         warnings.push("no generated-token counters (vllm:generation_tokens_total): cost per million tokens is unknown".to_owned());
@@ -295,10 +275,57 @@ pub fn compute(input: &CostInput) -> CostReport {
     let teams: Vec<TeamCost> = by_team
         .iter()
         .map(|(team, series)| {
-            let busy = busy_of(series);
+            let busy = team_busy(series, &by_ns, fleet, input);
             team_cost(team, series, busy, &tokens_by_ns, input, &mut unpriced)
         })
         .collect();
+    busy_warnings(fleet, &teams, &mut warnings);
+    unpriced.sort();
+    unpriced.dedup();
+    for f in unpriced {
+        warnings.push(format!("no price for flavor `{f}`: pass --price {f}=PRICE/h (cost left empty, GPU-hours still counted)"));
+    }
+    let totals = sum(&teams);
+    CostReport {
+        from: input.from,
+        to: input.to,
+        teams,
+        totals,
+        warnings,
+        missing: input.missing.clone(),
+    }
+}
+
+/// A team's busy fraction: its own namespaces' GPU utilisation where dcgm carries them, the
+/// fleet's otherwise.
+fn team_busy(
+    series: &[(String, &Series)],
+    by_ns: &BTreeMap<&str, Vec<&Series>>,
+    fleet: Option<f64>,
+    input: &CostInput,
+) -> Option<Busy> {
+    let mut namespaces: Vec<&str> = series.iter().map(|(ns, _)| ns.as_str()).collect();
+    namespaces.sort_unstable();
+    namespaces.dedup();
+    let own = namespaces
+        .iter()
+        .filter_map(|ns| by_ns.get(ns))
+        .flatten()
+        .copied();
+    match time_mean(own, input.from, input.to) {
+        Some(fraction) => Some(Busy {
+            fraction,
+            basis: BusyBasis::Workload,
+        }),
+        None => fleet.map(|fraction| Busy {
+            fraction,
+            basis: BusyBasis::Fleet,
+        }),
+    }
+}
+
+/// Says where busy GPU-hours could not be measured per team.
+fn busy_warnings(fleet: Option<f64>, teams: &[TeamCost], warnings: &mut Vec<String>) {
     let on_fleet: Vec<&str> = teams
         .iter()
         .filter(|t| t.busy_basis == Some(BusyBasis::Fleet))
@@ -314,20 +341,6 @@ pub fn compute(input: &CostInput) -> CostReport {
             "busy GPU-hours of {} use the fleet-average GPU utilisation: no dcgm series carries their namespaces. dcgm-exporter maps GPUs to pods with --kubernetes (and --kubernetes-virtual-gpus for shared GPUs); behind a ServiceMonitor the workload's namespace is `exported_namespace`",
             on_fleet.join(", ")
         ));
-    }
-    unpriced.sort();
-    unpriced.dedup();
-    for f in unpriced {
-        warnings.push(format!("no price for flavor `{f}`: pass --price {f}=PRICE/h (cost left empty, GPU-hours still counted)"));
-    }
-    let totals = sum(&teams);
-    CostReport {
-        from: input.from,
-        to: input.to,
-        teams,
-        totals,
-        warnings,
-        missing: input.missing.clone(),
     }
 }
 

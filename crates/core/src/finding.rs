@@ -10,7 +10,7 @@
 //! text for the detectors, an enum for the linter's rules, owned text once stored and read
 //! back — one shape, read the same way by every consumer.
 
-use crate::diagnose::Bottleneck;
+use crate::bottleneck::Bottleneck;
 use crate::severity::Severity;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;

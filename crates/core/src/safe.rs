@@ -1,15 +1,18 @@
 //! Outside text made safe to show and to keep (issue 17).
 //!
 //! Strings that came from a server or a file (model names, HELP texts, error bodies, label
-//! values, URLs) reach terminals, logs and the store. Two things go wrong with them:
+//! values, URLs) reach terminals, logs, web pages and the store. Three things go wrong with them:
 //! - **terminal control**: an escape sequence in a model name retitles or clears the user's
 //!   terminal, a CR/LF forges output lines. [`terminal`] shows every control character escaped
 //!   (`\x1b`, `\r`, `\n`, `\u{202e}`), so the text prints as one inert line.
+//! - **markup**: a label value `<script>` on a status page or in a report. [`html`] escapes
+//!   `& < > " '` and control characters, for element content and attribute values alike.
 //! - **secrets**: a 401 body that echoes the bearer token, a token in a URL's query string. Every
-//!   secret the process is given (API key, bearer token, basic-auth password, header values) is
-//!   registered once with [`register_secret`] where it enters a client; [`redact`] removes every
-//!   registered secret and every secret-shaped thing (`Bearer …`, `Basic …`, `token=…` query
-//!   parameters, `user:password@` in URLs) from a string before it is stored or printed.
+//!   secret the process is given (API key, bearer token, basic-auth password, header values)
+//!   enters as a [`Secret`] (or through [`register_secret`]) where it enters a client; [`redact`]
+//!   removes every registered secret and every secret-shaped thing (`Bearer …`, `Basic …`,
+//!   `token=…` query parameters, `user:password@` in URLs) from a string before it is stored or
+//!   printed. It is the one redactor: URLs echoed in error messages go through it too.
 //!
 //! [`clean`] is both, for text that is printed; [`redact`] alone for text that is stored (the
 //! store keeps the exact bytes, a renderer makes them terminal-safe when showing them).
@@ -68,6 +71,44 @@ pub fn register_secret(secret: &str) {
     }
 }
 
+/// A credential (API key, bearer token, password): its `Debug` and `Display` never show it, and
+/// it is never serialised. Making one registers it, so [`redact`] removes it from every later
+/// string (issue 17).
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps `secret` and registers it ([`register_secret`]).
+    pub fn new(secret: impl Into<String>) -> Self {
+        let secret = secret.into();
+        register_secret(&secret);
+        Secret(secret)
+    }
+
+    /// The value itself, for the one place that sends it (an `Authorization` header).
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether `Bearer <secret>` is a valid HTTP header value: no control byte but tab (no CR,
+    /// LF, NUL or DEL), as `http::HeaderValue::from_str` requires.
+    pub fn fits_a_header(&self) -> bool {
+        self.0.bytes().all(|b| (b >= 32 && b != 127) || b == b'\t')
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(***)")
+    }
+}
+
+impl std::fmt::Display for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(REDACTED)
+    }
+}
+
 /// `text` with every registered secret and every secret-shaped thing replaced by [`REDACTED`].
 pub fn redact(text: &str) -> Cow<'_, str> {
     let mut out = Cow::Borrowed(text);
@@ -79,11 +120,10 @@ pub fn redact(text: &str) -> Cow<'_, str> {
             }
         }
     }
-    if let Some(r) = redact_auth_words(&out) {
-        out = Cow::Owned(r);
-    }
-    if let Some(r) = redact_urls(&out) {
-        out = Cow::Owned(r);
+    for pass in [redact_auth_words, redact_userinfo, redact_query] {
+        if let Some(r) = pass(&out) {
+            out = Cow::Owned(r);
+        }
     }
     out
 }
@@ -137,38 +177,66 @@ fn looks_like_token(word: &str) -> bool {
             .any(|c| c.is_ascii_digit() || "._-+/=~".contains(c))
 }
 
-/// In every URL of `text`: `user:password@` → `***@`, secret query values → `***`.
-fn redact_urls(text: &str) -> Option<String> {
+/// In every URL of `text`: `user:password@` → `***@`.
+///
+/// A text that begins with a URL is that URL (a flag's value, a stored target): everything
+/// between `://` and its last `@` is user info, whatever the password holds (`/`, `?`, `,`, a
+/// space, a quote). Inside running text a URL ends at whitespace, a quote or an angle bracket
+/// (so `{"url":"http://h","m":"a@b"}` keeps its `@`), and its user info ends at its last `@`.
+fn redact_userinfo(text: &str) -> Option<String> {
+    let mut out = String::new();
+    let (mut copied, mut from) = (0, 0);
+    while let Some(i) = text[from..].find("://") {
+        let start = from + i + 3;
+        let end = if from == 0 && begins_with_url(text) {
+            text.len()
+        } else {
+            text[start..]
+                .find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '<' | '>'))
+                .map_or(text.len(), |n| start + n)
+        };
+        if let Some(at) = text[start..end].rfind('@')
+            && at > 0
+            && &text[start..start + at] != REDACTED
+        {
+            out.push_str(&text[copied..start]);
+            out.push_str(REDACTED);
+            copied = start + at;
+        }
+        from = end.max(start);
+    }
+    (copied > 0).then(|| out + &text[copied..])
+}
+
+/// Whether `text` (leading whitespace aside) begins with `scheme://`.
+fn begins_with_url(text: &str) -> bool {
+    let text = text.trim_start();
+    text.find("://").is_some_and(|i| {
+        let scheme = &text[..i];
+        scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+    })
+}
+
+/// In every query string of `text`: secret parameter values → `***`.
+fn redact_query(text: &str) -> Option<String> {
     if !text.contains("://") && !text.contains('?') {
         return None;
     }
     let mut out = String::with_capacity(text.len());
     let mut changed = false;
     let mut rest = text;
-    while let Some(at) = rest.find(['?', '&', '@']) {
+    while let Some(at) = rest.find(['?', '&']) {
         let (before, tail) = rest.split_at(at);
         out.push_str(before);
-        let sep = &tail[..1];
+        out.push_str(&tail[..1]);
         let tail = &tail[1..];
         let end = tail
             .find(|c: char| c.is_whitespace() || matches!(c, '&' | '#' | '"' | '\'' | '>' | ')'))
             .unwrap_or(tail.len());
         let param = &tail[..end];
-        if sep == "@" {
-            // userinfo: the text from the last `://` before this `@`.
-            if let Some(s) = out.rfind("://")
-                && !out[s + 3..].contains(|c: char| c.is_whitespace() || "/\"',;<>".contains(c))
-                && out.len() > s + 3
-            {
-                out.truncate(s + 3);
-                out.push_str(REDACTED);
-                changed = true;
-            }
-            out.push('@');
-            rest = tail;
-            continue;
-        }
-        out.push_str(sep);
         match param.split_once('=') {
             Some((name, value))
                 if !value.is_empty()
@@ -213,6 +281,35 @@ pub fn terminal(text: &str) -> Cow<'_, str> {
 fn is_unsafe(c: char) -> bool {
     c.is_control()
         || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `text` safe inside HTML element content and attribute values: `& < > " '` as entities, and
+/// control characters but newline and tab as numeric references (`&#27;`), so an escape
+/// sequence in a label value reaches neither the markup nor a terminal showing the source.
+pub fn html(text: &str) -> Cow<'_, str> {
+    let special = |c: char| matches!(c, '&' | '<' | '>' | '"' | '\'') || html_control(c);
+    if !text.contains(special) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c if html_control(c) => {
+                let _ = write!(out, "&#{};", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
+fn html_control(c: char) -> bool {
+    c.is_control() && c != '\n' && c != '\t'
 }
 
 /// Text from outside, ready to print: secrets redacted, then control characters escaped.
@@ -273,6 +370,55 @@ mod tests {
             "é bearer *** ü basic é",
             "UTF-8"
         );
+    }
+
+    /// The redactor is the union of the three it replaced (issue 30): the URL-only ones of
+    /// `collect::url` and loadgen's target parser hid everything up to a URL's last `@`; this one
+    /// also knew query tokens and `Bearer` words. One case per difference.
+    #[test]
+    fn redacts_what_every_former_redactor_caught() {
+        // Passwords the old word-scanner missed (a `/`, `?`, `#`, `,` or `;` inside them).
+        assert_eq!(redact("http://u:pa/ss@h:80/m"), "http://***@h:80/m");
+        assert_eq!(redact("http://u:p?x#y@h/"), "http://***@h/");
+        assert_eq!(redact("see http://u:p,w;x@h now"), "see http://***@h now");
+        assert_eq!(
+            redact("http://u:p@ss@h/m"),
+            "http://***@h/m",
+            "an @ in the password"
+        );
+        // A text that is a URL: a space or a quote in the password does not end it.
+        assert_eq!(redact("http://u:p w\"x@h/m"), "http://***@h/m");
+        assert_eq!(redact("  https://u:p'w@h"), "  https://***@h");
+        // What the URL-only redactors missed.
+        assert_eq!(redact("http://h/m?token=abc123"), "http://h/m?token=***");
+        assert_eq!(redact("auth: Bearer tok-12345"), "auth: Bearer ***");
+        // Unchanged: no user info, an @ after a URL in running text, already redacted.
+        assert!(matches!(redact("http://x/m"), Cow::Borrowed(_)));
+        assert_eq!(redact("got http://h/m then a@b"), "got http://h/m then a@b");
+        assert!(matches!(redact("http://***@h/m"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn a_secret_never_shows_itself() {
+        let s = Secret::new("sk-shown-nowhere-1");
+        assert_eq!(format!("{s:?} {s}"), "Secret(***) ***");
+        assert_eq!(s.expose(), "sk-shown-nowhere-1");
+        assert_eq!(redact("key sk-shown-nowhere-1"), "key ***", "registered");
+        assert!(s.fits_a_header());
+        assert!(Secret::new("ab\tcd").fits_a_header(), "a tab is allowed");
+        for bad in ["sk-bad\r\nX-Injected: 1", "sk-bad\0", "sk-bad\x7f"] {
+            assert!(!Secret::new(bad).fits_a_header(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn html_escapes_markup_and_controls() {
+        assert_eq!(
+            html("<script>alert('x')</script> & \"q\"\u{1b}[31m"),
+            "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;q&quot;&#27;[31m"
+        );
+        assert_eq!(html("a\nb\tc\rd"), "a\nb\tc&#13;d", "newline and tab kept");
+        assert!(matches!(html("Qwen/Qwen2.5-3B é"), Cow::Borrowed(_)));
     }
 
     proptest::proptest! {

@@ -1,0 +1,390 @@
+//! vLLM's `/metrics` names, V0 and V1 engines, with the versions that added, deprecated, hid
+//! and removed them (`docs/SOURCES.md` §vllm-names, §vllm-renames; the names a real
+//! vLLM 0.26.0 served, `vllm-0.26.0-metric-names.txt`, and three pages a real vLLM 0.32.0
+//! served, `crates/catalog/tests/fixtures/vllm-0.32.0/`).
+//!
+//! Labels are the V1 set (`engine`, `model_name`, + per-metric ones); V0 pages have no `engine`
+//! label, and V1 pages before 0.8.3 neither (see [`labels_at`]). Versions dated only by
+//! merge date in those sources are placed at the next release (marked ≈ in notes).
+//!
+//! Between 0.26.0 and 0.32.0 no release was observed and vLLM's tagged history could not be read
+//! (issue 11): a change seen first on the 0.32.0 pages is placed at [`AFTER_0_26`], the first
+//! release it can have come with, so names never push a page's range above its real version.
+
+use super::model::{Exporter, Family, Kind, PerProcess, Unit, Variant, Version};
+use crate::Concept as C;
+
+const fn v(minor: u16, patch: u16) -> Version {
+    Version::new(0, minor, patch)
+}
+const fn some(minor: u16, patch: u16) -> Option<Version> {
+    Some(v(minor, patch))
+}
+
+const EM: &[&str] = &["engine", "model_name"];
+const fn f(name: &'static str, kind: Kind, unit: Unit, labels: &'static [&'static str]) -> Family {
+    Family::new(Exporter::Vllm, name, kind, unit, labels)
+}
+const fn gauge(name: &'static str, unit: Unit) -> Family {
+    f(name, Kind::Gauge, unit, EM)
+}
+const fn counter(name: &'static str, unit: Unit) -> Family {
+    f(name, Kind::Counter, unit, EM)
+}
+const fn hist(name: &'static str, unit: Unit) -> Family {
+    f(name, Kind::Histogram, unit, EM)
+}
+
+use Kind::{Counter, Gauge, Histogram, Summary};
+use Unit::{Count, Flops, Fraction, Info, Milliseconds, Requests, Seconds, Timestamp, Tokens};
+use Variant::{V0, V1};
+
+const SPEC: &str = "speculative decoding is configured";
+/// Where a change seen first in 0.32.0 (absent from 0.26.0) is placed: the earliest release it
+/// can have come with. Its notes say "0.27–0.32".
+pub const AFTER_0_26: Version = v(27, 0);
+const DEPRECATED_V0_08: (Option<Version>, Option<Version>, Option<Version>) =
+    (some(8, 0), some(9, 0), some(9, 1));
+
+/// `vllm:kv_cache_usage_perc` was declared without a multiprocess mode from its start (0.9.2)
+/// until the fix merged 2025-11-17 (d4acf518d, `mostrecent`; first release ≈0.12.0), unlike the
+/// running/waiting gauges and `vllm:gpu_cache_usage_perc` beside it, which were `mostrecent` from
+/// the start of multiprocess metrics. With `--api-server-count > 1` vLLM runs `prometheus_client`
+/// in multiprocess mode (`PROMETHEUS_MULTIPROC_DIR`, `vllm/v1/metrics/prometheus.py`), so each
+/// API-server process exported its own copy with a `pid` label (`docs/SOURCES.md` §vllm-processes).
+const MULTI_API_SERVER_COPIES: PerProcess = PerProcess {
+    label: "pid",
+    since: v(9, 2),
+    until: some(12, 0),
+    when: "--api-server-count > 1 (prometheus_client multiprocess mode)",
+};
+
+/// Every vLLM family the catalog knows.
+pub const FAMILIES: &[Family] = &[
+    // Scheduler state.
+    gauge("vllm:num_requests_running", Requests)
+        .concept(C::Running)
+        .since(v(2, 4)),
+    gauge("vllm:num_requests_waiting", Requests)
+        .concept(C::Waiting)
+        .since(v(2, 4))
+        .note("waiting + skipped-waiting requests"),
+    f(
+        "vllm:num_requests_waiting_by_reason",
+        Gauge,
+        Requests,
+        &["engine", "model_name", "reason"],
+    )
+    .only(V1)
+    .since(v(20, 0))
+    .note("reason=capacity|deferred; sums to vllm:num_requests_waiting (merged 2026-04-13, ≈0.20)"),
+    gauge("vllm:num_requests_swapped", Requests)
+        .only(V0)
+        .life(DEPRECATED_V0_08.0, DEPRECATED_V0_08.1, DEPRECATED_V0_08.2)
+        .note("V1 does not swap; watch rate(vllm:num_preemptions_total[5m]) instead"),
+    f(
+        "vllm:engine_sleep_state",
+        Gauge,
+        Count,
+        &["engine", "model_name", "sleep_state"],
+    )
+    .only(V1)
+    .since(v(12, 0)),
+    // KV cache.
+    gauge("vllm:kv_cache_usage_perc", Fraction)
+        .concept(C::KvUsage)
+        .only(V1)
+        .since(v(9, 2))
+        .per_process(MULTI_API_SERVER_COPIES)
+        .note("a 0..1 fraction despite the name: 1 means 100 percent"),
+    gauge("vllm:gpu_cache_usage_perc", Fraction)
+        .concept(C::KvUsage)
+        .since(v(2, 4))
+        .life(some(9, 2), some(11, 0), some(12, 0))
+        .successor("vllm:kv_cache_usage_perc")
+        .note("same 0..1 fraction under the new name; V0 went away with the V0 engine (≈0.11)"),
+    gauge("vllm:cpu_cache_usage_perc", Fraction)
+        .only(V0)
+        .since(v(2, 4))
+        .life(DEPRECATED_V0_08.0, DEPRECATED_V0_08.1, DEPRECATED_V0_08.2)
+        .note("no replacement: V1 does not offload the KV cache to CPU"),
+    gauge("vllm:gpu_prefix_cache_hit_rate", Fraction)
+        .only(V0)
+        .since(v(5, 5))
+        .life(DEPRECATED_V0_08.0, DEPRECATED_V0_08.1, DEPRECATED_V0_08.2)
+        .note("V1: rate(vllm:prefix_cache_hits_total[5m]) / rate(vllm:prefix_cache_queries_total[5m])"),
+    gauge("vllm:cpu_prefix_cache_hit_rate", Fraction)
+        .only(V0)
+        .since(v(5, 5))
+        .life(DEPRECATED_V0_08.0, DEPRECATED_V0_08.1, DEPRECATED_V0_08.2)
+        .note("no replacement: V1 does not offload the KV cache to CPU"),
+    counter("vllm:gpu_prefix_cache_queries_total", Tokens)
+        .concept(C::PrefixCacheQueries)
+        .only(V1)
+        .since(v(7, 3))
+        .life(some(9, 2), some(11, 0), some(12, 0))
+        .successor("vllm:prefix_cache_queries_total")
+        .note("counted blocks until ≈0.9.0, tokens after"),
+    counter("vllm:gpu_prefix_cache_hits_total", Tokens)
+        .concept(C::PrefixCacheHits)
+        .only(V1)
+        .since(v(7, 3))
+        .life(some(9, 2), some(11, 0), some(12, 0))
+        .successor("vllm:prefix_cache_hits_total")
+        .note("counted blocks until ≈0.9.0, tokens after"),
+    counter("vllm:prefix_cache_queries_total", Tokens)
+        .concept(C::PrefixCacheQueries)
+        .only(V1)
+        .since(v(9, 2)),
+    counter("vllm:prefix_cache_hits_total", Tokens)
+        .concept(C::PrefixCacheHits)
+        .only(V1)
+        .since(v(9, 2)),
+    counter("vllm:external_prefix_cache_queries_total", Tokens)
+        .only(V1)
+        .since(v(11, 1))
+        .note("stays 0 without a KV connector"),
+    counter("vllm:external_prefix_cache_hits_total", Tokens)
+        .only(V1)
+        .since(v(11, 1))
+        .note("stays 0 without a KV connector"),
+    counter("vllm:mm_cache_queries_total", Count)
+        .only(V1)
+        .since(v(11, 1)),
+    counter("vllm:mm_cache_hits_total", Count)
+        .only(V1)
+        .since(v(11, 1)),
+    // Work done.
+    counter("vllm:num_preemptions_total", Count)
+        .concept(C::Preemptions)
+        .since(v(4, 3))
+        .note("V1 exposes it since 0.8.0"),
+    counter("vllm:prompt_tokens_total", Tokens)
+        .concept(C::PromptTokens)
+        .since(v(3, 0))
+        .note("all prompt tokens, including prefix-cache hits"),
+    f(
+        "vllm:prompt_tokens_by_source_total",
+        Counter,
+        Tokens,
+        &["engine", "model_name", "source"],
+    )
+    .only(V1)
+    .since(v(16, 0))
+    .note("source=local_compute|local_cache_hit|external_kv_transfer"),
+    counter("vllm:prompt_tokens_cached_total", Tokens)
+        .only(V1)
+        .since(v(16, 0)),
+    f(
+        "vllm:prompt_tokens_cached_by_source_total",
+        Counter,
+        Tokens,
+        &["engine", "model_name", "source"],
+    )
+    .only(V1)
+    .since(AFTER_0_26)
+    .note("prefix-cache hit tokens by tier, source=device|host|disk|p2p|external_unspecified; sums to prefix_cache_hits + external_prefix_cache_hits; absent from a real 0.26.0 page, present on real 0.32.0 pages: added in 0.27–0.32"),
+    counter("vllm:prompt_tokens_recomputed_total", Tokens)
+        .only(V1)
+        .since(v(16, 0))
+        .life(None, None, some(20, 0))
+        .note("removed without replacement (≈0.20)"),
+    counter("vllm:generation_tokens_total", Tokens)
+        .concept(C::GeneratedTokens)
+        .since(v(3, 0)),
+    f(
+        "vllm:request_success_total",
+        Counter,
+        Requests,
+        &["engine", "finished_reason", "model_name"],
+    )
+    .concept(C::RequestsFinished)
+    .since(v(4, 3))
+    .note("finished_reason=stop|length|abort (+error ≈0.13, +repetition ≈0.17); counts aborts too"),
+    f(
+        "vllm:admission_rejections_total",
+        Counter,
+        Requests,
+        &["model_name", "reason"],
+    )
+    .only(V1)
+    .since(AFTER_0_26)
+    .note("frontend admission refusals, reason=max_num_queued_reqs|max_num_queued_tokens; no engine label (counted before any engine sees the request); absent from a real 0.26.0 page, present on real 0.32.0 pages: added in 0.27–0.32"),
+    gauge("vllm:avg_prompt_throughput_toks_per_s", Tokens)
+        .only(V0)
+        .life(None, None, some(7, 1))
+        .note("use rate(vllm:prompt_tokens_total[5m])"),
+    gauge("vllm:avg_generation_throughput_toks_per_s", Tokens)
+        .only(V0)
+        .life(None, None, some(7, 1))
+        .note("use rate(vllm:generation_tokens_total[5m])"),
+    counter("vllm:tokens_total", Tokens)
+        .only(V0)
+        .life(None, None, some(8, 0))
+        .note("declared but never filled"),
+    counter("vllm:corrupted_requests_total", Requests)
+        .only(V1)
+        .since(v(11, 1))
+        .when("env VLLM_COMPUTE_NANS_IN_LOGITS=1"),
+    // Request histograms.
+    hist("vllm:request_prompt_tokens", Tokens).since(v(4, 2)),
+    hist("vllm:request_generation_tokens", Tokens).since(v(4, 2)),
+    hist("vllm:iteration_tokens_total", Tokens)
+        .concept(C::TokensPerStep)
+        .since(v(6, 4))
+        .note("a histogram despite the _total: _count counts engine steps, not tokens"),
+    hist("vllm:request_max_num_generation_tokens", Tokens).since(v(6, 4)),
+    hist("vllm:request_params_n", Count).since(v(4, 2)),
+    hist("vllm:request_params_max_tokens", Tokens).since(v(6, 4)),
+    hist("vllm:request_params_best_of", Count)
+        .only(V0)
+        .since(v(4, 2))
+        .life(None, None, some(6, 3)),
+    hist("vllm:time_to_first_token_seconds", Seconds)
+        .concept(C::Ttft)
+        .since(v(3, 0))
+        .note("from frontend arrival, so it includes queue time"),
+    hist("vllm:time_per_output_token_seconds", Seconds)
+        .concept(C::Itl)
+        .since(v(3, 0))
+        .life(some(11, 0), some(12, 0), some(15, 0))
+        .successor("vllm:inter_token_latency_seconds")
+        .note("identical observations (one per inter-token gap); the per-request mean is vllm:request_time_per_output_token_seconds"),
+    hist("vllm:inter_token_latency_seconds", Seconds)
+        .concept(C::Itl)
+        .since(v(11, 0)),
+    hist("vllm:request_time_per_output_token_seconds", Seconds)
+        .concept(C::Tpot)
+        .only(V1)
+        .since(v(11, 0))
+        .note("one observation per finished request (its mean time per output token)"),
+    hist("vllm:e2e_request_latency_seconds", Seconds)
+        .concept(C::E2eLatency)
+        .since(v(3, 0))
+        .life(None, None, some(26, 0))
+        .restored(AFTER_0_26)
+        .note("absent from a real vLLM 0.26.0 page, present again on real 0.32.0 pages (issue 11; neither release boundary is pinned down); where absent, server-side e2e ≈ vllm:request_queue_time_seconds + vllm:request_inference_time_seconds"),
+    hist("vllm:request_queue_time_seconds", Seconds)
+        .concept(C::QueueTime)
+        .since(v(6, 4)),
+    hist("vllm:request_inference_time_seconds", Seconds)
+        .concept(C::RunningSeconds)
+        .since(v(6, 4)),
+    hist("vllm:request_prefill_time_seconds", Seconds).since(v(6, 4)),
+    hist("vllm:request_decode_time_seconds", Seconds).since(v(6, 4)),
+    hist("vllm:request_prefill_kv_computed_tokens", Tokens)
+        .only(V1)
+        .since(v(13, 0)),
+    hist("vllm:request_num_preemptions", Count)
+        .only(V1)
+        .since(AFTER_0_26)
+        .note("preemptions per finished request, buckets 1,2,3,4,5,10,20 (most requests land in le=1 with 0); absent from a real 0.26.0 page, present on real 0.32.0 pages: added in 0.27–0.32"),
+    hist("vllm:time_in_queue_requests", Seconds)
+        .only(V0)
+        .since(v(6, 4))
+        .life(DEPRECATED_V0_08.0, DEPRECATED_V0_08.1, DEPRECATED_V0_08.2)
+        .successor("vllm:request_queue_time_seconds"),
+    hist("vllm:model_forward_time_milliseconds", Milliseconds)
+        .only(V0)
+        .since(v(6, 4))
+        .life(DEPRECATED_V0_08.0, DEPRECATED_V0_08.1, DEPRECATED_V0_08.2)
+        .note("V1: vllm:request_prefill_time_seconds / vllm:request_decode_time_seconds / vllm:request_inference_time_seconds"),
+    hist("vllm:model_execute_time_milliseconds", Milliseconds)
+        .only(V0)
+        .since(v(6, 4))
+        .life(DEPRECATED_V0_08.0, DEPRECATED_V0_08.1, DEPRECATED_V0_08.2)
+        .note("V1: vllm:request_prefill_time_seconds / vllm:request_decode_time_seconds / vllm:request_inference_time_seconds"),
+    // Info.
+    f("vllm:cache_config_info", Gauge, Info, &["engine", "*"])
+        .since(v(5, 5))
+        .note("constant 1; one label per CacheConfig field (block_size, cache_dtype, enable_prefix_caching, gpu_memory_utilization, num_gpu_blocks, …), changing with vLLM versions; no model_name"),
+    f("vllm:lora_requests_info", Gauge, Timestamp, &["max_lora", "running_lora_adapters", "waiting_lora_adapters"])
+        .since(v(6, 3))
+        .when("LoRA is enabled")
+        .note("the value is a unix timestamp; take the series with the max value"),
+    // Speculative decoding.
+    counter("vllm:spec_decode_num_drafts_total", Count)
+        .only(V1)
+        .since(v(8, 5))
+        .when(SPEC),
+    counter("vllm:spec_decode_num_draft_tokens_total", Tokens)
+        .since(v(5, 3))
+        .when(SPEC),
+    counter("vllm:spec_decode_num_accepted_tokens_total", Tokens)
+        .since(v(5, 3))
+        .when(SPEC),
+    f("vllm:spec_decode_num_accepted_tokens_per_pos_total", Counter, Tokens, &["engine", "model_name", "position"])
+        .only(V1)
+        .since(v(8, 5))
+        .when(SPEC),
+    gauge("vllm:spec_decode_draft_acceptance_rate", Fraction)
+        .only(V0)
+        .since(v(5, 3))
+        .life(None, None, some(10, 0))
+        .when(SPEC)
+        .note("V1: rate(vllm:spec_decode_num_accepted_tokens_total[5m]) / rate(vllm:spec_decode_num_draft_tokens_total[5m])"),
+    gauge("vllm:spec_decode_efficiency", Fraction)
+        .only(V0)
+        .since(v(5, 3))
+        .life(None, None, some(10, 0))
+        .when(SPEC)
+        .note("V1: compute from the spec_decode_num_* counters"),
+    counter("vllm:spec_decode_num_emitted_tokens_total", Tokens)
+        .only(V0)
+        .since(v(5, 3))
+        .life(None, None, some(10, 0))
+        .when(SPEC)
+        .note("V1: compute from the spec_decode_num_* counters"),
+    // Optional families.
+    counter("vllm:estimated_flops_per_gpu_total", Flops)
+        .only(V1)
+        .since(v(17, 0))
+        .note("TFLOP/s = rate(vllm:estimated_flops_per_gpu_total[1m]) / 1e12; always on the page (registered unconditionally since merge 2026-02-23, ≈0.17), but counts only with --enable-mfu-metrics: 0 otherwise"),
+    counter("vllm:estimated_read_bytes_per_gpu_total", Unit::Bytes)
+        .only(V1)
+        .since(v(17, 0))
+        .note("always on the page (registered unconditionally since merge 2026-02-23, ≈0.17), but counts only with --enable-mfu-metrics: 0 otherwise"),
+    counter("vllm:estimated_write_bytes_per_gpu_total", Unit::Bytes)
+        .only(V1)
+        .since(v(17, 0))
+        .note("always on the page (registered unconditionally since merge 2026-02-23, ≈0.17), but counts only with --enable-mfu-metrics: 0 otherwise"),
+    hist("vllm:kv_block_lifetime_seconds", Seconds)
+        .only(V1)
+        .since(v(13, 0))
+        .when("--kv-cache-metrics"),
+    hist("vllm:kv_block_idle_before_evict_seconds", Seconds)
+        .only(V1)
+        .since(v(13, 0))
+        .when("--kv-cache-metrics"),
+    hist("vllm:kv_block_reuse_gap_seconds", Seconds)
+        .only(V1)
+        .since(v(13, 0))
+        .when("--kv-cache-metrics"),
+    // prometheus-fastapi-instrumentator on the same page.
+    f("http_requests_total", Counter, Requests, &["handler", "method", "status"])
+        .when("the API server's HTTP instrumentation (on by default)"),
+    f("http_request_duration_seconds", Histogram, Seconds, &["handler", "method"])
+        .when("the API server's HTTP instrumentation (on by default)"),
+    f("http_request_duration_highr_seconds", Histogram, Seconds, &[])
+        .when("the API server's HTTP instrumentation (on by default)"),
+    f("http_request_size_bytes", Summary, Unit::Bytes, &["handler"])
+        .when("the API server's HTTP instrumentation (on by default)"),
+    f("http_response_size_bytes", Summary, Unit::Bytes, &["handler"])
+        .when("the API server's HTTP instrumentation (on by default)"),
+];
+
+/// The engine a vLLM version runs by default: V1 from 0.8.0 (and the only one from ≈0.11).
+pub fn default_variant(version: Version) -> Variant {
+    if version >= v(8, 0) { V1 } else { V0 }
+}
+
+/// Label names of a vLLM family at `version`: no `engine` label on V0, nor on V1 before 0.8.3.
+pub fn labels_at(family: &Family, version: Version, variant: Variant) -> Vec<&'static str> {
+    let has_engine = variant == V1 && version >= v(8, 3);
+    family
+        .labels
+        .iter()
+        .copied()
+        .filter(|l| *l != "engine" || has_engine)
+        .collect()
+}

@@ -1,0 +1,409 @@
+//! What to change: the recommendations for a verdict, with numbers derived from its evidence
+//! (e.g. KV used per running request → how far `--max-num-seqs` can go under 0.85) and the
+//! caveats a senior engineer would add. For failing requests, the advice is read from the
+//! server's own messages.
+
+use crate::detect::{Bottleneck, Context, Finding, KV_HIGH};
+use crate::signal::Concept;
+use crate::verdict::Verdict;
+use llmscope_core::number::thousands;
+use llmscope_core::outcome::FailureKind;
+use serde::Serialize;
+
+/// A change to make, and why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Recommendation {
+    pub action: String,
+    pub reason: String,
+}
+
+fn rec(action: impl Into<String>, reason: impl Into<String>) -> Recommendation {
+    Recommendation {
+        action: action.into(),
+        reason: reason.into(),
+    }
+}
+
+/// What to change for the verdict, plus what the secondary findings call for.
+pub fn recommend(cx: &Context, verdict: &Verdict, findings: &[Finding]) -> Vec<Recommendation> {
+    let mut out = match verdict.bottleneck {
+        Bottleneck::FailingRequests => failing_requests(cx),
+        Bottleneck::BatchLimit => batch_limit(cx),
+        Bottleneck::KvCacheCapacity => kv_capacity(cx),
+        Bottleneck::GpuCompute => gpu_compute(cx),
+        Bottleneck::MemoryBandwidth => vec![
+            rec(
+                "Raise --max-num-seqs (bigger decode batches amortise each weight read)",
+                "decode steps stream all weights for a small batch; throughput grows almost linearly with batch until steps turn compute-bound",
+            ),
+            rec(
+                "Quantise the weights (FP8/AWQ) or the KV cache (--kv-cache-dtype fp8)",
+                "fewer bytes per step is the direct cure for a bandwidth-bound step",
+            ),
+        ],
+        Bottleneck::TokenBudget => vec![rec(
+            "Raise --max-num-batched-tokens (e.g. ×2), then re-measure TTFT and ITL",
+            "steps are full of prefill tokens; a larger budget admits prompts faster at the cost of longer steps for running decodes",
+        )],
+        Bottleneck::Client => vec![rec(
+            "Give the load generator more cores or run several in parallel, then re-run",
+            "the client limited the achieved load, so the server's limit was not measured",
+        )],
+        Bottleneck::LoadNotReached => load_not_reached(cx),
+        Bottleneck::FrontEnd => front_end(cx),
+        Bottleneck::Host | Bottleneck::None => Vec::new(),
+    };
+    if findings.iter().any(|f| f.rule == "host") {
+        out.push(rec(
+            "Find the host-side cost per step: vCPUs for the API server and engine, --enforce-eager (no CUDA graphs), a V0 engine, structured output; try --async-scheduling",
+            "the GPU idles between steps while requests run; removing the CPU stall multiplies throughput before any GPU change",
+        ));
+    }
+    if cx.input.engine.time_sliced {
+        out.push(rec(
+            "Do not add replicas on the same time-sliced GPU",
+            "replicas split the same GPU time, duplicate the weights and split the KV pool: no throughput is gained",
+        ));
+    }
+    out
+}
+
+fn batch_limit(cx: &Context) -> Vec<Recommendation> {
+    let Some((plateau, _)) = cx.running_plateau() else {
+        return Vec::new();
+    };
+    // Per replica: the flag is set per engine, and KV is each engine's own pool.
+    let engines = cx.engines();
+    let current = cx
+        .input
+        .engine
+        .max_num_seqs
+        .map_or(plateau / engines, f64::from)
+        .max(1.0);
+    let kv_mean = cx.kv().map(|k| k.0);
+    let running_mean = cx
+        .stats
+        .get(&Concept::Running)
+        .map(|s| s.mean_nonzero / engines)
+        .filter(|r| *r > 0.0);
+    let mut out = vec![raise_cap(current, kv_mean, running_mean)];
+    out.extend(keep_concurrency(cx));
+    out
+}
+
+/// Raise `--max-num-seqs` in steps, as far as the KV used per running request allows.
+fn raise_cap(current: f64, kv_mean: Option<f64>, running_mean: Option<f64>) -> Recommendation {
+    let step1 = current * 2.0;
+    match (kv_mean, running_mean) {
+        (Some(kv), Some(r)) if kv > 0.0 => {
+            let per_req = kv / r;
+            let kv_cap = (KV_HIGH / per_req).floor();
+            let step1 = step1.min(kv_cap).max(current + 1.0);
+            let step2 = (current * 4.0).min(kv_cap).max(step1);
+            rec(
+                format!(
+                    "Raise --max-num-seqs from {current:.0} to {step1:.0}, then {step2:.0}; re-measure KV usage after each step"
+                ),
+                format!(
+                    "each running request holds {:.2}% of the KV cache, so KV stays under {:.0}% up to about {kv_cap:.0} sequences; longer prompts or answers use more KV per request",
+                    per_req * 100.0,
+                    KV_HIGH * 100.0
+                ),
+            )
+        }
+        _ => rec(
+            format!("Raise --max-num-seqs from {current:.0} to {step1:.0}, watching KV usage"),
+            "the batch is full while requests wait; KV usage was not observed, so grow in steps"
+                .to_owned(),
+        ),
+    }
+}
+
+/// The next run must still queue, or it cannot show the next limit.
+fn keep_concurrency(cx: &Context) -> Option<Recommendation> {
+    let c = cx.input.load.concurrency?;
+    let replicas = match cx.input.engines {
+        0 | 1 => String::new(),
+        n => format!(" × {n} replicas"),
+    };
+    Some(rec(
+        format!("Keep the test concurrency ({c}) above the new --max-num-seqs{replicas}"),
+        "a queue must form for the next run to show where the next limit is",
+    ))
+}
+
+fn kv_capacity(cx: &Context) -> Vec<Recommendation> {
+    let mut out = vec![pool_knob(cx)];
+    out.push(rec(
+        "Use a quantised KV cache (--kv-cache-dtype fp8)",
+        "halves the bytes per cached token",
+    ));
+    out.push(rec(
+        "Lower --max-model-len to what requests really need",
+        "a smaller bound lets a smaller pool pass vLLM's start-up check and caps how far one long request can grow",
+    ));
+    if cx
+        .stats
+        .get(&Concept::Preemptions)
+        .is_some_and(|s| s.mean > 0.0)
+    {
+        out.push(rec(
+            "Lower --max-num-seqs until preemptions stop",
+            "preempted requests are recomputed from scratch, wasting GPU time on work already done",
+        ));
+    }
+    out
+}
+
+/// How the pool was sized and, where the window shows it, how large it must be.
+fn pool_sizing(kv: Option<&crate::signal::KvCacheConfig>, need: Option<&PoolNeed>) -> String {
+    match (kv, need) {
+        (Some(k), Some(n)) => format!(
+            "the pool holds {} tokens{}; each running request holds about {:.0} tokens, so {} sequences need at least {:.0} tokens to stay under {:.0}%",
+            thousands(n.pool_tokens as f64),
+            k.num_blocks
+                .zip(k.block_size)
+                .map_or(String::new(), |(b, s)| format!(" ({b} blocks of {s})")),
+            n.per_request,
+            n.seqs,
+            n.tokens,
+            KV_HIGH * 100.0
+        ),
+        (Some(k), None) => k.size_tokens.map_or(
+            "the KV pool is what is left after weights and activations".to_owned(),
+            |t| format!("the pool holds {} tokens", thousands(t as f64)),
+        ),
+        (None, _) => "the KV pool is what is left after weights and activations".to_owned(),
+    }
+}
+
+/// The knob that sizes the KV pool on the engine in front of us, with the size it needs.
+///
+/// The engine says how its pool was sized (`vllm:cache_config_info`): a pool given in bytes
+/// (`--kv-cache-memory-bytes`, or `VLLM_CPU_KVCACHE_SPACE` on vLLM's CPU build) is raised in
+/// bytes; a pool that is what GPU memory utilisation leaves is raised through that.
+fn pool_knob(cx: &Context) -> Recommendation {
+    let kv = cx.input.engine.kv_cache.as_ref();
+    let need = kv.and_then(|k| pool_need(cx, k));
+    let sizing = pool_sizing(kv, need.as_ref());
+    match kv.and_then(|k| k.memory_bytes.zip(k.size_tokens)) {
+        Some((bytes, tokens)) if tokens > 0 => {
+            let target = need.as_ref().map(|n| {
+                let b = n.tokens * bytes as f64 / tokens as f64;
+                format!(" to at least {}", mib(b.max(bytes as f64 * 1.25)))
+            });
+            rec(
+                format!(
+                    "Raise --kv-cache-memory-bytes from {}{} (on vLLM's CPU build VLLM_CPU_KVCACHE_SPACE, in GiB, sizes the same pool when the flag is not given)",
+                    mib(bytes as f64),
+                    target.unwrap_or_default()
+                ),
+                format!("the pool was given a fixed size in bytes; {sizing}"),
+            )
+        }
+        _ => {
+            let util = kv
+                .and_then(|k| k.gpu_memory_utilization)
+                .map_or(String::new(), |u| format!(" from {u:.2}"));
+            rec(
+                format!(
+                    "Give vLLM more memory for KV: raise --gpu-memory-utilization{util} (up to ~0.95), a larger GPU, or tensor parallelism"
+                ),
+                sizing,
+            )
+        }
+    }
+}
+
+/// How big the pool must be for the batch cap (or the load) at the KV alert level.
+struct PoolNeed {
+    pool_tokens: u64,
+    per_request: f64,
+    seqs: f64,
+    tokens: f64,
+}
+
+fn pool_need(cx: &Context, kv: &crate::signal::KvCacheConfig) -> Option<PoolNeed> {
+    let pool_tokens = kv.size_tokens.filter(|t| *t > 0)?;
+    let (kv_mean, _) = cx.kv()?;
+    let running = cx
+        .stats
+        .get(&Concept::Running)
+        .map(|s| s.mean_nonzero / cx.engines())
+        .filter(|r| *r > 0.0)?;
+    let per_request = kv_mean * pool_tokens as f64 / running;
+    let seqs = cx.input.engine.max_num_seqs.map(f64::from).or_else(|| {
+        cx.input
+            .load
+            .concurrency
+            .map(|c| f64::from(c) / cx.engines())
+    })?;
+    Some(PoolNeed {
+        pool_tokens,
+        per_request,
+        seqs,
+        tokens: (per_request * seqs / KV_HIGH).ceil(),
+    })
+}
+
+fn mib(bytes: f64) -> String {
+    let m = bytes / f64::from(1u32 << 20);
+    if m >= 1024.0 {
+        format!("{:.1} GiB", m / 1024.0)
+    } else {
+        format!("{:.0} MiB", m.ceil())
+    }
+}
+
+fn gpu_compute(cx: &Context) -> Vec<Recommendation> {
+    let mut out = vec![rec(
+        "Scale out onto more GPUs (replicas on dedicated GPUs), or serve a quantised / smaller model",
+        "the GPU is busy nearly all the time and requests still queue: only more compute or less work per token helps",
+    )];
+    if cx.kv().is_some_and(|(m, _)| m < 0.5) {
+        out.push(rec(
+            "Consider speculative decoding",
+            "KV has headroom for draft tokens and decode steps are the cost",
+        ));
+    }
+    out
+}
+
+fn load_not_reached(cx: &Context) -> Vec<Recommendation> {
+    let cap = cx.input.engine.max_num_seqs;
+    let action = match (cx.input.load.concurrency, cap) {
+        (Some(c), Some(m)) => format!(
+            "Re-run with concurrency above {} (e.g. {} instead of {c})",
+            cx.cap_text(m),
+            (m * cx.input.engines.max(1) * 2).max(c * 2)
+        ),
+        _ => "Re-run with more concurrency (above --max-num-seqs) for at least 8 scrape intervals"
+            .to_owned(),
+    };
+    vec![
+        rec(action, "without a queue the server's limit is not visible"),
+        rec(
+            "If this is production traffic: the deployment is over-provisioned for it — consider fewer replicas or a smaller GPU",
+            "no queue formed and the GPU has headroom",
+        ),
+    ]
+}
+
+fn front_end(cx: &Context) -> Vec<Recommendation> {
+    let mut out = vec![
+        rec(
+            "Give the API server CPU of its own: raise vLLM's --api-server-count (e.g. 2–4) and the pod's CPU request so each API server process and the engine core get a core",
+            "vLLM's front end — HTTP, tokenising, detokenising and streaming — runs in Python processes apart from the engine; requests waited there while the scheduler had room",
+        ),
+        rec(
+            "Stream fewer, larger chunks: --stream-interval 4–8 (vLLM ≥ 0.12)",
+            "every streamed chunk costs the API server CPU; batching tokens per chunk cuts that cost with little effect on perceived latency",
+        ),
+    ];
+    if cx.input.load.contention.is_some() {
+        out.push(rec(
+            "Run the load generator on other cores or another machine, then re-measure",
+            "the machine was contended while measuring: the client and the server competed for the same cores",
+        ));
+    }
+    out
+}
+
+/// What to fix, read from the server's messages.
+fn failing_requests(cx: &Context) -> Vec<Recommendation> {
+    let Some(o) = cx.input.load.requests.as_ref() else {
+        return Vec::new();
+    };
+    let mut out: Vec<Recommendation> = o.kinds.iter().filter_map(advice).collect();
+    out.dedup();
+    out.push(Recommendation {
+        action: "Re-run once requests succeed; read no bottleneck from this run".to_owned(),
+        reason: "the server refused the load, so the metrics show a server doing little".to_owned(),
+    });
+    out
+}
+
+/// One kind's advice, from its message where the message says what is wrong.
+fn advice(k: &FailureKind) -> Option<Recommendation> {
+    let body = k.bodies.first().map(String::as_str).unwrap_or("");
+    let lower = body.to_ascii_lowercase();
+    let quote = || format!("the server said: \"{body}\"");
+    if lower.contains("maximum context length") || lower.contains("max_model_len") {
+        return Some(rec(
+            "Shorten the prompt (--input-tokens) or lower --max-tokens: prompt + max_tokens exceed the model's max_model_len",
+            quote(),
+        ));
+    }
+    if lower.contains("does not exist") || k.status == Some(404) {
+        return Some(rec(
+            "Pass a model the server serves (--model; see GET /v1/models) and check the target URL",
+            quote(),
+        ));
+    }
+    match k.status {
+        Some(401 | 403) => Some(rec(
+            "Check the API key (--api-key / OPENAI_API_KEY)",
+            quote(),
+        )),
+        Some(429) => Some(rec(
+            "Lower --concurrency or --rate below the server's rate limit, or raise the limit",
+            quote(),
+        )),
+        Some(s) if s >= 500 => Some(rec(
+            "Read the server's logs: it failed requests with 5xx",
+            quote(),
+        )),
+        Some(_) => Some(rec("Fix the request the server rejects", quote())),
+        None => match k.kind.as_str() {
+            "connect" | "connection_closed" => Some(rec(
+                "Check that the server is up and reachable at --target",
+                format!("{} requests could not connect or were closed", k.count),
+            )),
+            "client_fds" => Some(rec(
+                "Raise the client's open-file limit (ulimit -n) or lower --concurrency: the load generator ran out of file descriptors",
+                format!(
+                    "{} requests could not open a connection on the client",
+                    k.count
+                ),
+            )),
+            "ttft_timeout" => Some(rec(
+                "Raise --ttft-timeout (or lower the load): the client gave up on requests still waiting for their first token",
+                format!(
+                    "{} requests had no first token within --ttft-timeout: they were queued on the server, not stalled",
+                    k.count
+                ),
+            )),
+            "timeout" | "stall" => Some(rec(
+                "Raise --timeout / --idle-timeout, or lower the load: the server stopped answering in time",
+                format!("{} requests timed out or stalled", k.count),
+            )),
+            _ => None,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn advice_follows_the_status_and_the_message() {
+        let k = |status, body: &str| FailureKind {
+            kind: format!("http_{status}"),
+            status: Some(status),
+            count: 1,
+            bodies: vec![body.to_owned()],
+        };
+        let a = |f| advice(&f).unwrap().action;
+        assert!(a(k(404, "The model `x` does not exist.")).contains("--model"));
+        assert!(a(k(429, "slow down")).contains("rate limit"));
+        assert!(a(k(503, "overloaded")).contains("logs"));
+        assert!(a(k(401, "")).contains("API key"));
+        let timeout = FailureKind {
+            kind: "timeout".into(),
+            count: 3,
+            ..Default::default()
+        };
+        assert!(a(timeout).contains("--timeout"));
+    }
+}

@@ -1,0 +1,315 @@
+//! The detectors' shared harness and their cases.
+use super::*;
+use crate::signal::Signal;
+use crate::signal::{Concept, Input};
+use crate::{context, diagnose};
+
+/// The shared harness: every detector on empty, NaN-only, gappy and counter-reset inputs.
+fn hostile_inputs() -> Vec<Input> {
+    let mut out = vec![Input::default()];
+    let all = [
+        Concept::Running,
+        Concept::Waiting,
+        Concept::KvUsage,
+        Concept::GpuUtil,
+        Concept::MemCopyUtil,
+        Concept::GrEngineActive,
+        Concept::DramActive,
+        Concept::TensorActive,
+        Concept::PowerWatts,
+        Concept::Preemptions,
+        Concept::GeneratedTokens,
+        Concept::StepTokensSum,
+        Concept::StepCount,
+    ];
+    let make = |f: &dyn Fn(usize) -> Option<f64>| {
+        let mut i = Input {
+            scrape_interval_s: Some(1.0),
+            ..Input::default()
+        };
+        for c in all {
+            let pts = (0..60)
+                .filter_map(|k| f(k).map(|v| (k as f64, v)))
+                .collect();
+            i.signals.insert(c, Signal::new(c.name(), pts));
+        }
+        i
+    };
+    out.push(make(&|_| Some(f64::NAN)));
+    out.push(make(&|k| {
+        (k % 7 != 0 && !(20..35).contains(&k)).then_some(5.0)
+    }));
+    out.push(make(&|k| {
+        Some(if k < 30 {
+            k as f64 * 10.0
+        } else {
+            (k - 30) as f64
+        })
+    }));
+    out.push(make(&|_| Some(0.0)));
+    out.push(make(&|k| {
+        Some(if k % 2 == 0 { f64::INFINITY } else { -1.0 })
+    }));
+    out
+}
+
+#[test]
+fn every_detector_survives_hostile_input_and_cites_evidence() {
+    for input in hostile_inputs() {
+        let cx = context(&input);
+        for d in detectors() {
+            if let Some(f) = d.detect(&cx) {
+                assert_eq!(f.rule, d.id());
+                assert!((0.0..1.0).contains(&f.confidence.unwrap_or(-1.0)));
+                if f.bottleneck.is_some() && f.rule != "client" {
+                    assert!(!f.evidence.is_empty(), "{} fired without evidence", f.rule);
+                }
+            }
+        }
+        let _ = DataQuality.all(&cx);
+        let _ = diagnose(&input);
+    }
+}
+
+/// Three replicas read together (Prometheus, one series per pod): running sums to 3 × 16, which
+/// is the fleet's batch cap, and the advice stays per replica.
+#[test]
+fn a_fleet_is_batch_limited_at_replicas_times_max_num_seqs() {
+    use llmscope_core::series::{Labels, Point, Series, SeriesKey};
+    let pod = |name: &str, pod: &str, f: &dyn Fn(f64) -> f64| Series {
+        key: SeriesKey::new(name, Labels::new([("pod".to_owned(), pod.to_owned())])),
+        points: (0..120)
+            .map(|k| {
+                let t = k as f64;
+                let on = if (15.0..95.0).contains(&t) { 1.0 } else { 0.0 };
+                Point { t, v: on * f(t) }
+            })
+            .collect(),
+    };
+    let mut series = Vec::new();
+    for p in ["a", "b", "c"] {
+        series.push(pod("vllm:num_requests_running", p, &|_| 16.0));
+        series.push(pod("vllm:num_requests_waiting", p, &|_| 8.0));
+        series.push(pod("vllm:kv_cache_usage_perc", p, &|_| 0.03));
+        series.push(pod("DCGM_FI_DEV_GPU_UTIL", p, &|_| 30.0));
+    }
+    let (mut input, _) = crate::build::signals_from_series(&series);
+    input.engine.max_num_seqs = Some(16);
+    input.scrape_interval_s = Some(1.0);
+    assert_eq!(input.engines, 3);
+    let d = diagnose(&input);
+    assert_eq!(d.verdict.bottleneck, Bottleneck::BatchLimit, "{d:#?}");
+    let primary = d.findings.iter().find(|f| f.rule == "batch_limit").unwrap();
+    assert!(
+        primary.message.contains("× 3 replicas"),
+        "{}",
+        primary.message
+    );
+    let first = &d.recommendations[0].action;
+    assert!(first.contains("from 16 to 32"), "{first}");
+    // Read as one engine, 48 running is not a plateau at --max-num-seqs 16.
+    input.engines = 1;
+    assert_ne!(diagnose(&input).verdict.bottleneck, Bottleneck::BatchLimit);
+}
+
+/// 60 s loaded between 10 s of idle on each side: running, waiting and KV as given.
+fn loaded(running: f64, waiting: f64) -> Input {
+    let shape = |v: f64| -> Vec<(f64, f64)> {
+        (0..80)
+            .map(|k| (k as f64, if (10..70).contains(&k) { v } else { 0.0 }))
+            .collect()
+    };
+    let mut i = Input {
+        scrape_interval_s: Some(1.0),
+        ..Input::default()
+    };
+    i.engine.max_num_seqs = Some(16);
+    i.load.concurrency = Some(32);
+    i.signals
+        .insert(Concept::Running, Signal::new("r", shape(running)));
+    i.signals
+        .insert(Concept::Waiting, Signal::new("w", shape(waiting)));
+    i.signals
+        .insert(Concept::KvUsage, Signal::new("kv", shape(0.02)));
+    i
+}
+
+fn ids(d: &crate::Diagnosis) -> Vec<&'static str> {
+    d.findings.iter().map(|f| f.rule).collect()
+}
+
+/// A client that fell short while the server queued is a warning; the server's limit stands.
+#[test]
+fn a_server_queue_outranks_the_clients_self_check() {
+    let mut i = loaded(16.0, 14.0);
+    i.load.client_limited = true;
+    i.load.client_note = Some("client-limited: achieved 30 concurrency of 32".into());
+    let d = diagnose(&i);
+    assert_eq!(
+        d.verdict.bottleneck,
+        Bottleneck::BatchLimit,
+        "{:?}",
+        ids(&d)
+    );
+    let client = d.findings.iter().find(|f| f.rule == "client").unwrap();
+    assert_eq!(client.severity, Severity::Warning);
+    assert!(client.bottleneck.is_none() && client.message.contains("reached regardless"));
+}
+
+/// Concurrency within the cap cannot build a queue: load not reached, whatever the client did;
+/// above the cap with no queue and a client that missed its load, the client is the verdict.
+#[test]
+fn concurrency_within_the_cap_is_load_not_reached_whatever_the_client_did() {
+    let mut i = loaded(16.0, 0.0);
+    i.load.concurrency = Some(16);
+    i.load.client_limited = true;
+    assert_eq!(diagnose(&i).verdict.bottleneck, Bottleneck::LoadNotReached);
+    let mut above = loaded(9.0, 0.0);
+    above.load.client_limited = true;
+    assert_eq!(diagnose(&above).verdict.bottleneck, Bottleneck::Client);
+}
+
+/// A contended machine is data quality: same verdict, 0.1 less confidence, said once.
+#[test]
+fn a_contended_machine_lowers_confidence_and_is_not_a_bottleneck() {
+    let calm = diagnose(&loaded(16.0, 16.0));
+    let mut i = loaded(16.0, 16.0);
+    i.load.contention = Some("its threads waited for a core 600 ms per second".into());
+    let busy = diagnose(&i);
+    assert_eq!(busy.verdict.bottleneck, calm.verdict.bottleneck);
+    let drop = calm.verdict.confidence - busy.verdict.confidence;
+    assert!((drop - crate::CONTENDED_PENALTY).abs() < 1e-9, "{drop}");
+    assert!(ids(&busy).contains(&"contended-machine"));
+}
+
+/// A starved API server holds requests the waiting gauge never sees: the client's in-flight
+/// count shows the demand, the batch limit stands, and the hidden queue is named.
+#[test]
+fn demand_held_in_front_of_the_scheduler_still_shows_the_batch_limit() {
+    let mut i = loaded(16.0, 0.0);
+    i.load.achieved_concurrency = Some(31.5);
+    let d = diagnose(&i);
+    assert_eq!(
+        d.verdict.bottleneck,
+        Bottleneck::BatchLimit,
+        "{:?}",
+        ids(&d)
+    );
+    let front = d
+        .findings
+        .iter()
+        .find(|f| f.rule == "front_end_queue")
+        .unwrap();
+    assert!(
+        front.message.starts_with("15.5 of the 31.5"),
+        "{}",
+        front.message
+    );
+    // Without the client's count, the same gauges are not enough to call it.
+    i.load.achieved_concurrency = None;
+    assert_ne!(diagnose(&i).verdict.bottleneck, Bottleneck::BatchLimit);
+}
+
+/// A counter rising by `per_s` every second while loaded (10 ≤ t < 70).
+fn counter(per_s: f64) -> Signal {
+    let mut total = 0.0;
+    let pts = (0..80)
+        .map(|k| {
+            if (10..70).contains(&k) {
+                total += per_s;
+            }
+            (k as f64, total)
+        })
+        .collect();
+    Signal::new("c", pts)
+}
+
+/// Issue 22's cap-4 case: the scheduler kept a queue (the engine's queue-time counter says 4.8
+/// waiting on average), running reached the cap but in only 40 % of scrapes, KV near empty: the
+/// cap binds by elimination, never "none".
+#[test]
+fn a_scheduler_queue_with_the_cap_reached_is_the_batch_limit_by_elimination() {
+    let mut i = loaded(4.0, 5.0);
+    i.engine.max_num_seqs = Some(4);
+    i.load.concurrency = Some(12);
+    let pts: Vec<(f64, f64)> = (0..80)
+        .map(|k| {
+            let v = match k {
+                10..70 if k % 5 < 2 => 4.0,
+                10..70 => 2.0,
+                _ => 0.0,
+            };
+            (k as f64, v)
+        })
+        .collect();
+    i.signals.insert(Concept::Running, Signal::new("r", pts));
+    i.signals.insert(Concept::QueuedSeconds, counter(4.8));
+    let d = diagnose(&i);
+    assert_eq!(
+        d.verdict.bottleneck,
+        Bottleneck::BatchLimit,
+        "{:?}",
+        ids(&d)
+    );
+    assert!(
+        d.verdict
+            .summary
+            .contains("held by the scheduler's queue at 4"),
+        "{}",
+        d.verdict.summary
+    );
+    // Without the counter and with the gauge's queue in few scrapes, nothing proves the queue.
+    i.signals.remove(&Concept::QueuedSeconds);
+    let sparse: Vec<(f64, f64)> = (0..80)
+        .map(|k| {
+            (
+                k as f64,
+                if (10..70).contains(&k) && k % 3 == 0 {
+                    5.0
+                } else {
+                    0.0
+                },
+            )
+        })
+        .collect();
+    i.signals.insert(Concept::Waiting, Signal::new("w", sparse));
+    assert_ne!(diagnose(&i).verdict.bottleneck, Bottleneck::BatchLimit);
+}
+
+/// Requests held in front of the scheduler while it had no queue of its own (its queue-time
+/// counter near 0) and the load offered more than the cap: the API server is the limit.
+#[test]
+fn no_scheduler_queue_with_demand_over_the_cap_is_the_front_end() {
+    let mut i = loaded(16.0, 0.0);
+    i.load.achieved_concurrency = Some(31.0);
+    i.signals.insert(Concept::QueuedSeconds, counter(0.1));
+    i.signals.insert(Concept::RunningSeconds, counter(9.0));
+    let d = diagnose(&i);
+    assert_eq!(d.verdict.bottleneck, Bottleneck::FrontEnd, "{:?}", ids(&d));
+    assert!(
+        d.verdict.summary.contains("the front end, not the engine"),
+        "{}",
+        d.verdict.summary
+    );
+    assert!(
+        d.recommendations[0].action.contains("--api-server-count"),
+        "{:?}",
+        d.recommendations
+    );
+    // Concurrency within the cap: no queue could form — load not reached, front end secondary.
+    i.load.concurrency = Some(16);
+    let d = diagnose(&i);
+    assert_eq!(d.verdict.bottleneck, Bottleneck::LoadNotReached);
+    assert!(ids(&d).contains(&"front_end_queue"));
+}
+
+#[test]
+fn absent_signals_are_reported_not_zeroed() {
+    let d = diagnose(&Input::default());
+    assert_eq!(d.verdict.bottleneck, Bottleneck::None);
+    assert!(
+        d.findings
+            .iter()
+            .any(|f| f.rule == "missing-signal" && f.message.contains("kv_usage"))
+    );
+}

@@ -1,0 +1,124 @@
+//! Diagnosis: engine-neutral signals in, one verdict with evidence out. Pure.
+//!
+//! Flow: [`Input`] (signals by [`Concept`] + engine and load facts) → [`stale::set_aside`]
+//! (gauge readings the engine's counters contradict) → [`window::detect_phases`]
+//! → steady-window [`window::WindowStats`] → [`edges::timeline`] (rise/fall, offsets) →
+//! [`detect::detectors`] (findings with evidence) → [`verdict::choose`] by the decision table →
+//! [`advice::recommend`]. [`diagnose`] runs it all and returns a serialisable [`Diagnosis`].
+
+pub mod advice;
+pub mod build;
+pub mod detect;
+pub mod edges;
+pub mod signal;
+pub mod stale;
+pub mod stall;
+pub mod verdict;
+pub mod window;
+
+#[cfg(test)]
+mod real_runs;
+
+pub use advice::Recommendation;
+pub use detect::{Bottleneck, Evidence, Finding, Severity};
+pub use signal::{Concept, EngineFacts, Input, KvCacheConfig, LoadFacts, Signal};
+pub use verdict::{DECISION_TABLE, Verdict};
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Everything a report shows.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Diagnosis {
+    pub verdict: Verdict,
+    /// The primary finding's evidence.
+    pub evidence: Vec<Evidence>,
+    /// Every finding, primary first, then secondary and data-quality ones.
+    pub findings: Vec<Finding>,
+    pub recommendations: Vec<Recommendation>,
+    pub phases: window::Phases,
+    pub edges: Vec<edges::Edge>,
+    pub offsets: Vec<edges::Offset>,
+    pub window_stats: BTreeMap<&'static str, window::WindowStats>,
+}
+
+/// Phases and steady-window statistics of `input`.
+pub fn context(input: &Input) -> detect::Context<'_> {
+    let phases = window::detect_phases(input);
+    let stats = phases
+        .steady
+        .map(|(a, b)| {
+            input
+                .signals
+                .iter()
+                .filter_map(|(c, s)| Some((*c, window::window_stats(*c, s, a, b)?)))
+                .collect()
+        })
+        .unwrap_or_default();
+    detect::Context {
+        input,
+        phases,
+        stats,
+        gauges_stale: false,
+    }
+}
+
+/// How much a contended machine (other work on the client's cores) lowers the verdict's
+/// confidence: the server-side evidence stands, the client-side timings are less exact.
+pub const CONTENDED_PENALTY: f64 = 0.1;
+
+/// Runs the whole diagnosis, on the readings the engine's own counters do not contradict
+/// ([`stale::set_aside`]).
+pub fn diagnose(input: &Input) -> Diagnosis {
+    match stale::set_aside(input) {
+        Some((clean, stale)) => {
+            let mut d = judge(&clean, true);
+            d.findings.push(stale);
+            d
+        }
+        None => judge(input, false),
+    }
+}
+
+fn judge(input: &Input, gauges_stale: bool) -> Diagnosis {
+    let cx = detect::Context {
+        gauges_stale,
+        ..context(input)
+    };
+    let mut findings: Vec<Finding> = detect::detectors()
+        .iter()
+        .filter_map(|d| d.detect(&cx))
+        .collect();
+    detect::demote(&mut findings, input.load.requests.as_ref());
+    let mut verdict = verdict::choose(&findings);
+    if input.load.contention.is_some() && verdict.bottleneck != Bottleneck::None {
+        verdict.confidence = (verdict.confidence - CONTENDED_PENALTY).max(0.05);
+    }
+    // Primary first; the rest keep precedence order.
+    if let Some(i) = findings
+        .iter()
+        .position(|f| f.bottleneck == Some(verdict.bottleneck))
+    {
+        let primary = findings.remove(i);
+        findings.insert(0, primary);
+    }
+    let evidence = findings
+        .first()
+        .filter(|f| f.bottleneck.is_some())
+        .map(|f| f.evidence.clone())
+        .unwrap_or_default();
+    findings.extend(detect::DataQuality.all(&cx));
+    let recommendations = advice::recommend(&cx, &verdict, &findings);
+    let (edges, offsets) = edges::timeline(input, &cx.phases);
+    let window_stats = cx.stats.iter().map(|(c, s)| (c.name(), *s)).collect();
+    Diagnosis {
+        verdict,
+        evidence,
+        findings,
+        recommendations,
+        phases: cx.phases,
+        edges,
+        offsets,
+        window_stats,
+    }
+}
