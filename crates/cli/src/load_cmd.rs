@@ -64,7 +64,7 @@ pub fn run(args: LoadArgs) -> Result<ExitCode> {
     if let Some(&most) = args.flags.concurrency.iter().max() {
         llmscope_ops::run::fd_preflight(u64::from(most), 1)?;
     }
-    let rt = llmscope_loadgen::client::runtime(args.threads)
+    let rt = llmscope_loadgen::monitor::runtime(args.threads)
         .context("cannot start the async runtime")?;
     let format = args.format;
     // On a worker thread, not the main one: `--threads N` then means N busy threads in all.
@@ -104,7 +104,7 @@ async fn load(args: &LoadArgs) -> Result<LoadReport> {
         view: View::new(std::io::stderr().is_terminal()),
     };
     let control = RunControl::new();
-    let ctrl_c = control.stop_on_ctrl_c(args.flags.grace, |line| eprintln!("\n{line}"));
+    let ctrl_c = stop_on_ctrl_c(&control, args.flags.grace);
     let report = llmscope_loadgen::run(&plan, &mut observer, &control).await;
     ctrl_c.abort();
     observer.view.finish();
@@ -112,6 +112,25 @@ async fn load(args: &LoadArgs) -> Result<LoadReport> {
         r.finish()?;
     }
     Ok(report)
+}
+
+/// The first Ctrl-C stops sending and lets requests in flight drain (for the run's grace), the
+/// second aborts them; each says which.
+fn stop_on_ctrl_c(control: &RunControl, grace: Duration) -> tokio::task::JoinHandle<()> {
+    let control = control.clone();
+    crate::signals::on_ctrl_c(move |press| {
+        if press == 1 {
+            eprintln!(
+                "\nstopping: waiting up to {} for requests in flight (Ctrl-C again to abort)",
+                llmscope_core::duration::format_duration(grace)
+            );
+            control.stop();
+            return true;
+        }
+        eprintln!("\naborting requests in flight");
+        control.abort();
+        false
+    })
 }
 
 struct CliObserver {

@@ -1,6 +1,8 @@
 //! `llmscope`: the command-line shell. Parses arguments, resolves them into plans, and calls the
 //! library crates. The only crate that prints, and the only one that uses `anyhow`.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
+// Doc comments here are clap's `--help` text, where `<name>` is the placeholder users read.
+#![allow(rustdoc::invalid_html_tags)]
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -18,6 +20,7 @@ mod report_cmd;
 mod rules_cmd;
 mod run_cmd;
 mod runs_cmd;
+mod signals;
 mod sim_cmd;
 mod targets_cmd;
 mod watch_cmd;

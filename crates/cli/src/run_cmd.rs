@@ -1,4 +1,4 @@
-//! `llmscope run`: the whole method of DESIGN §2 — pre-flight, idle baseline, sustained load while
+//! `llmscope run`: the method of `docs/METHOD.md` — pre-flight, idle baseline, sustained load while
 //! observing, drain, then diagnose, store and report.
 //!
 //! Flow: [`RunArgs`] → `llmscope_ops::run::RunRequest` → its plan (targets resolved; with no
@@ -10,7 +10,6 @@ use crate::prom_flags::PromFlags;
 use anyhow::{Context, Result};
 use llmscope_collect::HttpClient;
 use llmscope_loadgen::TokenSpec;
-use llmscope_ops::interrupt::Interrupt;
 use llmscope_ops::run::{self, RunRequest};
 use llmscope_sim::options::EngineOptions;
 use std::process::ExitCode;
@@ -114,8 +113,8 @@ async fn run_async(args: RunArgs) -> Result<ExitCode> {
     let client = HttpClient::new(None).context("setting up the HTTP client")?;
     run::preflight(&plan, &client, &Say).await?;
     let load_plan = request.prepare_load(&plan.target, &Say).await?;
-    let interrupt = Interrupt::watch(say);
-    let outcome = run::execute(&plan, &load_plan, &interrupt, &client, &Say).await;
+    let cancel = crate::signals::cancel_on_ctrl_c(said_stopping, Some(exit_at_once));
+    let outcome = run::execute(&plan, &load_plan, &cancel, &client, &Say).await;
     if let Some(sim) = sim {
         sim.shutdown().await;
     }
@@ -186,4 +185,18 @@ impl run::Narrator for Say {
 
 fn say(line: &str) {
     eprintln!("llmscope run: {line}");
+}
+
+/// The first Ctrl-C: the run stops (the token handed to `execute` is cancelled).
+fn said_stopping() {
+    say(
+        "Ctrl-C: stopping the run; in-flight requests drain, then what was measured is diagnosed and stored as interrupted (Ctrl-C again to exit at once)",
+    );
+}
+
+/// A second Ctrl-C: exit now; the store marks the run interrupted when next opened (its
+/// process is gone).
+fn exit_at_once() {
+    say("second Ctrl-C: exiting now; the run reads back as interrupted");
+    std::process::exit(130);
 }

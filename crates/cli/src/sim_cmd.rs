@@ -1,4 +1,4 @@
-//! `llmscope sim`: runs the simulated serving stack until interrupted.
+//! `llmscope sim`: runs the simulated serving stack until interrupted (Ctrl-C or SIGTERM).
 //!
 //! The flags are `llmscope-sim`'s own options (`EngineOptions`, `Faults`, `ServeOptions`, with
 //! its `clap` feature); they resolve there into a checked `SimConfig`.
@@ -44,10 +44,11 @@ pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
     let rt = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     rt.block_on(async move {
         let summary = cfg.summary();
+        let stop = crate::signals::on_shutdown();
         let sim = serve::start(cfg).await?;
         eprintln!("llmscope sim: {summary}; {}", sim.memory_summary());
         sim.write_endpoints(&mut std::io::stdout().lock())?;
-        serve::wait_for_signal().await;
+        stop.cancelled().await;
         sim.shutdown().await;
         Ok(ExitCode::SUCCESS)
     })

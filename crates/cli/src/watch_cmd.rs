@@ -38,7 +38,12 @@ pub fn run(args: WatchArgs) -> Result<ExitCode> {
         let (listener, addr) = llmscope_watch::serve::bind(&args.opts.listen).await?;
         eprintln!("{}", svc.banner(addr));
         let lines = LineReporter(std::io::stderr());
-        service::run(client, svc, listener, lines, service::shutdown_signal()).await
+        // Ctrl-C or SIGTERM (what Kubernetes sends to stop a pod).
+        let stop = crate::signals::on_shutdown();
+        service::run(client, svc, listener, lines, async move {
+            stop.cancelled().await
+        })
+        .await
     })?;
     Ok(ExitCode::SUCCESS)
 }

@@ -1,13 +1,13 @@
 //! The run: one dispatch loop for every schedule, request tasks, one aggregator.
 //!
-//! For each stage, [`dispatch`] takes the next intended send time from the stage's arrivals (none
+//! For each stage, `dispatch` takes the next intended send time from the stage's arrivals (none
 //! for closed loop; from a pacer thread for open loop, which sleeps precisely instead of on the
 //! event loop's 1 ms timer wheel) and the next free slot from its gate (a semaphore of
 //! `concurrency` permits, opened gradually by a ramp-up; none for uncapped open loop), then
 //! spawns the request. Closed loop falls out of this: a slot frees when a request ends, and the
 //! next one is sent at once. Each request task sends exactly one [`RequestRecord`] to the stage's
 //! channel — a drop guard sends an `internal` one if a task dies — and the aggregator in
-//! [`run_stage`] folds records into [`StageStats`] and hands them in batches to the [`Observer`].
+//! `run_stage` folds records into [`StageStats`] and hands them in batches to the [`Observer`].
 //! When sending stops (duration, request count, or [`RunControl::stop`]) requests in flight get
 //! the grace period to finish; then they are cancelled and counted as `cancelled`.
 //!
@@ -19,9 +19,9 @@
 //! and none succeeds ([`GIVE_UP_FAILURES`] in a row over [`GIVE_UP_AFTER`]); the report says why
 //! in [`LoadReport::stopped_early`].
 
-use crate::client::{AssessInput, LoadReach, Monitor, assess};
 use crate::clock::anchor;
 use crate::http::{Client, ReadLimits};
+use crate::monitor::{AssessInput, LoadReach, Monitor, assess};
 use crate::plan::{LoadPlan, StagePlan};
 use crate::record::{ErrorKind, RequestRecord};
 use crate::report::{ClientReport, LoadReport, StageReport};
@@ -48,7 +48,8 @@ pub enum Signal {
     Abort,
 }
 
-/// A handle to stop a run from outside (e.g. on Ctrl-C).
+/// A handle to stop a run from outside: the caller's cancellation (the binary turns Ctrl-C
+/// into [`RunControl::stop`], a second into [`RunControl::abort`]; the library watches no signal).
 #[derive(Debug, Clone)]
 pub struct RunControl {
     tx: Arc<watch::Sender<Signal>>,
@@ -68,26 +69,6 @@ impl RunControl {
     }
 
     /// Stops sending; in-flight requests may finish within the grace period.
-    /// Watches for Ctrl-C until the runtime ends: the first stops sending and lets requests in
-    /// flight drain (for the run's grace), the second aborts them; `say` tells the user which.
-    pub fn stop_on_ctrl_c(&self, grace: Duration, say: fn(&str)) -> tokio::task::JoinHandle<()> {
-        let control = self.clone();
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_err() {
-                return;
-            }
-            say(&format!(
-                "stopping: waiting up to {} for requests in flight (Ctrl-C again to abort)",
-                llmscope_core::duration::format_duration(grace)
-            ));
-            control.stop();
-            if tokio::signal::ctrl_c().await.is_ok() {
-                say("aborting requests in flight");
-                control.abort();
-            }
-        })
-    }
-
     pub fn stop(&self) {
         self.tx
             .send_if_modified(|s| (*s == Signal::Run).then(|| *s = Signal::Stop).is_some());

@@ -5,10 +5,10 @@
 //! stored series exactly as `run` did (the diagnosis is pure and deterministic).
 
 use crate::OpsError;
-use llmscope_core::client::ClientSummary;
-use llmscope_core::diagnose::build::{Resolution, signals_from_series};
-use llmscope_core::diagnose::failures::RequestOutcome;
-use llmscope_core::diagnose::{Diagnosis, EngineFacts, Input, LoadFacts, Severity, diagnose};
+use llmscope_core::outcome::ClientSummary;
+use llmscope_core::outcome::RequestOutcome;
+use llmscope_diagnosis::build::{Resolution, signals_from_series};
+use llmscope_diagnosis::{Diagnosis, EngineFacts, Input, LoadFacts, Severity, diagnose};
 use llmscope_loadgen::LoadReport;
 use llmscope_render::{Interruption, Report, html, json, markdown, terminal};
 use llmscope_store::{Finding, RunId, RunStatus, RunSummary, Store};
@@ -76,49 +76,41 @@ pub fn analyse(store: &Store, run: RunId) -> Result<Analysed, OpsError> {
         .into_iter()
         .map(|(_, s)| s)
         .collect();
-    let facts = match store
-        .findings(run)?
-        .into_iter()
-        .find(|f| f.rule == FACTS_CODE)
-    {
-        Some(f) => {
-            serde_json::from_value(f.detail.unwrap_or_default()).map_err(|e| OpsError::Facts {
-                run,
-                why: e.to_string(),
-            })?
-        }
-        None => RunFacts::default(),
-    };
+    let facts = stored_facts(store, run)?;
     let (input, res) = signals_from_series(&series);
     let mut a = analyse_input(run, input, &res, facts)?;
     a.interrupted = interruption(&store.run(run)?);
     Ok(a)
 }
 
+/// The facts stored with a run: none for a run stored without (e.g. by `observe`); facts that
+/// cannot be read are an error.
+fn stored_facts(store: &Store, run: RunId) -> Result<RunFacts, OpsError> {
+    let findings = store.findings(run)?;
+    let Some(f) = findings.into_iter().find(|f| f.rule == FACTS_CODE) else {
+        return Ok(RunFacts::default());
+    };
+    serde_json::from_value(f.detail.unwrap_or_default()).map_err(|e| OpsError::Facts {
+        run,
+        why: e.to_string(),
+    })
+}
+
 /// Diagnoses signals built from a run's series (`input`, as [`signals_from_series`] or a
-/// [`llmscope_core::diagnose::build::SignalBuilder`] made them) with the run's facts.
+/// [`llmscope_diagnosis::build::SignalBuilder`] made them) with the run's facts.
 pub fn analyse_input(
     run: RunId,
     mut input: Input,
     res: &Resolution,
     facts: RunFacts,
 ) -> Result<Analysed, OpsError> {
-    let report = facts.client.as_ref();
     input.engine = EngineFacts {
         max_num_seqs: facts.max_num_seqs,
         max_num_batched_tokens: facts.max_num_batched_tokens,
         time_sliced: false,
         kv_cache: input.engine.kv_cache.take(),
     };
-    input.load = LoadFacts {
-        concurrency: facts.concurrency,
-        window: facts.load_window,
-        client_limited: facts.client_limited,
-        client_note: facts.client_note.clone(),
-        achieved_concurrency: report.and_then(ClientSummary::achieved_concurrency),
-        contention: report.and_then(|r| r.client.contention.clone()),
-        requests: report.map(ClientSummary::request_outcome),
-    };
+    input.load = load_facts(&facts);
     input.scrape_interval_s = facts.scrape_interval_s;
     let diagnosis = diagnose(&input);
     let used = res
@@ -136,18 +128,36 @@ pub fn analyse_input(
     })
 }
 
-/// Stores the facts and every finding of the diagnosis with the run.
-pub fn store_findings(store: &mut Store, a: &Analysed) -> Result<(), OpsError> {
-    let mut facts = Finding::new(
+/// What the diagnosis knows of the load: its shape, and what the client saw.
+fn load_facts(facts: &RunFacts) -> LoadFacts {
+    let report = facts.client.as_ref();
+    LoadFacts {
+        concurrency: facts.concurrency,
+        window: facts.load_window,
+        client_limited: facts.client_limited,
+        client_note: facts.client_note.clone(),
+        achieved_concurrency: report.and_then(ClientSummary::achieved_concurrency),
+        contention: report.and_then(|r| r.client.contention.clone()),
+        requests: report.map(ClientSummary::request_outcome),
+    }
+}
+
+/// The facts and every finding of the diagnosis, as stored with the run.
+pub fn stored_findings(a: &Analysed) -> Result<Vec<Finding>, OpsError> {
+    let mut rows = vec![facts_finding(&a.facts)?];
+    rows.extend(a.diagnosis.findings.iter().map(|f| f.to_stored()));
+    Ok(rows)
+}
+
+/// The facts as an `info` finding of their own, read back by [`analyse`].
+fn facts_finding(facts: &RunFacts) -> Result<Finding, OpsError> {
+    let mut f = Finding::new(
         FACTS_CODE.to_owned(),
         Severity::Info,
         "facts the diagnosis used (engine flags, load shape, client report)",
     );
-    facts.detail = Some(serde_json::to_value(&a.facts)?);
-    let mut rows = vec![facts];
-    rows.extend(a.diagnosis.findings.iter().map(|f| f.to_stored()));
-    store.add_findings(a.run, &rows)?;
-    Ok(())
+    f.detail = Some(serde_json::to_value(facts)?);
+    Ok(f)
 }
 
 /// The formats a report is written in.

@@ -9,7 +9,7 @@
 use crate::OpsError;
 use crate::inventory::InventoryPlan;
 use llmscope_check::input::{self, Query, Source};
-use llmscope_check::{Finding, promql};
+use llmscope_check::{Finding, Inventories, promql};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -58,11 +58,7 @@ pub async fn run(plan: &CheckPlan) -> Result<Checked, OpsError> {
         .flat_map(|q| promql::metric_names(&q.parsed))
         .collect();
     let loaded = plan.inventory.load(&names).await?;
-    let mut inv = loaded.inventories;
-    inv.add_recorded(sources.iter().flat_map(|s| s.recorded.iter().cloned()));
-    if let Some(i) = plan.scrape_interval {
-        inv.set_scrape_interval(i.as_secs_f64());
-    }
+    let inv = with_recorded(loaded.inventories, &sources, plan);
     let mut findings: Vec<Finding> = sources.iter().flat_map(|s| s.errors.clone()).collect();
     for s in &sources {
         findings.extend(input::check_source(s, &inv));
@@ -72,6 +68,15 @@ pub async fn run(plan: &CheckPlan) -> Result<Checked, OpsError> {
         inventories: inv.sources(),
         warnings: loaded.warnings,
     })
+}
+
+/// The inventories, knowing the names the inputs' own rules record and the scrape interval.
+fn with_recorded(mut inv: Inventories, sources: &[Source], plan: &CheckPlan) -> Inventories {
+    inv.add_recorded(sources.iter().flat_map(|s| s.recorded.iter().cloned()));
+    if let Some(i) = plan.scrape_interval {
+        inv.set_scrape_interval(i.as_secs_f64());
+    }
+    inv
 }
 
 /// Every input as a source: the `--expr`s together, then one per file.

@@ -4,7 +4,7 @@
 
 use crate::OpsError;
 use crate::analysis::{Analysed, Format};
-use llmscope_core::client::ClientSummary;
+use llmscope_core::outcome::ClientSummary;
 use std::io::Write;
 
 /// One compared quantity: (name, before, after).
@@ -44,64 +44,92 @@ pub fn write(
     a: &Analysed,
     b: &Analysed,
     format: Format,
-    mut out: &mut dyn Write,
+    out: &mut dyn Write,
 ) -> Result<(), OpsError> {
     let rows = rows(a, b);
-    let delta = |x: Option<f64>, y: Option<f64>| match (x, y) {
-        (Some(x), Some(y)) if x != 0.0 => Some((y - x) / x.abs() * 100.0),
-        _ => None,
-    };
     match format {
-        Format::Json => {
-            let v = serde_json::json!({
-                "before": {"run_id": a.run, "bottleneck": a.diagnosis.verdict.bottleneck.as_str(), "confidence": a.diagnosis.verdict.confidence},
-                "after": {"run_id": b.run, "bottleneck": b.diagnosis.verdict.bottleneck.as_str(), "confidence": b.diagnosis.verdict.confidence},
-                "rows": rows.iter().map(|(n, x, y)| serde_json::json!({"name": n, "before": x, "after": y, "delta_pct": delta(*x, *y)})).collect::<Vec<_>>(),
-            });
-            serde_json::to_writer_pretty(&mut out, &v)?;
-            writeln!(out)?;
-        }
-        Format::Text | Format::Markdown => {
-            let md = format == Format::Markdown;
-            let f = |v: Option<f64>| v.map_or("—".to_owned(), |v| format!("{v:.3}"));
-            if md {
-                writeln!(
-                    out,
-                    "| | run {} | run {} | Δ |\n|---|---|---|---|",
-                    a.run, b.run
-                )?;
-                writeln!(
-                    out,
-                    "| verdict | {} | {} | |",
-                    a.diagnosis.verdict.bottleneck.as_str(),
-                    b.diagnosis.verdict.bottleneck.as_str()
-                )?;
-            } else {
-                writeln!(
-                    out,
-                    "{:<28} {:>14} {:>14} {:>9}",
-                    "",
-                    format!("run {}", a.run),
-                    format!("run {}", b.run),
-                    "Δ"
-                )?;
-                writeln!(
-                    out,
-                    "{:<28} {:>14} {:>14}",
-                    "verdict",
-                    a.diagnosis.verdict.bottleneck.as_str(),
-                    b.diagnosis.verdict.bottleneck.as_str()
-                )?;
-            }
-            for (name, x, y) in &rows {
-                let d = delta(*x, *y).map_or(String::new(), |d| format!("{d:+.1}%"));
-                if md {
-                    writeln!(out, "| {name} | {} | {} | {d} |", f(*x), f(*y))?;
-                } else {
-                    writeln!(out, "{name:<28} {:>14} {:>14} {d:>9}", f(*x), f(*y))?;
-                }
-            }
-        }
+        Format::Json => write_json(a, b, &rows, out)?,
+        Format::Markdown => write_markdown(a, b, &rows, out)?,
+        Format::Text => write_text(a, b, &rows, out)?,
     }
     Ok(out.flush()?)
+}
+
+/// The change from `x` to `y` in percent; none from an absent or zero `x`.
+fn delta(x: Option<f64>, y: Option<f64>) -> Option<f64> {
+    match (x, y) {
+        (Some(x), Some(y)) if x != 0.0 => Some((y - x) / x.abs() * 100.0),
+        _ => None,
+    }
+}
+
+/// A value, or `—` for an absent one (never 0).
+fn shown(v: Option<f64>) -> String {
+    v.map_or("—".to_owned(), |v| format!("{v:.3}"))
+}
+
+fn shown_delta(x: Option<f64>, y: Option<f64>) -> String {
+    delta(x, y).map_or(String::new(), |d| format!("{d:+.1}%"))
+}
+
+fn verdict(x: &Analysed) -> &str {
+    x.diagnosis.verdict.bottleneck.as_str()
+}
+
+fn write_json(
+    a: &Analysed,
+    b: &Analysed,
+    rows: &[Row],
+    mut out: &mut dyn Write,
+) -> Result<(), OpsError> {
+    let side = |x: &Analysed| serde_json::json!({"run_id": x.run, "bottleneck": verdict(x), "confidence": x.diagnosis.verdict.confidence});
+    let rows: Vec<_> = rows
+        .iter()
+        .map(|(n, x, y)| serde_json::json!({"name": n, "before": x, "after": y, "delta_pct": delta(*x, *y)}))
+        .collect();
+    let v = serde_json::json!({"before": side(a), "after": side(b), "rows": rows});
+    serde_json::to_writer_pretty(&mut out, &v)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+fn write_markdown(
+    a: &Analysed,
+    b: &Analysed,
+    rows: &[Row],
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "| | run {} | run {} | Δ |\n|---|---|---|---|",
+        a.run, b.run
+    )?;
+    writeln!(out, "| verdict | {} | {} | |", verdict(a), verdict(b))?;
+    for (name, x, y) in rows {
+        let d = shown_delta(*x, *y);
+        writeln!(out, "| {name} | {} | {} | {d} |", shown(*x), shown(*y))?;
+    }
+    Ok(())
+}
+
+fn write_text(
+    a: &Analysed,
+    b: &Analysed,
+    rows: &[Row],
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    let (ra, rb) = (format!("run {}", a.run), format!("run {}", b.run));
+    writeln!(out, "{:<28} {ra:>14} {rb:>14} {:>9}", "", "Δ")?;
+    writeln!(
+        out,
+        "{:<28} {:>14} {:>14}",
+        "verdict",
+        verdict(a),
+        verdict(b)
+    )?;
+    for (name, x, y) in rows {
+        let d = shown_delta(*x, *y);
+        writeln!(out, "{name:<28} {:>14} {:>14} {d:>9}", shown(*x), shown(*y))?;
+    }
+    Ok(())
 }

@@ -9,12 +9,12 @@
 //! query the API rejects leaves that input missing, named in the report — never zeros.
 
 use crate::OpsError;
+use llmscope_catalog::{self as catalog, MetricDef, Unit};
 use llmscope_collect::http::FetchError;
 use llmscope_collect::prom::{PromClient, PromError};
-use llmscope_core::catalog::{self, MetricDef, Unit};
 use llmscope_core::cost::{self, CostInput, Price};
-use llmscope_core::diagnose::Concept;
 use llmscope_core::series::Series;
+use llmscope_diagnosis::Concept;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -25,33 +25,36 @@ pub fn prices(items: &[String], file: Option<&Path>) -> Result<Vec<Price>, OpsEr
         .map(|p| cost::parse_price(p).map_err(OpsError::Invalid))
         .collect::<Result<_, _>>()?;
     if let Some(path) = file {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            OpsError::Invalid(format!("reading the prices file {}: {e}", path.display()))
-        })?;
-        let map: BTreeMap<String, f64> = serde_saphyr::from_str(&text).map_err(|e| {
-            OpsError::Invalid(format!(
-                "the prices file {} is not `key: price` YAML: {e}",
-                path.display()
-            ))
-        })?;
-        for (k, v) in map {
+        for (k, v) in prices_file(path)? {
             out.push(cost::parse_price(&format!("{k}={v}")).map_err(OpsError::Invalid)?);
         }
     }
     Ok(out)
 }
 
+/// A YAML file of `key: price` lines.
+fn prices_file(path: &Path) -> Result<BTreeMap<String, f64>, OpsError> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        OpsError::Invalid(format!("reading the prices file {}: {e}", path.display()))
+    })?;
+    serde_saphyr::from_str(&text).map_err(|e| {
+        OpsError::Invalid(format!(
+            "the prices file {} is not `key: price` YAML: {e}",
+            path.display()
+        ))
+    })
+}
+
 /// `QUEUE=TEAM` items (`--queue-team`) as a map.
 pub fn queue_teams(items: &[String]) -> Result<BTreeMap<String, String>, OpsError> {
-    items
-        .iter()
-        .map(|i| {
-            let (k, v) = i.split_once('=').ok_or_else(|| {
-                OpsError::Invalid(format!("invalid --queue-team `{i}`: write QUEUE=TEAM"))
-            })?;
-            Ok((k.trim().to_owned(), v.trim().to_owned()))
-        })
-        .collect()
+    items.iter().map(|i| queue_team(i)).collect()
+}
+
+fn queue_team(item: &str) -> Result<(String, String), OpsError> {
+    let (k, v) = item.split_once('=').ok_or_else(|| {
+        OpsError::Invalid(format!("invalid --queue-team `{item}`: write QUEUE=TEAM"))
+    })?;
+    Ok((k.trim().to_owned(), v.trim().to_owned()))
 }
 
 /// Reads every input into `input` (its window and labels already set); returns the server's
@@ -79,30 +82,40 @@ pub async fn read_inputs(
         .query("Kueue ClusterQueue GPU reservations", &cluster)
         .await?;
     input.namespace_labels = r.query("namespace teams", "kube_namespace_labels").await?;
-    // Busy time: the first catalogued name with data, as a 0..1 fraction.
-    input.gpu_busy = Vec::new();
-    for def in busy_names() {
-        input.gpu_busy = r.query("GPU utilisation", &as_fraction(def)).await?;
-        if !input.gpu_busy.is_empty() {
-            break;
-        }
-    }
-    // Generated tokens: every engine's counter (a fleet may run several engines), each engine
-    // read from its first catalogued name with data.
-    input.generated_tokens = Vec::new();
-    let mut engines_read: Vec<&str> = Vec::new();
-    for def in catalog::candidates(Concept::GeneratedTokens) {
-        if engines_read.contains(&def.engine) {
-            continue;
-        }
-        let series = r.query("generated tokens", def.name).await?;
-        if !series.is_empty() {
-            engines_read.push(def.engine);
-            input.generated_tokens.extend(series);
-        }
-    }
+    input.gpu_busy = r.gpu_busy().await?;
+    input.generated_tokens = r.generated_tokens().await?;
     input.missing = r.missing;
     Ok(r.warnings)
+}
+
+impl Reader<'_> {
+    /// Busy time: the first catalogued name with data, as a 0..1 fraction.
+    async fn gpu_busy(&mut self) -> Result<Vec<Series>, OpsError> {
+        for def in busy_names() {
+            let busy = self.query("GPU utilisation", &as_fraction(def)).await?;
+            if !busy.is_empty() {
+                return Ok(busy);
+            }
+        }
+        Ok(Vec::new())
+    }
+
+    /// Generated tokens: every engine's counter (a fleet may run several engines), each engine
+    /// read from its first catalogued name with data.
+    async fn generated_tokens(&mut self) -> Result<Vec<Series>, OpsError> {
+        let (mut tokens, mut engines_read) = (Vec::new(), Vec::new());
+        for def in catalog::candidates(Concept::GeneratedTokens) {
+            if engines_read.contains(&def.engine) {
+                continue;
+            }
+            let series = self.query("generated tokens", def.name).await?;
+            if !series.is_empty() {
+                engines_read.push(def.engine);
+                tokens.extend(series);
+            }
+        }
+        Ok(tokens)
+    }
 }
 
 /// GPU busy-time names, preferred first: the profiling engine-active ratio, then the device's

@@ -3,18 +3,20 @@
 //!
 //! The window is read a name at a time ([`crate::window`]); each name's series go at once into
 //! the store (the run is created when the first name answers, so an empty window leaves no run
-//! behind) and into a [`SignalBuilder`], then are dropped. Memory is one name's answer plus the
+//! behind) and into a [`SignalBuilder`], then are dropped: the recording lifecycle
+//! ([`crate::record`]) without a live part. Memory is one name's answer plus the
 //! signals, whatever the window's length or the fleet's size. The signals are diagnosed with the
 //! caller's facts, and the findings recorded with the run.
 
 use crate::OpsError;
 use crate::analysis::{self, Analysed, RunFacts};
-use crate::window::{WindowQuery, WindowRead, read_window};
+use crate::record::{Ending, RunMeta, RunRecord, prometheus_spec};
+use crate::window::{WindowQuery, WindowRead, prometheus_batch, read_window};
 use llmscope_collect::prom::client::PromClient;
-use llmscope_collect::time::{format_rfc3339, unix_now};
-use llmscope_core::diagnose::build::SignalBuilder;
-use llmscope_core::series::Batch;
-use llmscope_store::{NewRun, RunId, RunStatus, SourceSpec, Store};
+use llmscope_collect::time::format_rfc3339;
+use llmscope_core::series::Series;
+use llmscope_diagnosis::build::SignalBuilder;
+use llmscope_store::{RunStatus, Store};
 use std::path::Path;
 
 /// A window to diagnose and where to keep it.
@@ -41,39 +43,12 @@ pub async fn diagnose_window(
     client: &PromClient,
     d: WindowDiagnosis<'_>,
 ) -> Result<Diagnosed, OpsError> {
-    let started = unix_now();
-    let w = &d.window;
-    let mut signals = SignalBuilder::default();
-    let mut kept: Option<(Store, RunId)> = None;
-    let read = read_window(client, w, |series| {
-        let (store, run) = match &mut kept {
-            Some(k) => k,
-            None => kept.insert(open_run(&d, started)?),
-        };
-        signals.add(&series);
-        let mut batch = Batch::new("prometheus");
-        for s in series {
-            batch.push_series(s);
-        }
-        store.write(*run, &[batch])?;
-        Ok(())
-    })
-    .await?;
-    let Some((mut store, run)) = kept else {
+    let mut kept = Kept::new(&d);
+    let read = read_window(client, &d.window, |series| kept.keep(series)).await?;
+    let Some(record) = kept.record else {
         return Err(OpsError::NoData(nothing_found(&d)));
     };
-    let mut facts = d.facts;
-    facts.scrape_interval_s = Some(w.step);
-    facts.context.push(format!(
-        "Prometheus {}, window {} … {}",
-        d.url,
-        format_rfc3339(w.from),
-        format_rfc3339(w.to)
-    ));
-    let (input, res) = signals.finish();
-    let analysed = analysis::analyse_input(run, input, &res, facts)?;
-    analysis::store_findings(&mut store, &analysed)?;
-    store.finish_run(run, RunStatus::Completed, unix_now(), Some((w.from, w.to)))?;
+    let (analysed, store) = judge(record, kept.signals, &d)?;
     Ok(Diagnosed {
         analysed,
         store,
@@ -81,27 +56,78 @@ pub async fn diagnose_window(
     })
 }
 
-/// The store and a new `diagnose` run in it, with Prometheus as its source.
-fn open_run(d: &WindowDiagnosis<'_>, started: f64) -> Result<(Store, RunId), OpsError> {
-    let mut store = Store::open(d.db)?;
-    let w = &d.window;
-    let run = store.create_run(&NewRun {
-        kind: "diagnose".to_owned(),
-        started_at: started,
-        window: Some((w.from, w.to)),
-        tool_version: env!("CARGO_PKG_VERSION").to_owned(),
-        config: serde_json::json!({"prometheus": d.url, "step_s": w.step, "match": w.matchers}),
-        planned_s: None,
+/// Diagnoses the signals with the caller's facts, stores the findings and ends the run.
+fn judge(
+    record: RunRecord,
+    signals: SignalBuilder,
+    d: &WindowDiagnosis<'_>,
+) -> Result<(Analysed, Store), OpsError> {
+    let (input, res) = signals.finish();
+    let analysed = analysis::analyse_input(record.id(), input, &res, facts(d))?;
+    let store = record.finish(Ending {
+        status: RunStatus::Completed,
+        findings: &analysis::stored_findings(&analysed)?,
+        versions: None,
+        window: Some((d.window.from, d.window.to)),
     })?;
-    store.add_source(
-        run,
-        &SourceSpec {
-            name: "prometheus".to_owned(),
-            kind: "prometheus".to_owned(),
-            url: d.url.clone(),
-        },
-    )?;
-    Ok((store, run))
+    Ok((analysed, store))
+}
+
+/// Where each name's series go as they arrive: the run (created with the first of them) and
+/// the signals.
+struct Kept<'a> {
+    d: &'a WindowDiagnosis<'a>,
+    /// Started when asked, not when the first name answered.
+    meta: RunMeta,
+    record: Option<RunRecord>,
+    signals: SignalBuilder,
+}
+
+impl<'a> Kept<'a> {
+    fn new(d: &'a WindowDiagnosis<'a>) -> Kept<'a> {
+        Kept {
+            d,
+            meta: run_meta(d),
+            record: None,
+            signals: SignalBuilder::default(),
+        }
+    }
+
+    fn keep(&mut self, series: Vec<Series>) -> Result<(), OpsError> {
+        let record = match &mut self.record {
+            Some(r) => r,
+            None => self.record.insert(open_run(self.d, &self.meta)?),
+        };
+        self.signals.add(&series);
+        record.write(prometheus_batch(series))
+    }
+}
+
+/// The run as created: a `diagnose` run of the window, started when asked.
+fn run_meta(d: &WindowDiagnosis<'_>) -> RunMeta {
+    let w = &d.window;
+    let config = serde_json::json!({"prometheus": d.url, "step_s": w.step, "match": w.matchers});
+    let mut meta = RunMeta::new("diagnose", config);
+    meta.window = Some((w.from, w.to));
+    meta
+}
+
+/// The store and a new `diagnose` run in it, with Prometheus as its source.
+fn open_run(d: &WindowDiagnosis<'_>, meta: &RunMeta) -> Result<RunRecord, OpsError> {
+    RunRecord::create(Store::open(d.db)?, meta, &[prometheus_spec(&d.url)])
+}
+
+/// The caller's facts, with the step and the window.
+fn facts(d: &WindowDiagnosis<'_>) -> RunFacts {
+    let (w, mut facts) = (&d.window, d.facts.clone());
+    facts.scrape_interval_s = Some(w.step);
+    facts.context.push(format!(
+        "Prometheus {}, window {} … {}",
+        d.url,
+        format_rfc3339(w.from),
+        format_rfc3339(w.to)
+    ));
+    facts
 }
 
 /// Why an empty window is empty, and what to check.

@@ -4,34 +4,33 @@
 
 use crate::OpsError;
 use hyper::Uri;
+use llmscope_catalog::{Exporter, Version};
 use llmscope_check::inventory::snapshot::Snapshot;
 use llmscope_collect::HttpClient;
 use llmscope_collect::http::Get;
-use llmscope_core::catalog::{Exporter, Version};
 use std::time::Duration;
 
 /// GETs a page (10 s, 64 MiB cap); anything but a 200 is an error naming the URL.
 pub async fn fetch_page(http: &HttpClient, uri: &Uri) -> Result<Vec<u8>, OpsError> {
     let headers = hyper::HeaderMap::new();
-    let got = http
-        .get(Get {
-            uri: uri.clone(),
-            headers: &headers,
-            timeout: Duration::from_secs(10),
-            body_limit: 64 << 20,
-        })
-        .await
-        .map_err(|e| OpsError::Page {
-            url: uri.to_string(),
-            why: e.to_string(),
-        })?;
+    let get = Get {
+        uri: uri.clone(),
+        headers: &headers,
+        timeout: Duration::from_secs(10),
+        body_limit: 64 << 20,
+    };
+    let got = http.get(get).await.map_err(|e| page_error(uri, e))?;
     if got.status != 200 {
-        return Err(OpsError::Page {
-            url: uri.to_string(),
-            why: format!("HTTP {}", got.status),
-        });
+        return Err(page_error(uri, format!("HTTP {}", got.status)));
     }
     Ok(got.body.to_vec())
+}
+
+fn page_error(uri: &Uri, why: impl ToString) -> OpsError {
+    OpsError::Page {
+        url: uri.to_string(),
+        why: why.to_string(),
+    }
 }
 
 /// Asks the vLLM engine behind the page at `metrics` its version (`GET /version` beside it) and

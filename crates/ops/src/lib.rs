@@ -12,11 +12,16 @@
 //! - [`diagnose`]: `diagnose --prometheus` — a window streamed into the store as a run and into
 //!   the signals at once, then diagnosed and recorded.
 //!
+//! - [`record`]: the one recording lifecycle `run`, `observe` and `diagnose` share — a run
+//!   created with its sources, the writer and collectors of its live part, stopped, judged and
+//!   finished with its findings.
+//! - [`cancel`]: the token that stops an operation early; the binary cancels it (Ctrl-C), no
+//!   operation watches signals itself.
 //! - [`run`]: the whole method on a resolved plan — pre-flight, baseline, load while observing,
-//!   drain, diagnose, record — telling a [`run::Narrator`] what happens; [`interrupt`]: Ctrl-C.
+//!   drain, diagnose, record — telling a [`run::Narrator`] what happens.
 //! - [`inventory`]: what a Prometheus holds, for linting.
 //! - [`observe`]: record a window of sources into a run.
-//! - [`page`]: a metrics page and the engine version behind it.
+//! - [`exporter_page`]: a metrics page and the engine version behind it.
 //! - [`runs`]: the store's runs as `llmscope runs` lists them.
 //! - [`stack`]: which stack `dashboard` and `rules` generate for.
 //! - [`targets`]: is collection working — targets up, every layer's values real.
@@ -24,15 +29,16 @@
 //! Libraries never print: progress and warnings come back as values.
 
 pub mod analysis;
+pub mod cancel;
 pub mod check;
 pub mod compare;
 pub mod cost;
 pub mod diagnose;
 mod error;
-pub mod interrupt;
+pub mod exporter_page;
 pub mod inventory;
 pub mod observe;
-pub mod page;
+pub mod record;
 pub mod run;
 pub mod runs;
 pub mod stack;

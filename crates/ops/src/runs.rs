@@ -5,7 +5,7 @@ use crate::OpsError;
 use crate::analysis::interruption;
 use llmscope_collect::time::format_rfc3339;
 use llmscope_core::duration::format_duration;
-use llmscope_store::{Finding, RunId, RunSummary, Store};
+use llmscope_store::{Finding, RunId, RunSummary, SourceStats, Store};
 use std::io::Write;
 use std::time::Duration;
 
@@ -69,18 +69,27 @@ pub fn write_run(
         writeln!(out, "{}", serde_json::to_string_pretty(&json)?)?;
         return Ok(());
     }
-    writeln!(out, "{}", line(&run))?;
-    if let Some(i) = interruption(&run) {
+    Ok(write_run_text(out, &run, &stats, &findings)?)
+}
+
+fn write_run_text(
+    out: &mut impl Write,
+    run: &RunSummary,
+    stats: &[SourceStats],
+    findings: &[Finding],
+) -> std::io::Result<()> {
+    writeln!(out, "{}", line(run))?;
+    if let Some(i) = interruption(run) {
         writeln!(out, "  {}", i.notice())?;
     }
-    for s in &stats {
+    for s in stats {
         writeln!(
             out,
             "  {:<16} {:<10} {:>7} series {:>10} samples {:>5} gaps {:>6} scrapes {:>5} failed  {}",
             s.name, s.kind, s.series, s.samples, s.gaps, s.scrapes, s.failed_scrapes, s.url
         )?;
     }
-    for f in &findings {
+    for f in findings {
         writeln!(out, "  {}: {}", f.severity, f.message)?;
     }
     Ok(())

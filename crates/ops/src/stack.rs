@@ -3,7 +3,7 @@
 
 use crate::OpsError;
 use crate::inventory::{InventoryPlan, InventorySource};
-use llmscope_core::catalog::{EngineSpec, Exporter};
+use llmscope_catalog::{EngineSpec, Exporter};
 use llmscope_generate::Stack;
 use std::collections::BTreeSet;
 
@@ -26,20 +26,9 @@ pub struct Resolved {
 /// The stack: detected from live sources, else from the catalog versions; then the GPU
 /// exporter and scheduler (defaults only apply to a stack named by versions).
 pub async fn resolve_stack(plan: &InventoryPlan, layers: Layers<'_>) -> Result<Resolved, OpsError> {
-    let (specs, live): (Vec<_>, Vec<_>) = plan
-        .sources
-        .iter()
-        .cloned()
-        .partition(|s| matches!(s, InventorySource::Engine(_)));
-    let specs: Vec<EngineSpec> = specs
-        .into_iter()
-        .filter_map(|s| match s {
-            InventorySource::Engine(e) => Some(e),
-            _ => None,
-        })
-        .collect();
+    let (specs, live) = split_sources(plan);
     let defaults = live.is_empty();
-    let (mut stack, notes) = if defaults {
+    let (stack, notes) = if defaults {
         (from_specs(&specs)?, Vec::new())
     } else {
         detected(live, plan).await?
@@ -48,11 +37,39 @@ pub async fn resolve_stack(plan: &InventoryPlan, layers: Layers<'_>) -> Result<R
     let scheduler = layers
         .scheduler
         .or(layers.default_scheduler.filter(|_| defaults));
+    let stack = with_scheduler(with_gpu(stack, gpu)?, scheduler)?;
+    Ok(Resolved { stack, notes })
+}
+
+/// The catalog versions named, and the live sources to detect from.
+fn split_sources(plan: &InventoryPlan) -> (Vec<EngineSpec>, Vec<InventorySource>) {
+    let (specs, live): (Vec<_>, Vec<_>) = plan
+        .sources
+        .iter()
+        .cloned()
+        .partition(|s| matches!(s, InventorySource::Engine(_)));
+    let specs = specs
+        .into_iter()
+        .filter_map(|s| match s {
+            InventorySource::Engine(e) => Some(e),
+            _ => None,
+        })
+        .collect();
+    (specs, live)
+}
+
+/// The GPU exporter asked for, or none (`none`: the layer dropped).
+fn with_gpu(mut stack: Stack, gpu: Option<&str>) -> Result<Stack, OpsError> {
     match gpu {
         Some("none") => stack.gpu = None,
         Some(g) => stack = stack.with_gpu(spec(g, "--gpu")?)?,
         None => {}
     }
+    Ok(stack)
+}
+
+/// The scheduler asked for, or none (`none`: the layer and kube-state-metrics dropped).
+fn with_scheduler(mut stack: Stack, scheduler: Option<&str>) -> Result<Stack, OpsError> {
     match scheduler {
         Some("none") => {
             stack.scheduler = None;
@@ -61,7 +78,7 @@ pub async fn resolve_stack(plan: &InventoryPlan, layers: Layers<'_>) -> Result<R
         Some(k) => stack = stack.with_scheduler(spec(k, "--scheduler")?)?,
         None => {}
     }
-    Ok(Resolved { stack, notes })
+    Ok(stack)
 }
 
 fn spec(text: &str, flag: &str) -> Result<EngineSpec, OpsError> {
@@ -107,11 +124,8 @@ async fn detected(
     };
     let loaded = plan.load(&BTreeSet::new()).await?;
     let stack = Stack::detect(&loaded.inventories.names())?;
-    let mut notes: Vec<String> = loaded
-        .warnings
-        .iter()
-        .map(|w| format!("warning: {w}"))
-        .collect();
+    let warnings = loaded.warnings.iter().map(|w| format!("warning: {w}"));
+    let mut notes: Vec<String> = warnings.collect();
     notes.push(format!(
         "llmscope: generating for {} (detected)",
         stack.describe()

@@ -4,7 +4,7 @@
 //! `llmscope_check::targets::assess` judges.
 
 use crate::OpsError;
-use crate::page::fetch_page;
+use crate::exporter_page::fetch_page;
 use hyper::Uri;
 use llmscope_check::Severity;
 use llmscope_check::targets::{Check, Collection, Observed, TargetState, observed_in_page};
@@ -43,35 +43,14 @@ pub async fn through_prometheus(client: &PromClient) -> Result<Collection, OpsEr
         move |source| OpsError::Prom { context, source }
     };
     let targets = client.targets().await.map_err(ctx("/api/v1/targets"))?;
-    let targets = targets
-        .data
-        .active
-        .into_iter()
-        .map(|t| TargetState {
-            job: t.labels.get("job").cloned().unwrap_or(t.scrape_pool),
-            url: t.scrape_url,
-            health: t.health,
-            last_error: t.last_error,
-        })
-        .collect();
+    let targets = targets.data.active.into_iter().map(target_state).collect();
     let data = client
         .query(EXPECTED, None)
         .await
         .map_err(ctx("query"))?
         .data;
     let samples = match data {
-        QueryData::Vector(v) => v
-            .into_iter()
-            .map(|(key, p)| Observed {
-                name: key.name.clone(),
-                labels: key
-                    .labels
-                    .iter()
-                    .map(|(k, v)| (k.to_owned(), v.to_owned()))
-                    .collect(),
-                value: p.v,
-            })
-            .collect(),
+        QueryData::Vector(v) => v.into_iter().map(|(key, p)| observed(&key, p.v)).collect(),
         _ => Vec::new(),
     };
     Ok(Collection {
@@ -81,27 +60,53 @@ pub async fn through_prometheus(client: &PromClient) -> Result<Collection, OpsEr
     })
 }
 
+/// An active target as Prometheus reports it, named by its job.
+fn target_state(t: llmscope_collect::prom::api::ActiveTarget) -> TargetState {
+    TargetState {
+        job: t.labels.get("job").cloned().unwrap_or(t.scrape_pool),
+        url: t.scrape_url,
+        health: t.health,
+        last_error: t.last_error,
+    }
+}
+
+fn observed(key: &llmscope_core::series::SeriesKey, value: f64) -> Observed {
+    Observed {
+        name: key.name.clone(),
+        labels: key
+            .labels
+            .iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect(),
+        value,
+    }
+}
+
 /// The pages at `uris`, read straight: a page that cannot be read is a target down.
 pub async fn direct(http: &HttpClient, uris: &[Uri]) -> Collection {
     let mut c = Collection::default();
     for uri in uris {
-        let (state, body) = match fetch_page(http, uri).await {
-            // A page that exposes nothing parseable is not a live target (issue 17).
-            Ok(body) => match promtext::PageReport::read(&body).problem() {
-                None => (("up", String::new()), body),
-                Some(why) => (("down", why), body),
-            },
+        let ((health, last_error), body) = match fetch_page(http, uri).await {
+            Ok(body) => (page_health(&body), body),
             Err(e) => (("down", e.to_string()), Vec::new()),
         };
         c.targets.push(TargetState {
             job: uri.host().unwrap_or("target").to_owned(),
             url: uri.to_string(),
-            health: state.0.to_owned(),
-            last_error: state.1,
+            health: health.to_owned(),
+            last_error,
         });
         c.samples.extend(observed_in_page(&body));
     }
     c
+}
+
+/// A page that exposes nothing parseable is not a live target (issue 17).
+fn page_health(body: &[u8]) -> (&'static str, String) {
+    match promtext::PageReport::read(body).problem() {
+        None => ("up", String::new()),
+        Some(why) => ("down", why),
+    }
 }
 
 /// The checks for people: one line each, what to fix under it, a count at the end.

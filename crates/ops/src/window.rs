@@ -10,7 +10,7 @@
 use crate::OpsError;
 use futures_util::StreamExt;
 use llmscope_collect::prom::client::PromClient;
-use llmscope_core::series::Series;
+use llmscope_core::series::{Batch, Series};
 use std::sync::Arc;
 
 /// The window to read.
@@ -67,10 +67,7 @@ fn selectors(name: &str, matchers: &[String]) -> Vec<String> {
 
 /// The catalog's names, each once, in a stable order.
 fn catalog_names() -> Vec<&'static str> {
-    let mut names: Vec<&str> = llmscope_core::catalog::METRICS
-        .iter()
-        .map(|m| m.name)
-        .collect();
+    let mut names: Vec<&str> = llmscope_catalog::METRICS.iter().map(|m| m.name).collect();
     names.sort_unstable();
     names.dedup();
     names
@@ -103,20 +100,41 @@ pub async fn read_window(
     while let Some(answer) = answers.next().await {
         let (series, warnings) =
             answer.map_err(|e| OpsError::Task(format!("reading the window: {e}")))??;
-        for warning in warnings {
-            if !read.warnings.contains(&warning) {
-                read.warnings.push(warning);
-            }
+        read.add(&series, warnings);
+        if !series.is_empty() {
+            each(series)?;
         }
-        if series.is_empty() {
-            continue;
-        }
-        read.names += 1;
-        read.series += series.len();
-        read.points += series.iter().map(|s| s.points.len() as u64).sum::<u64>();
-        each(series)?;
     }
     Ok(read)
+}
+
+impl WindowRead {
+    /// Counts one name's answer (a name without series is no name read); each warning once.
+    fn add(&mut self, series: &[Series], warnings: Vec<String>) {
+        self.add_warnings(warnings);
+        if !series.is_empty() {
+            self.names += 1;
+            self.series += series.len();
+            self.points += series.iter().map(|s| s.points.len() as u64).sum::<u64>();
+        }
+    }
+
+    fn add_warnings(&mut self, warnings: Vec<String>) {
+        for warning in warnings {
+            if !self.warnings.contains(&warning) {
+                self.warnings.push(warning);
+            }
+        }
+    }
+}
+
+/// A name's series as one batch of the `prometheus` source, to store.
+pub fn prometheus_batch(series: Vec<Series>) -> Batch {
+    let mut batch = Batch::new("prometheus");
+    for s in series {
+        batch.push_series(s);
+    }
+    batch
 }
 
 /// One name's series under every matcher (each series once), and the server's warnings.

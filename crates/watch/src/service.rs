@@ -122,22 +122,6 @@ pub async fn once(client: &PromClient, svc: &Service) -> Result<Evaluation, Watc
     evaluate(client, &svc.settings, at).await
 }
 
-/// Resolves on Ctrl-C or SIGTERM (what Kubernetes sends to stop a pod).
-pub async fn shutdown_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        if let Ok(mut term) = signal(SignalKind::terminate()) {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
-            return;
-        }
-    }
-    let _ = tokio::signal::ctrl_c().await;
-}
-
 /// A line per evaluation to `out` (the CLI gives it stderr): how many deployments, their
 /// verdicts, which are stalled; or why the evaluation failed.
 #[derive(Debug)]

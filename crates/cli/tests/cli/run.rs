@@ -118,7 +118,7 @@ fn diagnose_reads_a_past_window_from_a_real_prometheus() {
     };
     let prometheus_url = prometheus.url();
     put_load(&vllm, "32", "14s");
-    std::thread::sleep(std::time::Duration::from_secs(6));
+    wait_for_the_fall(&prometheus);
     let db = dir.join("d.db");
     let db_s = db.to_str().unwrap();
     let diagnose = |window_and_matchers: &[&str]| {
@@ -182,6 +182,37 @@ fn diagnose_reads_a_past_window_from_a_real_prometheus() {
     let why = String::from_utf8_lossy(&empty.stderr);
     assert!(why.contains("no engine or GPU series"), "{why}");
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Waits until Prometheus holds the load's end: the engine and the GPU idle over its last 5 s
+/// (a few scrapes, past dcgm's 2 s lag), so a window ending now shows the fall. Polled to a
+/// deadline, not slept.
+fn wait_for_the_fall(prometheus: &crate::common::RealPrometheus) {
+    use llmscope_collect::prom::{ApiResponse, QueryData};
+    let idle = "max(max_over_time(vllm:num_requests_running[5s])) + max(max_over_time(DCGM_FI_DEV_GPU_UTIL[5s]))";
+    let client = prometheus.client();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        loop {
+            if let Ok(ApiResponse {
+                data: QueryData::Vector(v),
+                ..
+            }) = client.query(idle, None).await
+                && v.first().is_some_and(|(_, p)| p.v == 0.0)
+            {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "Prometheus never saw the engine and the GPU idle after the load"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    });
 }
 
 /// `llmscope cost` over a window a real Prometheus recorded from the simulator's Kueue,

@@ -4,9 +4,9 @@
 //! knows.
 
 use crate::OpsError;
+use llmscope_catalog::EngineSpec;
+use llmscope_catalog::detect::{self, Detection, EngineVersion};
 use llmscope_check::inventory::snapshot::Snapshot;
-use llmscope_core::catalog::EngineSpec;
-use llmscope_core::catalog::detect::{self, Detection, EngineVersion};
 use llmscope_core::safe;
 use serde_json::json;
 use std::io::Write;
@@ -37,23 +37,7 @@ impl Listing {
 
     /// What the catalog says a version exposes.
     pub fn from_catalog(spec: EngineSpec) -> Listing {
-        let families: Vec<_> = spec
-            .families()
-            .map(
-                |(f, status)| llmscope_check::inventory::snapshot::FamilySummary {
-                    name: f.name.to_owned(),
-                    ty: f.kind.name(),
-                    help: Some(format!(
-                        "{} ({status:?}{})",
-                        f.unit.name(),
-                        f.condition
-                            .map(|c| format!("; only with {c}"))
-                            .unwrap_or_default()
-                    )),
-                    series: 0,
-                },
-            )
-            .collect();
+        let families: Vec<_> = spec.families().map(catalog_family).collect();
         let names: Vec<String> = spec
             .families()
             .flat_map(|(f, _)| f.sample_names())
@@ -73,39 +57,42 @@ impl Listing {
 
     /// The `--format json` document.
     pub fn write_json(&self, w: &mut impl Write) -> Result<(), OpsError> {
-        let s = self;
-        let engines: Vec<_> = s
-        .detections
-        .iter()
-        .zip(&s.versions)
-        .map(|(d, named)| {
-            let reported = match named {
-                EngineVersion::Reported { version, .. } => Some(version),
-                EngineVersion::Detected(_) => None,
-            };
-            json!({
-                "engine": d.exporter,
-                "variant": d.variant,
-                "version": named.to_string(),
-                "reported_version": reported,
-                "versions": d.range(),
-                "min": d.min, "max": d.max, "below": d.below,
-                "matched": d.matched,
-                "unknown": d.unknown,
-                "missing": d.missing,
-                "differences_from_newest": detect::against_newest(d, s.names.iter().map(String::as_str)),
-            })
-        })
-        .collect();
+        let engines: Vec<_> = self
+            .detections
+            .iter()
+            .zip(&self.versions)
+            .map(|(d, named)| self.engine_json(d, named))
+            .collect();
         let doc = json!({
-            "source": s.source,
-            "engine": s.detections.first().map(|d| d.exporter.name()),
+            "source": self.source,
+            "engine": self.detections.first().map(|d| d.exporter.name()),
             "engines": engines,
-            "families": s.families,
+            "families": self.families,
         });
         serde_json::to_writer_pretty(&mut *w, &doc)?;
         writeln!(w)?;
         Ok(())
+    }
+
+    /// One detected engine in the JSON document: its version, the names' range, what matched.
+    fn engine_json(&self, d: &Detection, named: &EngineVersion) -> serde_json::Value {
+        let reported = match named {
+            EngineVersion::Reported { version, .. } => Some(version),
+            EngineVersion::Detected(_) => None,
+        };
+        let names = self.names.iter().map(String::as_str);
+        json!({
+            "engine": d.exporter,
+            "variant": d.variant,
+            "version": named.to_string(),
+            "reported_version": reported,
+            "versions": d.range(),
+            "min": d.min, "max": d.max, "below": d.below,
+            "matched": d.matched,
+            "unknown": d.unknown,
+            "missing": d.missing,
+            "differences_from_newest": detect::against_newest(d, names),
+        })
     }
 
     /// For people: the engine and its differences from the newest, then one line per family.
@@ -125,14 +112,9 @@ impl Listing {
         }
         writeln!(w)?;
         for f in &s.families {
-            writeln!(
-                w,
-                "{:<10} {:>5}  {}  {}",
-                f.ty,
-                f.series,
-                safe::terminal(&f.name),
-                safe::terminal(f.help.as_deref().unwrap_or(""))
-            )?;
+            let (name, help) = (&f.name, f.help.as_deref().unwrap_or(""));
+            let (name, help) = (safe::terminal(name), safe::terminal(help));
+            writeln!(w, "{:<10} {:>5}  {name}  {help}", f.ty, f.series)?;
         }
         Ok(())
     }
@@ -144,34 +126,56 @@ impl Listing {
         d: &Detection,
         named: &EngineVersion,
     ) -> std::io::Result<()> {
-        let fit = match named {
-            EngineVersion::Reported { .. } => format!(", names fit {}", d.range()),
-            EngineVersion::Detected(_) => String::new(),
-        };
-        writeln!(
-            w,
-            "engine: {named} ({:?} engine){fit}, from {} catalogued names{}",
-            d.variant,
-            d.matched,
-            if d.unknown.is_empty() {
-                String::new()
-            } else {
-                format!(", {} unknown", d.unknown.len())
-            }
-        )?;
+        writeln!(w, "{}", engine_line(d, named))?;
         for diff in detect::against_newest(d, self.names.iter().map(String::as_str)) {
-            let to = diff
-                .successor
-                .map(|x| format!(" → {x}"))
-                .unwrap_or_default();
-            let what = match diff.newest {
-                llmscope_core::catalog::Status::Present => {
-                    "missing here, present in the newest".to_owned()
-                }
-                st => format!("{st:?} in {} {}", d.exporter, d.exporter.newest()).to_lowercase(),
-            };
-            writeln!(w, "  {}: {what}{to} ({})", diff.name, diff.lifetime)?;
+            writeln!(w, "  {}", difference(d, &diff))?;
         }
         Ok(())
     }
+}
+
+/// `engine: vllm 0.32.0 (from /version) (V1 engine), names fit …, from 40 catalogued names`.
+fn engine_line(d: &Detection, named: &EngineVersion) -> String {
+    let fit = match named {
+        EngineVersion::Reported { .. } => format!(", names fit {}", d.range()),
+        EngineVersion::Detected(_) => String::new(),
+    };
+    let unknown = if d.unknown.is_empty() {
+        String::new()
+    } else {
+        format!(", {} unknown", d.unknown.len())
+    };
+    format!(
+        "engine: {named} ({:?} engine){fit}, from {} catalogued names{unknown}",
+        d.variant, d.matched
+    )
+}
+
+/// A catalogued family as a listing shows it: its unit and status in the version as its HELP.
+fn catalog_family(
+    (f, status): (&'static llmscope_catalog::Family, llmscope_catalog::Status),
+) -> llmscope_check::inventory::snapshot::FamilySummary {
+    let only_with = f
+        .condition
+        .map(|c| format!("; only with {c}"))
+        .unwrap_or_default();
+    llmscope_check::inventory::snapshot::FamilySummary {
+        name: f.name.to_owned(),
+        ty: f.kind.name(),
+        help: Some(format!("{} ({status:?}{only_with})", f.unit.name())),
+        series: 0,
+    }
+}
+
+/// `vllm:gpu_cache_usage_perc: removed in vllm 0.32.0 → vllm:kv_cache_usage_perc (…)`.
+fn difference(d: &Detection, diff: &detect::Difference) -> String {
+    let to = diff
+        .successor
+        .map(|x| format!(" → {x}"))
+        .unwrap_or_default();
+    let what = match diff.newest {
+        llmscope_catalog::Status::Present => "missing here, present in the newest".to_owned(),
+        st => format!("{st:?} in {} {}", d.exporter, d.exporter.newest()).to_lowercase(),
+    };
+    format!("{}: {what}{to} ({})", diff.name, diff.lifetime)
 }

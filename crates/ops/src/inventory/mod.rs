@@ -3,7 +3,7 @@
 //!
 //! An [`InventoryPlan`] (validated sources: live pages, Prometheus servers, saved pages,
 //! catalog versions) is [`InventoryPlan::load`]ed into `llmscope-check`'s pure inventories;
-//! what a page says is wrong with itself comes back as warnings, never printed. [`prom`] reads
+//! what a page says is wrong with itself comes back as warnings, never printed. `prom` reads
 //! what a Prometheus holds; [`listing`] is what `llmscope inventory` shows of one source.
 
 pub mod listing;
@@ -12,14 +12,14 @@ mod prom;
 pub use prom::prometheus;
 
 use crate::OpsError;
-use crate::page::{ask_version, fetch_page};
+use crate::exporter_page::{ask_version, fetch_page};
 use hyper::Uri;
-use llmscope_check::Inventories;
+use llmscope_catalog::EngineSpec;
 use llmscope_check::inventory::engine::CatalogInventory;
 use llmscope_check::inventory::snapshot::Snapshot;
+use llmscope_check::{Inventories, Inventory};
 use llmscope_collect::HttpClient;
 use llmscope_collect::prom::{PromClient, PromConfig};
-use llmscope_core::catalog::EngineSpec;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -70,26 +70,38 @@ impl InventoryPlan {
             false => None,
         };
         for source in &self.sources {
-            match (source, &http) {
-                (InventorySource::Snapshot(path), _) => {
-                    inv.push(Box::new(read_snapshot(path, &mut warnings)?))
-                }
-                (InventorySource::Engine(spec), _) => {
-                    inv.push(Box::new(CatalogInventory::new(*spec)))
-                }
-                (InventorySource::MetricsUrl(uri), Some(http)) => {
-                    inv.push(Box::new(fetch_snapshot(http, uri, &mut warnings).await?))
-                }
-                (InventorySource::Prometheus(cfg), Some(http)) => {
-                    let client = PromClient::new((**cfg).clone(), http.clone());
-                    inv.push(Box::new(prometheus(&client, self.lookback, names).await?));
-                }
-                _ => unreachable!("a network source always has a client"),
-            }
+            inv.push(
+                self.inventory(source, http.as_ref(), names, &mut warnings)
+                    .await?,
+            );
         }
         Ok(Loaded {
             inventories: inv,
             warnings,
+        })
+    }
+}
+
+impl InventoryPlan {
+    /// One source's inventory; what weakens it goes to `warnings`.
+    async fn inventory(
+        &self,
+        source: &InventorySource,
+        http: Option<&HttpClient>,
+        names: &BTreeSet<String>,
+        warnings: &mut Vec<String>,
+    ) -> Result<Box<dyn Inventory>, OpsError> {
+        Ok(match (source, http) {
+            (InventorySource::Snapshot(path), _) => Box::new(read_snapshot(path, warnings)?),
+            (InventorySource::Engine(spec), _) => Box::new(CatalogInventory::new(*spec)),
+            (InventorySource::MetricsUrl(uri), Some(http)) => {
+                Box::new(fetch_snapshot(http, uri, warnings).await?)
+            }
+            (InventorySource::Prometheus(cfg), Some(http)) => {
+                let client = PromClient::new((**cfg).clone(), http.clone());
+                Box::new(prometheus(&client, self.lookback, names).await?)
+            }
+            _ => unreachable!("a network source always has a client"),
         })
     }
 }

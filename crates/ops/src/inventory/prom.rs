@@ -4,9 +4,9 @@
 //! last seen; plus the server's scrape interval.
 
 use crate::OpsError;
+use llmscope_catalog::Kind;
 use llmscope_check::inventory::prom::{PromInventory, PromMetric};
-use llmscope_collect::prom::PromClient;
-use llmscope_core::catalog::Kind;
+use llmscope_collect::prom::{PromClient, PromError};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
@@ -23,71 +23,94 @@ pub async fn prometheus(
     lookback: Duration,
     names: &BTreeSet<String>,
 ) -> Result<PromInventory, OpsError> {
-    let uri = client.base();
     let end = now();
     let start = end - lookback.as_secs_f64();
-    let ctx = |source| OpsError::Prom {
-        context: format!("querying {uri}"),
-        source,
-    };
-    let all = client
-        .label_values("__name__", &[], Some((start, end)))
-        .await
-        .map_err(ctx)?
-        .data;
-    let recent: BTreeSet<String> = client
-        .label_values("__name__", &[], Some((end - 300.0, end)))
-        .await
-        .map_err(ctx)?
-        .data
+    let all = names_between(client, start, end).await?;
+    let recent: BTreeSet<String> = names_between(client, end - 300.0, end)
+        .await?
         .into_iter()
         .collect();
+    let mut metrics = typed(client, &all).await;
+    for name in names {
+        if let Some(m) = metrics.get_mut(name) {
+            let gone = (!recent.contains(name)).then_some(lookback);
+            describe(client, name, m, (start, end), gone).await?;
+        }
+    }
+    let interval = scrape_interval(client).await;
+    let uri = client.base().to_string();
+    Ok(PromInventory::new(
+        &uri,
+        &humantime(lookback),
+        metrics,
+        interval,
+    ))
+}
+
+/// A failed query, naming the server.
+fn failed(client: &PromClient) -> impl Fn(PromError) -> OpsError + '_ {
+    move |source| OpsError::Prom {
+        context: format!("querying {}", client.base()),
+        source,
+    }
+}
+
+/// The metric names that had samples between `start` and `end`.
+async fn names_between(client: &PromClient, start: f64, end: f64) -> Result<Vec<String>, OpsError> {
+    let names = client
+        .label_values("__name__", &[], Some((start, end)))
+        .await
+        .map_err(failed(client))?;
+    Ok(names.data)
+}
+
+/// Every name, typed from the metadata API (untyped where it says nothing).
+async fn typed(client: &PromClient, all: &[String]) -> BTreeMap<String, PromMetric> {
     let meta = client
         .metadata(None)
         .await
         .map(|r| r.data)
         .unwrap_or_default();
-    let mut metrics: BTreeMap<String, PromMetric> = BTreeMap::new();
-    for name in &all {
-        let kind = meta_kind(&meta, name);
-        metrics.insert(
-            name.clone(),
-            PromMetric {
-                kind,
-                ..PromMetric::default()
-            },
-        );
+    let metric = |name: &String| PromMetric {
+        kind: meta_kind(&meta, name),
+        ..PromMetric::default()
+    };
+    all.iter()
+        .map(|name| (name.clone(), metric(name)))
+        .collect()
+}
+
+/// A name asked about: its series count and label values over `(start, end)`, and for one gone
+/// from the last 5 minutes, how long ago it was last seen within `gone_within`.
+async fn describe(
+    client: &PromClient,
+    name: &str,
+    m: &mut PromMetric,
+    (start, end): (f64, f64),
+    gone_within: Option<Duration>,
+) -> Result<(), OpsError> {
+    let selector = format!("{{__name__={name:?}}}");
+    let series = client
+        .series(&[selector.as_str()], start, end)
+        .await
+        .map_err(failed(client))?
+        .data;
+    m.series = series.len();
+    add_labels(m, &series);
+    if let Some(lookback) = gone_within {
+        m.gone_for_s = Some(last_seen_ago(client, &selector, lookback, end).await);
     }
-    for name in names {
-        let Some(m) = metrics.get_mut(name) else {
-            continue;
-        };
-        let selector = format!("{{__name__={name:?}}}");
-        let series = client
-            .series(&[selector.as_str()], start, end)
-            .await
-            .map_err(ctx)?
-            .data;
-        m.series = series.len();
-        for key in &series {
-            for (l, v) in key.labels.iter() {
-                m.labels
-                    .entry(l.to_owned())
-                    .or_default()
-                    .insert(v.to_owned());
-            }
-        }
-        if !recent.contains(name) {
-            m.gone_for_s = Some(last_seen_ago(client, &selector, lookback, end).await);
-        }
+    Ok(())
+}
+
+/// Every label value of `series`, by label name.
+fn add_labels(m: &mut PromMetric, series: &[llmscope_core::series::SeriesKey]) {
+    for (l, v) in series.iter().flat_map(|key| key.labels.iter()) {
+        m.labels
+            .entry(l.to_owned())
+            .or_default()
+            .insert(v.to_owned());
     }
-    let interval = scrape_interval(client).await;
-    Ok(PromInventory::new(
-        &uri.to_string(),
-        &humantime(lookback),
-        metrics,
-        interval,
-    ))
 }
 
 fn meta_kind(

@@ -68,54 +68,54 @@ impl ObserveRequest {
     }
 
     fn window(&self, now: f64) -> Result<Window, OpsError> {
-        let time = |t: &str| parse_time(t, now).map_err(|e| invalid(e.to_string()));
         match (self.duration, &self.from) {
             (Some(_), Some(_)) => Err(invalid(
                 "give either --duration (live) or --from/--to (past window), not both",
             )),
-            (Some(duration), None) => {
-                if duration.is_zero() {
-                    // Issue 12: it stored an empty failed run and said nothing.
-                    return Err(invalid(
-                        "--duration must be above 0 (e.g. --duration 60s): a live window of 0 s records nothing",
-                    ));
-                }
-                if self.to.is_some() {
-                    return Err(invalid(
-                        "--to goes with --from (a past window), not with --duration",
-                    ));
-                }
-                Ok(Window::Live { duration })
-            }
-            (None, Some(from)) => {
-                let from = time(from)?;
-                let to = self.to.as_deref().map_or(Ok(now), time)?;
-                if to <= from {
-                    return Err(invalid(format!(
-                        "--to ({}) must be after --from ({})",
-                        format_rfc3339(to),
-                        format_rfc3339(from)
-                    )));
-                }
-                Ok(Window::Past { from, to })
-            }
+            (Some(duration), None) => self.live(duration),
+            (None, Some(from)) => self.past(from, now),
             (None, None) => Err(invalid(
                 "say how long: --duration 60s (live) or --from -15m [--to now] (past window)",
             )),
         }
     }
 
+    /// `--duration`: from now on, for that long.
+    fn live(&self, duration: Duration) -> Result<Window, OpsError> {
+        if duration.is_zero() {
+            // Issue 12: it stored an empty failed run and said nothing.
+            return Err(invalid(
+                "--duration must be above 0 (e.g. --duration 60s): a live window of 0 s records nothing",
+            ));
+        }
+        if self.to.is_some() {
+            return Err(invalid(
+                "--to goes with --from (a past window), not with --duration",
+            ));
+        }
+        Ok(Window::Live { duration })
+    }
+
+    /// `--from [--to]`: a past window, its end now unless given.
+    fn past(&self, from: &str, now: f64) -> Result<Window, OpsError> {
+        let time = |t: &str| parse_time(t, now).map_err(|e| invalid(e.to_string()));
+        let from = time(from)?;
+        let to = self.to.as_deref().map_or(Ok(now), time)?;
+        if to <= from {
+            return Err(invalid(format!(
+                "--to ({}) must be after --from ({})",
+                format_rfc3339(to),
+                format_rfc3339(from)
+            )));
+        }
+        Ok(Window::Past { from, to })
+    }
+
     fn scrape_sources(&self) -> Result<Vec<SourcePlan>, OpsError> {
         if self.scrape.is_empty() {
             return Ok(Vec::new());
         }
-        let mut cfg = ScrapeConfig::new(self.interval);
-        cfg.timeout = self.scrape_timeout.unwrap_or(cfg.timeout);
-        cfg.body_limit = self.body_limit;
-        cfg.openmetrics = self.openmetrics;
-        cfg.gzip = self.gzip;
-        cfg.validate()
-            .map_err(|e| invalid(format!("--interval / --scrape-timeout / --body-limit: {e}")))?;
+        let cfg = self.scrape_config()?;
         self.scrape
             .iter()
             .map(|s| {
@@ -123,6 +123,18 @@ impl ObserveRequest {
                 Ok(SourcePlan::Scrape(target, cfg.clone()))
             })
             .collect()
+    }
+
+    /// How every target is scraped, checked.
+    fn scrape_config(&self) -> Result<ScrapeConfig, OpsError> {
+        let mut cfg = ScrapeConfig::new(self.interval);
+        cfg.timeout = self.scrape_timeout.unwrap_or(cfg.timeout);
+        cfg.body_limit = self.body_limit;
+        cfg.openmetrics = self.openmetrics;
+        cfg.gzip = self.gzip;
+        cfg.validate()
+            .map_err(|e| invalid(format!("--interval / --scrape-timeout / --body-limit: {e}")))?;
+        Ok(cfg)
     }
 
     fn prometheus_source(&self) -> Result<SourcePlan, OpsError> {

@@ -26,39 +26,46 @@ impl Outcome {
 
     /// For people: the run, its window, one line per source, then the findings.
     pub fn write_text(&self, plan: &ObservePlan, out: &mut impl Write) -> std::io::Result<()> {
-        let o = self;
-        let secs = (o.window.1 - o.window.0).max(0.0);
-        writeln!(
-            out,
-            "run {} in {}: {}, {} window {} → {}, interval {}",
-            o.run,
-            plan.db.display(),
-            o.status.as_str(),
-            format_duration(Duration::from_secs_f64(secs)),
-            format_rfc3339(o.window.0),
-            format_rfc3339(o.window.1),
-            format_duration(plan.interval)
-        )?;
+        self.write_heading(plan, out)?;
+        self.write_sources(out)?;
+        for f in &self.findings {
+            let message = llmscope_core::safe::clean(&f.message);
+            writeln!(out, "{}: {message}", f.severity)?;
+        }
+        Ok(())
+    }
+
+    /// One line per source: what it delivered.
+    fn write_sources(&self, out: &mut impl Write) -> std::io::Result<()> {
         writeln!(
             out,
             "{:<16} {:<10} {:>8} {:>10} {:>6} {:>8} {:>7}",
             "source", "kind", "series", "samples", "gaps", "scrapes", "failed"
         )?;
-        for s in &o.stats {
+        for s in &self.stats {
             writeln!(
                 out,
                 "{:<16} {:<10} {:>8} {:>10} {:>6} {:>8} {:>7}",
                 s.name, s.kind, s.series, s.samples, s.gaps, s.scrapes, s.failed_scrapes
             )?;
         }
-        for f in &o.findings {
-            writeln!(
-                out,
-                "{}: {}",
-                f.severity,
-                llmscope_core::safe::clean(&f.message)
-            )?;
-        }
         Ok(())
+    }
+
+    /// `run 3 in llmscope.db: completed, 1 s window … → …, interval 200 ms`.
+    fn write_heading(&self, plan: &ObservePlan, out: &mut impl Write) -> std::io::Result<()> {
+        let (from, to) = self.window;
+        let secs = (to - from).max(0.0);
+        writeln!(
+            out,
+            "run {} in {}: {}, {} window {} → {}, interval {}",
+            self.run,
+            plan.db.display(),
+            self.status.as_str(),
+            format_duration(Duration::from_secs_f64(secs)),
+            format_rfc3339(from),
+            format_rfc3339(to),
+            format_duration(plan.interval)
+        )
     }
 }

@@ -17,7 +17,7 @@ use llmscope_sim::serve::{self, SimConfig, SimHandle};
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// The reference prompt of DESIGN §2 (a short Korean chat prompt, ~30 tokens).
+/// The reference prompt of `docs/METHOD.md` (a short Korean chat prompt, ~30 tokens).
 pub const REFERENCE_PROMPT: &str = "쿠버네티스 스케줄러가 Pod를 배치하는 과정을 자세히 설명해줘.";
 
 /// What `run` was asked to do (`llmscope run`'s flags, or any front end's).
@@ -75,6 +75,15 @@ impl RunRequest {
         &self,
         n: &dyn Narrator,
     ) -> Result<(RunPlan, Option<SimHandle>), OpsError> {
+        self.warn_if_short(n);
+        // Against the in-process simulator both ends of every connection are ours.
+        let per_connection = if self.target.is_none() { 2 } else { 1 };
+        fd_preflight(u64::from(self.concurrency), per_connection)?;
+        let t = self.targets(n).await?;
+        Ok(self.plan(t))
+    }
+
+    fn warn_if_short(&self, n: &dyn Narrator) {
         if self.duration < self.interval * 8 {
             n.warn(&format!(
                 "--duration {} is under 8 scrape intervals ({}): scrapes miss short bursts; the steady window may be too short to judge",
@@ -82,10 +91,10 @@ impl RunRequest {
                 format_duration(self.interval * 8)
             ));
         }
-        // Against the in-process simulator both ends of every connection are ours.
-        let per_connection = if self.target.is_none() { 2 } else { 1 };
-        fd_preflight(u64::from(self.concurrency), per_connection)?;
-        let t = self.targets(n).await?;
+    }
+
+    /// The plan on `t`, and the simulated stack when it was started.
+    fn plan(&self, t: Targets) -> (RunPlan, Option<SimHandle>) {
         let plan = RunPlan {
             config: self.config_json(&t),
             target: t.target,
@@ -105,7 +114,7 @@ impl RunRequest {
             context: t.context,
             db: self.db.clone(),
         };
-        Ok((plan, t.sim))
+        (plan, t.sim)
     }
 
     /// The simulated stack without a target, else Prometheus, else the pages scraped.
@@ -139,12 +148,10 @@ impl RunRequest {
                 "--prometheus reads a real deployment's window: give the server with --target (the simulated stack is scraped directly)",
             ));
         }
-        let mut cfg = SimConfig::new(preset.clone());
-        cfg.seed = self.engine.seed;
-        cfg.dialect = dialect;
         let dcgm_interval = self.dcgm_interval.unwrap_or(Duration::from_secs(5));
-        cfg.dcgm_interval = dcgm_interval;
-        let sim = serve::start(cfg).await?;
+        let sim = self
+            .start_simulator(&preset, dialect, dcgm_interval)
+            .await?;
         n.say(&format!(
             "no --target: running against the simulated stack at {} ({} on {}, --max-num-seqs {}, dcgm every {}) — simulated, not real hardware",
             sim.vllm_url(),
@@ -153,32 +160,30 @@ impl RunRequest {
             preset.engine.max_num_seqs,
             format_duration(dcgm_interval)
         ));
-        let scrape = vec![
-            target_arg(&format!("vllm={}/metrics", sim.vllm_url()))?,
-            target_arg(&format!("dcgm={}", sim.dcgm_url()))?,
-        ];
-        let context = vec![
-            format!(
-                "simulated vLLM {dialect} ({}) at {}",
-                preset.model.id,
-                sim.vllm_url()
-            ),
-            format!(
-                "simulated dcgm-exporter ({}) at {}",
-                preset.gpu.model_name,
-                sim.dcgm_url()
-            ),
-        ];
         Ok(Targets {
             target: sim.vllm_url(),
+            scrape: simulated_scrape(&sim)?,
+            context: simulated_context(&sim, &preset, dialect),
             max_num_seqs: Some(preset.engine.max_num_seqs),
             max_num_batched_tokens: Some(preset.engine.max_num_batched_tokens),
             sim: Some(sim),
-            scrape,
-            context,
             // dcgm values lag by up to one collect interval: observe long enough to see them fall.
             after: (dcgm_interval * 2).max(Duration::from_secs(5)),
         })
+    }
+
+    /// The simulated stack, seeded as asked, its dcgm collecting every `dcgm_interval`.
+    async fn start_simulator(
+        &self,
+        preset: &Preset,
+        dialect: Dialect,
+        dcgm_interval: Duration,
+    ) -> Result<SimHandle, OpsError> {
+        let mut cfg = SimConfig::new(preset.clone());
+        cfg.seed = self.engine.seed;
+        cfg.dialect = dialect;
+        cfg.dcgm_interval = dcgm_interval;
+        Ok(serve::start(cfg).await?)
     }
 
     /// Prometheus: nothing is scraped; the window is read from it after the load.
@@ -201,16 +206,8 @@ impl RunRequest {
             ),
         ];
         context.extend(self.matchers.iter().map(|m| format!("matchers {m}")));
-        Ok(Targets {
-            sim: None,
-            target: base,
-            scrape: Vec::new(),
-            max_num_seqs: self.engine.max_num_seqs,
-            max_num_batched_tokens: self.engine.max_num_batched_tokens,
-            context,
-            // Prometheus stores a scrape a moment after it happens: one more interval.
-            after: after + self.interval,
-        })
+        // Prometheus stores a scrape a moment after it happens: one more interval.
+        Ok(self.real(base, Vec::new(), context, after + self.interval))
     }
 
     /// The target's own pages (and the GPU exporters'), scraped directly for the whole run.
@@ -224,33 +221,46 @@ impl RunRequest {
             .metrics_url
             .clone()
             .unwrap_or_else(|| format!("{base}/metrics"));
-        let mut scrape = vec![target_arg(&format!("engine={metrics}"))?];
-        for (i, g) in self.gpu_metrics.iter().enumerate() {
-            scrape.push(target_arg(&format!("gpu{i}={g}"))?);
-        }
+        let scrape = self.scrape_targets(&metrics)?;
         let mut context = vec![
             format!("target {base}"),
             format!("engine metrics {metrics}"),
         ];
+        if !self.gpu_metrics.is_empty() {
+            return Ok(self.real(base, scrape, context, after));
+        }
+        context.push(NO_GPU_METRICS.to_owned());
         // Without a GPU exporter there is no dcgm lag to wait out: a few scrapes show the fall.
-        let after = if self.gpu_metrics.is_empty() {
-            context.push(
-                "no --gpu-metrics: GPU utilisation is unknown, so GPU-bound verdicts cannot be made (batch-limit, KV-cache and load verdicts still can)"
-                    .to_owned(),
-            );
-            (self.interval * 5).max(Duration::from_secs(2))
-        } else {
-            after
-        };
-        Ok(Targets {
+        let after = (self.interval * 5).max(Duration::from_secs(2));
+        Ok(self.real(base, scrape, context, after))
+    }
+
+    /// A real server's targets: its engine flags as given.
+    fn real(
+        &self,
+        target: String,
+        scrape: Vec<ScrapeTarget>,
+        context: Vec<String>,
+        after: Duration,
+    ) -> Targets {
+        Targets {
             sim: None,
-            target: base,
+            target,
             scrape,
             max_num_seqs: self.engine.max_num_seqs,
             max_num_batched_tokens: self.engine.max_num_batched_tokens,
             context,
             after,
-        })
+        }
+    }
+
+    /// The engine's page, then each GPU exporter's (`gpu0`, `gpu1`, …).
+    fn scrape_targets(&self, metrics: &str) -> Result<Vec<ScrapeTarget>, OpsError> {
+        let mut scrape = vec![target_arg(&format!("engine={metrics}"))?];
+        for (i, g) in self.gpu_metrics.iter().enumerate() {
+            scrape.push(target_arg(&format!("gpu{i}={g}"))?);
+        }
+        Ok(scrape)
     }
 
     /// The configuration as stored with the run: no secrets.
@@ -306,6 +316,32 @@ impl RunRequest {
         }
         Ok(plan)
     }
+}
+
+const NO_GPU_METRICS: &str = "no --gpu-metrics: GPU utilisation is unknown, so GPU-bound verdicts cannot be made (batch-limit, KV-cache and load verdicts still can)";
+
+/// The simulated stack's pages, scraped for the whole run.
+fn simulated_scrape(sim: &SimHandle) -> Result<Vec<ScrapeTarget>, OpsError> {
+    Ok(vec![
+        target_arg(&format!("vllm={}/metrics", sim.vllm_url()))?,
+        target_arg(&format!("dcgm={}", sim.dcgm_url()))?,
+    ])
+}
+
+/// What the report says of the simulated stack.
+fn simulated_context(sim: &SimHandle, preset: &Preset, dialect: Dialect) -> Vec<String> {
+    vec![
+        format!(
+            "simulated vLLM {dialect} ({}) at {}",
+            preset.model.id,
+            sim.vllm_url()
+        ),
+        format!(
+            "simulated dcgm-exporter ({}) at {}",
+            preset.gpu.model_name,
+            sim.dcgm_url()
+        ),
+    ]
 }
 
 fn target_arg(text: &str) -> Result<ScrapeTarget, OpsError> {

@@ -422,7 +422,21 @@ async fn reference_load_reaches_the_calibrated_steady_state() {
             }
         }));
     }
-    tokio::time::sleep(Duration::from_secs(6)).await;
+    // Past the start, by the engine's own progress (about 6 s of this load), however slowly a
+    // loaded machine starts the clients: polled to a deadline, not slept.
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        let v = read(&http(addr, "GET", "/metrics", "", "").await.body);
+        let generated = v.get("vllm:generation_tokens_total").copied();
+        if generated.is_some_and(|t| t >= 1000.0) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the engine generated {generated:?} tokens"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     let mut samples = Vec::new();
     for _ in 0..8 {
         let v = read(&http(addr, "GET", "/metrics", "", "").await.body);

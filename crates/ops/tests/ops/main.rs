@@ -1,0 +1,41 @@
+//! `llmscope-ops` in-process: the recording lifecycle on its own, then `run` and `observe`
+//! through it against the simulator (started here on free ports), completed and cancelled.
+//! Waits poll to deadlines; nothing sleeps in place of an assertion.
+
+mod observe;
+mod record;
+mod run;
+
+use llmscope_store::{RunSummary, Store};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// A generous deadline: the machine may be a loaded 2-core one.
+pub const DEADLINE: Duration = Duration::from_secs(120);
+
+/// Polls `check` every 50 ms until it gives a value; panics at [`DEADLINE`], naming `what`.
+pub async fn poll<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    let t = Instant::now();
+    loop {
+        if let Some(v) = check() {
+            return v;
+        }
+        assert!(t.elapsed() < DEADLINE, "{what}: not within {DEADLINE:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The store's only run, as it reads now (opened afresh: another connection, as a reader).
+pub fn only_run(db: &Path) -> Option<RunSummary> {
+    let runs = Store::open(db).and_then(|s| s.runs()).ok()?;
+    assert!(runs.len() <= 1, "{runs:?}");
+    runs.into_iter().next()
+}
+
+/// The simulator's reference preset, dcgm collecting every 200 ms, on free ports.
+pub async fn simulator() -> llmscope_sim::serve::SimHandle {
+    let preset = llmscope_sim::preset::preset("l4-qwen2.5-3b").unwrap();
+    let mut cfg = llmscope_sim::serve::SimConfig::new(preset);
+    cfg.dcgm_interval = Duration::from_millis(200);
+    llmscope_sim::serve::start(cfg).await.unwrap()
+}
