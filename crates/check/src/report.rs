@@ -1,4 +1,4 @@
-//! Findings out: [`human`] (grouped by file, one block per finding), [`json`]
+//! Findings out: [`human`] (grouped by file, one block per finding), [`json()`]
 //! (`{"findings":[{rule, severity, metric, message, suggestion, location}]}`) and [`sarif`]
 //! (SARIF 2.1.0, for code-scanning UIs). Writers take `impl Write`; nothing here prints.
 

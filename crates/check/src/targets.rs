@@ -6,8 +6,8 @@
 //! fix for each failure. Pure: the caller hands in target states and sampled series.
 
 use crate::finding::Severity;
-use llmscope_core::catalog::dcgm::is_blank;
-use llmscope_core::catalog::detect::detect;
+use llmscope_catalog::dcgm::is_blank;
+use llmscope_catalog::detect::detect;
 use serde::Serialize;
 use std::collections::BTreeMap;
 

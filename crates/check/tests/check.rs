@@ -2,11 +2,11 @@
 //! dialect, vLLM's own dashboards checked against those pages (golden findings, plus what a
 //! human would say about each), and rule files and `.promql` files against the catalog.
 
+use llmscope_catalog::{Exporter, Version};
 use llmscope_check::input;
 use llmscope_check::inventory::engine::CatalogInventory;
 use llmscope_check::inventory::snapshot::Snapshot;
 use llmscope_check::{Finding, Inventories, Rule, Severity};
-use llmscope_core::catalog::{Exporter, Version};
 use llmscope_sim::engine::Engine;
 use llmscope_sim::metrics::{Dialect, render};
 use std::path::PathBuf;
@@ -321,7 +321,7 @@ fn kueue_and_kube_state_metrics_pages() {
 /// A real vLLM 0.32.0 page (issue 11), from the core crate's fixtures.
 fn real_0_32_page(which: &str) -> Snapshot {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../core/tests/fixtures/vllm-0.32.0")
+        .join("../catalog/tests/fixtures/vllm-0.32.0")
         .join(format!("vllm-0.32.0-cpu-{which}.prom"));
     let text = std::fs::read(&path).expect("capture");
     let (snap, errors) = Snapshot::parse(format!("snapshot {which}"), &text);

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-const AFTER_HELP: &str = "Examples:
+const EXAMPLES: &str = "Examples:
   llmscope check --engine vllm@0.26 --expr 'max by (pod) (vllm:gpu_cache_usage_perc)'
   llmscope check --snapshot vllm.prom --snapshot dcgm.prom dashboards/ rules.yaml
   llmscope check --metrics-url http://127.0.0.1:8000/metrics grafana.json --format sarif
@@ -22,16 +22,24 @@ const AFTER_HELP: &str = "Examples:
 
 Inputs: .promql files (one expression per blank-line-separated block), Grafana dashboard .json
 (panels, rows, templating; $var, ${var}, [[var]], $__rate_interval substituted), Prometheus rule
-files and PrometheusRule manifests (.yaml/.yml). Directories are searched for those.
+files and PrometheusRule manifests (.yaml/.yml). Directories are searched for those.";
 
-Rules: unknown-metric, renamed-metric, missing-label, rate-on-gauge, counter-without-rate,
-bad-histogram-quantile, unit-mismatch, short-rate-window, exporter-attribution, parse-error.
+const EXIT_STATUS: &str = "Exit status: 0 no finding at or above --fail-on, 1 findings at or above it, 2 usage or runtime error.";
 
-Exit status: 0 no finding at or above --fail-on, 1 findings at or above it, 2 usage or runtime error.";
+/// The help's epilogue: examples, inputs, every rule the linter has (from its registry, so the
+/// list cannot fall behind), exit status.
+fn after_help() -> String {
+    let rules = finding::Rule::ALL
+        .iter()
+        .map(|r| format!("  {:<26} {}", r.id(), r.summary()))
+        .collect::<Vec<_>>()
+        .join("\n");
+    format!("{EXAMPLES}\n\nRules:\n{rules}\n\n{EXIT_STATUS}")
+}
 
 /// Lint PromQL, dashboards and rule files against real metric inventories.
 #[derive(Debug, clap::Args)]
-#[command(after_help = AFTER_HELP)]
+#[command(after_help = after_help())]
 pub struct CheckArgs {
     /// Files or directories: .promql, dashboard .json, rule .yaml/.yml.
     #[arg(value_name = "FILE")]

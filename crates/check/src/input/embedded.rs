@@ -2,7 +2,7 @@
 //! a grafana-operator `GrafanaDashboard` holds the dashboard JSON as the string `spec.json`, and
 //! a `ConfigMap` for Grafana's dashboard sidecar holds one under each `data` key ending in `.json`.
 //!
-//! The JSON is read by [`grafana::read`](super::grafana::read) as if it were its own file, and
+//! The JSON is read by [`grafana::read`] as if it were its own file, and
 //! every location is moved back into the YAML file: a block scalar (`json: |`) keeps the JSON's
 //! lines, each indented by the block's indentation, so lines and columns map exactly; a quoted
 //! scalar does not, and its queries are placed on the scalar's first line, without a column.
@@ -10,6 +10,7 @@
 use super::rules::{block_start, documents};
 use super::{Source, grafana};
 use crate::finding::Location;
+use crate::rules::Lint;
 use serde::Deserialize;
 use serde_saphyr::Spanned;
 use std::collections::BTreeMap;
@@ -33,6 +34,17 @@ struct DashboardSpec {
 /// Reads the dashboards embedded in `content`'s documents into `src`. Documents that do not
 /// deserialize as resources (rule files, adapter configs) hold none and are passed over.
 pub fn read(file: &str, content: &str, templated: bool, src: &mut Source) {
+    read_with(file, content, templated, crate::rules::ALL, src);
+}
+
+/// [`read`]; the dashboards' own findings are `rules`'.
+pub(crate) fn read_with(
+    file: &str,
+    content: &str,
+    templated: bool,
+    rules: &[&dyn Lint],
+    src: &mut Source,
+) {
     let Ok(docs) = documents::<Resource>(content, templated) else {
         return;
     };
@@ -40,14 +52,14 @@ pub fn read(file: &str, content: &str, templated: bool, src: &mut Source) {
         match doc.kind.as_deref() {
             Some("GrafanaDashboard") => {
                 if let Some(json) = doc.spec.and_then(|s| s.json) {
-                    add(file, content, &json, src);
+                    add(file, content, &json, rules, src);
                 }
             }
             Some("ConfigMap") => {
                 for (key, value) in doc.data.into_iter().flatten() {
                     // A sidecar ConfigMap may also carry other JSON; only dashboards are read.
                     if key.ends_with(".json") && looks_like_dashboard(&value.value) {
-                        add(file, content, &value, src);
+                        add(file, content, &value, rules, src);
                     }
                 }
             }
@@ -63,8 +75,8 @@ fn looks_like_dashboard(json: &str) -> bool {
     })
 }
 
-fn add(file: &str, content: &str, json: &Spanned<String>, src: &mut Source) {
-    let inner = grafana::read(file, &json.value);
+fn add(file: &str, content: &str, json: &Spanned<String>, rules: &[&dyn Lint], src: &mut Source) {
+    let inner = grafana::read_with(file, &json.value, rules);
     let at = block_start(content, json);
     let scalar_line = json.referenced.line() as u32;
     let moved = |loc: &mut Location| match (at, loc.line) {

@@ -10,67 +10,61 @@
 
 use super::{Query, Source, file_error};
 use crate::finding::{Finding, Location};
+use crate::inventory::Inventories;
+use crate::promql::Context;
 use crate::promql::analyze::{INTERVAL_S, RANGE_S, RATE_INTERVAL_S};
 use crate::promql::labels::VAR_PREFIX;
+use crate::rules::fact::VariableFact;
+use crate::rules::{Fact, Hits, Lint, Scope};
 use serde_json::Value;
 use std::collections::HashMap;
 
 /// Reads a dashboard (or a `{"dashboard": …}` export).
 pub fn read(file: &str, content: &str) -> Source {
+    read_with(file, content, crate::rules::ALL)
+}
+
+/// [`read`], the dashboard's variables judged by `rules`.
+pub(crate) fn read_with(file: &str, content: &str, rules: &[&dyn Lint]) -> Source {
     let root: Value = match serde_json::from_str(content) {
         Ok(v) => v,
         Err(e) => {
             let msg = format!("not valid JSON: {e}");
-            return Source {
-                errors: vec![file_error(
-                    file,
-                    Some(e.line() as u32),
-                    Some(e.column() as u32),
-                    msg,
-                )],
-                ..Source::default()
-            };
+            return unread(file_error(
+                file,
+                Some(e.line() as u32),
+                Some(e.column() as u32),
+                msg,
+            ));
         }
     };
     let dash = root
         .get("dashboard")
         .filter(|d| d.is_object())
         .unwrap_or(&root);
-    let mut r = Reader {
-        file,
-        content,
-        cursor: 0,
-        places: Places::new(content),
-        lines: Lines::new(content),
-        queries: Vec::new(),
-    };
-    r.panels(dash.get("panels"));
-    for row in dash
-        .get("rows")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        r.panels(row.get("panels"));
-    }
-    r.templating(dash);
-    if r.queries.is_empty() && dash.get("panels").is_none() && dash.get("rows").is_none() {
+    let queries = Reader::new(file, content).dashboard(dash);
+    if queries.is_empty() && dash.get("panels").is_none() && dash.get("rows").is_none() {
         let msg = "not a Grafana dashboard: no panels, rows or templating".to_owned();
-        return Source {
-            errors: vec![file_error(file, None, None, msg)],
-            ..Source::default()
-        };
+        return unread(file_error(file, None, None, msg));
     }
-    let findings = variables(file, content, dash, &r.queries);
+    let findings = variables(file, content, dash, &queries, rules);
     Source {
-        queries: r.queries,
+        queries,
         findings,
         ..Source::default()
     }
 }
 
+/// A file that could not be read as a dashboard.
+fn unread(error: Finding) -> Source {
+    Source {
+        errors: vec![error],
+        ..Source::default()
+    }
+}
+
 /// Whether `text` refers to variable `name` (`$name`, `${name…}`, `[[name…]]`).
-fn uses(text: &str, name: &str) -> bool {
+pub(crate) fn uses(text: &str, name: &str) -> bool {
     let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
     text.match_indices(&format!("${name}"))
         .any(|(i, m)| !text[i + m.len()..].starts_with(ident))
@@ -80,153 +74,81 @@ fn uses(text: &str, name: &str) -> bool {
         || text.contains(&format!("[[{name}:"))
 }
 
-/// The engine or exporter namespace of a query's first metric (`vllm`, `sglang`, `tgi`, …).
-fn namespace(q: &Query) -> Option<String> {
-    let name = crate::promql::metric_names(&q.parsed).into_iter().next()?;
-    Some(match name.split_once(':') {
-        Some((ns, _)) => ns.to_owned(),
-        None => name.split('_').next().unwrap_or_default().to_owned(),
-    })
-}
-
-/// `unused-variable` and `ignored-variable`: dashboard variables no panel uses, or that some
-/// panels filter on while others over the same metrics ignore.
-fn variables(file: &str, content: &str, dash: &Value, queries: &[Query]) -> Vec<Finding> {
-    use crate::finding::{Rule, Severity};
-    let list: Vec<&Value> = dash
-        .pointer("/templating/list")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .collect();
-    let panels: Vec<&Query> = queries
-        .iter()
-        .filter(|q| {
-            q.location
-                .context
-                .as_deref()
-                .is_some_and(|c| c.starts_with("panel "))
-        })
-        .collect();
-    let definition = |v: &Value| -> String {
-        let q = v.get("query");
-        let q = q
-            .and_then(|q| q.as_str().or_else(|| q.get("query")?.as_str()))
-            .unwrap_or("");
-        format!(
-            "{q} {}",
-            v.get("regex").and_then(Value::as_str).unwrap_or("")
-        )
-    };
-    let mut out = Vec::new();
-    for v in &list {
-        let Some(name) = v.get("name").and_then(Value::as_str) else {
-            continue;
-        };
-        let kind = v.get("type").and_then(Value::as_str).unwrap_or("");
-        if !matches!(
-            kind,
-            "query" | "custom" | "textbox" | "constant" | "interval"
-        ) || name.starts_with("__")
-        {
-            continue;
-        }
-        let in_panels = |q: &&Query| {
-            uses(&q.text, name)
-                || q.title.as_deref().is_some_and(|t| uses(t, name))
-                || q.location.context.as_deref().is_some_and(|c| uses(c, name))
-        };
-        let using: Vec<&&Query> = panels.iter().filter(|q| in_panels(q)).collect();
-        let by_variables = list.iter().any(|o| {
-            o.get("name").and_then(Value::as_str) != Some(name) && uses(&definition(o), name)
-        });
-        let located = |mut f: Finding| {
-            f.location = Location {
-                file: file.to_owned(),
-                context: Some(format!("variable ${name}")),
-                line: content
-                    .find(&format!("\"name\": \"{name}\""))
-                    .map(|at| crate::promql::parse::line_col(content, at).0),
-                ..Location::default()
-            };
-            f
-        };
-        if using.is_empty() && !by_variables && !panels.is_empty() {
-            let f = Finding::new(
-                Rule::UnusedVariable,
-                Severity::Warning,
-                format!("the variable `${name}` is defined, but no panel or other variable uses it: choosing a value changes nothing"),
-            )
-            .suggest(format!("filter the panels on it (e.g. {{…=~\"${name}\"}}), or remove it"));
-            out.push(located(f));
-            continue;
-        }
-        let filters = using.iter().any(|q| {
-            q.text.contains(&format!("\"${name}\""))
-                || q.text.contains(&format!("\"${{{name}}}\""))
-                || q.text.contains(&format!("~\"${name}"))
-                || q.text.contains(&format!("\"${{{name}:"))
-        });
-        let spaces: Vec<String> = using.iter().filter_map(|q| namespace(q)).collect();
-        let selected = selected_labels(&using, name);
-        // A query that matches the variable's label on a value of its own (`namespace="$baseline"`
-        // beside `namespace="$llm_d"` in a dashboard comparing two deployments) chose what it
-        // shows; it does not ignore the variable (issue 13: llm-d's baseline-compare.json).
-        let ignoring: Vec<&&Query> = panels
+/// The dashboard's variables that panels can use, each a fact for `rules` (`unused-variable`,
+/// `ignored-variable`): which panel queries use it, and whether another variable does. What a
+/// file shows by itself is judged before any inventory is at hand.
+fn variables(
+    file: &str,
+    content: &str,
+    dash: &Value,
+    queries: &[Query],
+    rules: &[&dyn Lint],
+) -> Vec<Finding> {
+    let list: Vec<&Value> = templating(dash).collect();
+    let panels: Vec<&Query> = queries.iter().filter(|q| of_panel(q)).collect();
+    let none = Inventories::new();
+    let scope = Scope::new(&none, Context::default());
+    let mut hits = Hits::default();
+    for name in list.iter().filter_map(|v| usable(v)) {
+        let (using, others): (Vec<&Query>, Vec<&Query>) =
+            panels.iter().copied().partition(|q| in_panel(q, name));
+        let by_variables = list
             .iter()
-            .filter(|q| !in_panels(q))
-            .filter(|q| namespace(q).is_some_and(|n| spaces.contains(&n)))
-            .filter(|q| {
-                !crate::promql::label_matchers(&q.parsed)
-                    .iter()
-                    .any(|(l, _)| selected.contains(l))
-            })
-            .collect();
-        if !filters || ignoring.is_empty() {
-            continue;
-        }
-        let mut titles: Vec<String> = ignoring
-            .iter()
-            .filter_map(|q| q.location.context.as_deref())
-            .map(|c| {
-                c.split(" (")
-                    .next()
-                    .unwrap_or(c)
-                    .trim_start_matches("panel ")
-                    .to_owned()
-            })
-            .collect();
-        titles.dedup();
-        let shown: Vec<&str> = titles.iter().take(3).map(String::as_str).collect();
-        let f = Finding::new(
-            Rule::IgnoredVariable,
-            Severity::Warning,
-            format!(
-                "{} queries filter on `${name}`, but {} over the same metrics ignore it ({}{}): those panels show every value whatever is chosen",
-                using.len(),
-                ignoring.len(),
-                shown.join(", "),
-                if titles.len() > 3 { ", …" } else { "" }
-            ),
-        )
-        .suggest(format!("add the same ${name} matcher to those queries, or say in their titles that they cover all"));
-        out.push(located(f));
+            .any(|o| variable_name(o) != Some(name) && uses(&definition(o), name));
+        let fact = VariableFact {
+            name,
+            using: &using,
+            others: &others,
+            by_variables,
+            file,
+            content,
+        };
+        crate::rules::judge(rules, &Fact::Variable(&fact), &scope, &mut hits);
     }
-    out
+    hits.into_findings()
 }
 
-/// The labels whose matchers take the value of variable `name` (`namespace` for
-/// `{namespace="$ns"}`) in the queries that use it.
-fn selected_labels(using: &[&&Query], name: &str) -> Vec<String> {
-    let mut out: Vec<String> = using
-        .iter()
-        .flat_map(|q| crate::promql::label_matchers(&q.parsed))
-        .filter(|(_, value)| uses(value, name))
-        .map(|(label, _)| label)
-        .collect();
-    out.sort();
-    out.dedup();
-    out
+/// Whether a query is a panel's (not a variable's).
+fn of_panel(q: &Query) -> bool {
+    q.location
+        .context
+        .as_deref()
+        .is_some_and(|c| c.starts_with("panel "))
+}
+
+fn variable_name(v: &Value) -> Option<&str> {
+    v.get("name").and_then(Value::as_str)
+}
+
+/// The name of a variable a panel can use: a query, custom, textbox, constant or interval
+/// variable, not a built-in `__…`.
+fn usable(v: &Value) -> Option<&str> {
+    let name = variable_name(v)?;
+    let kind = v.get("type").and_then(Value::as_str).unwrap_or("");
+    let usable = matches!(
+        kind,
+        "query" | "custom" | "textbox" | "constant" | "interval"
+    );
+    (usable && !name.starts_with("__")).then_some(name)
+}
+
+/// A variable's definition: its query and regex.
+fn definition(v: &Value) -> String {
+    let q = v.get("query");
+    let q = q
+        .and_then(|q| q.as_str().or_else(|| q.get("query")?.as_str()))
+        .unwrap_or("");
+    format!(
+        "{q} {}",
+        v.get("regex").and_then(Value::as_str).unwrap_or("")
+    )
+}
+
+/// Whether a panel query uses variable `name`: in its text, its title or its panel's context.
+fn in_panel(q: &Query, name: &str) -> bool {
+    uses(&q.text, name)
+        || q.title.as_deref().is_some_and(|t| uses(t, name))
+        || q.location.context.as_deref().is_some_and(|c| uses(c, name))
 }
 
 /// The threshold values a panel shows: the steps of a stat, gauge or bar gauge (they colour the
@@ -266,6 +188,51 @@ fn shown_thresholds(p: &Value, kind: &str) -> Vec<f64> {
     out
 }
 
+/// What every query of a panel shares.
+struct Panel<'a> {
+    title: &'a str,
+    kind: &'a str,
+    unit: Option<&'a str>,
+    thresholds: Vec<f64>,
+}
+
+impl<'a> Panel<'a> {
+    fn of(p: &'a Value) -> Panel<'a> {
+        let kind = p.get("type").and_then(Value::as_str).unwrap_or("");
+        Panel {
+            title: p
+                .get("title")
+                .and_then(Value::as_str)
+                .unwrap_or("(untitled)"),
+            kind,
+            unit: p
+                .pointer("/fieldConfig/defaults/unit")
+                .or_else(|| p.pointer("/yaxes/0/format"))
+                .and_then(Value::as_str),
+            thresholds: shown_thresholds(p, kind),
+        }
+    }
+}
+
+/// A target's PromQL: its `expr`, unless it is empty or the target's (or panel's) datasource
+/// is Loki.
+fn promql_expr<'a>(t: &'a Value, p: &Value) -> Option<&'a str> {
+    let expr = t
+        .get("expr")
+        .and_then(Value::as_str)
+        .filter(|e| !e.trim().is_empty())?;
+    let loki = is_loki(t.get("datasource")) || is_loki(p.get("datasource"));
+    (!loki).then_some(expr)
+}
+
+/// The dashboard's variables.
+fn templating(dash: &Value) -> impl Iterator<Item = &Value> {
+    dash.pointer("/templating/list")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+}
+
 struct Reader<'a> {
     file: &'a str,
     content: &'a str,
@@ -276,7 +243,33 @@ struct Reader<'a> {
     queries: Vec<Query>,
 }
 
-impl Reader<'_> {
+impl<'a> Reader<'a> {
+    fn new(file: &'a str, content: &'a str) -> Reader<'a> {
+        Reader {
+            file,
+            content,
+            cursor: 0,
+            places: Places::new(content),
+            lines: Lines::new(content),
+            queries: Vec::new(),
+        }
+    }
+
+    /// Every query of the dashboard: its panels, its rows' panels, and its query variables.
+    fn dashboard(mut self, dash: &Value) -> Vec<Query> {
+        self.panels(dash.get("panels"));
+        for row in dash
+            .get("rows")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            self.panels(row.get("panels"));
+        }
+        self.templating(dash);
+        self.queries
+    }
+
     fn panels(&mut self, panels: Option<&Value>) {
         for p in panels.and_then(Value::as_array).into_iter().flatten() {
             self.panel(p);
@@ -285,51 +278,33 @@ impl Reader<'_> {
     }
 
     fn panel(&mut self, p: &Value) {
-        let title = p
-            .get("title")
-            .and_then(Value::as_str)
-            .unwrap_or("(untitled)");
-        let kind = p.get("type").and_then(Value::as_str).unwrap_or("");
-        let unit = p
-            .pointer("/fieldConfig/defaults/unit")
-            .or_else(|| p.pointer("/yaxes/0/format"))
-            .and_then(Value::as_str);
-        let graph = matches!(kind, "graph" | "timeseries" | "heatmap");
-        let thresholds = shown_thresholds(p, kind);
+        let panel = Panel::of(p);
         for t in p
             .get("targets")
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
         {
-            let Some(expr) = t
-                .get("expr")
-                .and_then(Value::as_str)
-                .filter(|e| !e.trim().is_empty())
-            else {
-                continue;
-            };
-            if is_loki(t.get("datasource")) || is_loki(p.get("datasource")) {
-                continue;
+            if let Some(expr) = promql_expr(t, p) {
+                self.target(&panel, t, expr);
             }
-            let r = t.get("refId").and_then(Value::as_str).unwrap_or("?");
-            let mut q = self.query(expr, format!("panel \"{title}\" ({kind}), query {r}"));
-            q.graph = graph;
-            q.panel_unit = unit.map(str::to_owned);
-            let legend = t.get("legendFormat").and_then(Value::as_str).unwrap_or("");
-            q.title = Some(format!("{title} {legend}").trim().to_owned());
-            q.thresholds = thresholds.clone();
-            self.queries.push(q);
         }
     }
 
+    fn target(&mut self, panel: &Panel<'_>, t: &Value, expr: &str) {
+        let (title, kind) = (panel.title, panel.kind);
+        let r = t.get("refId").and_then(Value::as_str).unwrap_or("?");
+        let mut q = self.query(expr, format!("panel \"{title}\" ({kind}), query {r}"));
+        q.graph = matches!(kind, "graph" | "timeseries" | "heatmap");
+        q.panel_unit = panel.unit.map(str::to_owned);
+        let legend = t.get("legendFormat").and_then(Value::as_str).unwrap_or("");
+        q.title = Some(format!("{title} {legend}").trim().to_owned());
+        q.thresholds = panel.thresholds.clone();
+        self.queries.push(q);
+    }
+
     fn templating(&mut self, dash: &Value) {
-        for v in dash
-            .pointer("/templating/list")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
+        for v in templating(dash) {
             if v.get("type").and_then(Value::as_str) != Some("query") {
                 continue;
             }

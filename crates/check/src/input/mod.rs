@@ -15,6 +15,7 @@ pub mod text;
 use crate::finding::{Finding, Location, Rule, Severity};
 use crate::inventory::Inventories;
 use crate::promql::{self, Context, parse::line_col};
+use crate::rules::{Fact, Hits, Lint, Scope};
 
 /// One expression to check, and where it is.
 #[derive(Debug, Clone, PartialEq)]
@@ -69,11 +70,16 @@ pub struct Source {
 
 /// Reads a file by its extension: `.json` dashboards, `.yaml`/`.yml` rules, anything else PromQL.
 pub fn read(file: &str, content: &str) -> Source {
+    read_with(file, content, crate::rules::ALL)
+}
+
+/// [`read`], saying only what `rules` find in the file as a whole.
+pub(crate) fn read_with(file: &str, content: &str, rules: &[&dyn Lint]) -> Source {
     let lower = file.to_ascii_lowercase();
     let mut src = if lower.ends_with(".json") {
-        grafana::read(file, content)
+        grafana::read_with(file, content, rules)
     } else if lower.ends_with(".yaml") || lower.ends_with(".yml") {
-        rules::read(file, content)
+        self::rules::read_with(file, content, rules)
     } else {
         text::read(file, content)
     };
@@ -96,59 +102,39 @@ pub fn file_error(file: &str, line: Option<u32>, column: Option<u32>, message: S
 /// Runs the rules over a whole source: every query, then what only the file as a whole shows.
 /// Names of a producer no inventory covers are said once per producer, at its first use.
 pub fn check_source(src: &Source, inv: &Inventories) -> Vec<Finding> {
-    let mut findings = one_per_producer(check(&src.queries, inv));
+    check_source_with(src, inv, crate::rules::ALL)
+}
+
+/// [`check_source`] with `rules` only.
+pub(crate) fn check_source_with(
+    src: &Source,
+    inv: &Inventories,
+    rules: &[&dyn Lint],
+) -> Vec<Finding> {
+    let mut findings = one_per_producer(check_with(&src.queries, inv, rules));
     findings.extend(src.findings.iter().cloned());
-    if src.queries.is_empty() && src.errors.is_empty() {
-        let file = src
-            .findings
-            .first()
-            .map(|f| f.location.file.clone())
-            .or_else(|| src.file.clone())
-            .unwrap_or_default();
-        let mut f = Finding::new(
-            Rule::NothingChecked,
-            Severity::Info,
-            "nothing in this file could be checked: it holds no PromQL expression llmscope reads (dashboard targets, rule expr, prometheus-adapter metricsQuery/seriesQuery, KEDA prometheus trigger query)",
-        )
-        .suggest("an HPA on adapter or external metrics names them only: check the adapter config or ScaledObject that defines them");
-        f.location.file = file;
-        findings.push(f);
-    }
+    let mut hits = Hits::default();
+    let scope = Scope::new(inv, Context::default());
+    crate::rules::judge(rules, &Fact::Source(src), &scope, &mut hits);
+    findings.extend(hits.into_findings());
     findings
 }
 
+/// The findings with each producer's `uncovered-producer` said once, at its first name, which
+/// lists the others.
 fn one_per_producer(findings: Vec<Finding>) -> Vec<Finding> {
-    use llmscope_core::catalog::producers::namespace_of;
-    use llmscope_core::catalog::producers::producer_of;
-    // A known producer by its name; one nothing knows, by the namespace of its names.
-    let producer = |f: &Finding| -> Option<String> {
-        let name = f
-            .metric
-            .as_deref()
-            .filter(|_| f.rule == Rule::UncoveredProducer)?;
-        producer_of(name)
-            .map(|p| p.name.to_owned())
-            .or_else(|| {
-                let family = promql::names::family_of(name).map(|f| f.exporter);
-                let exporter = family.or_else(|| llmscope_core::catalog::Exporter::of_name(name));
-                exporter.map(|e| e.name().to_owned())
-            })
-            .or_else(|| namespace_of(name).map(str::to_owned))
-    };
     let mut out: Vec<Finding> = Vec::new();
+    // Per producer: where its first finding is in `out`, and the names the file uses.
     let mut names: Vec<(String, usize, Vec<String>)> = Vec::new();
     for f in findings {
-        let Some(p) = producer(&f) else {
+        let Some(p) = uncovered_producer(&f) else {
             out.push(f);
             continue;
         };
         let name = f.metric.clone().unwrap_or_default();
         match names.iter_mut().find(|(q, _, _)| *q == p) {
-            Some((_, _, seen)) => {
-                if !seen.contains(&name) {
-                    seen.push(name);
-                }
-            }
+            Some((_, _, seen)) if !seen.contains(&name) => seen.push(name),
+            Some(_) => {}
             None => {
                 names.push((p, out.len(), vec![name]));
                 out.push(f);
@@ -157,27 +143,58 @@ fn one_per_producer(findings: Vec<Finding>) -> Vec<Finding> {
     }
     for (_, at, seen) in names {
         if seen.len() > 1 {
-            let shown: Vec<&str> = seen.iter().take(6).map(String::as_str).collect();
-            let more = seen.len().saturating_sub(6);
-            let f = &mut out[at];
-            f.message = format!(
-                "{}; the file uses {} of its names: {}{}",
-                f.message,
-                seen.len(),
-                shown.join(", "),
-                if more > 0 {
-                    format!(" and {more} more")
-                } else {
-                    String::new()
-                }
-            );
+            list_names(&mut out[at], &seen);
         }
     }
     out
 }
 
+/// The producer of an `uncovered-producer` finding's name: a known producer by its name; one
+/// nothing knows, by the namespace of its names.
+fn uncovered_producer(f: &Finding) -> Option<String> {
+    use llmscope_catalog::producers::{namespace_of, producer_of};
+    let name = f
+        .metric
+        .as_deref()
+        .filter(|_| f.rule == Rule::UncoveredProducer)?;
+    producer_of(name)
+        .map(|p| p.name.to_owned())
+        .or_else(|| {
+            let family = promql::names::family_of(name).map(|f| f.exporter);
+            let exporter = family.or_else(|| llmscope_catalog::Exporter::of_name(name));
+            exporter.map(|e| e.name().to_owned())
+        })
+        .or_else(|| namespace_of(name).map(str::to_owned))
+}
+
+/// Adds to a producer's finding the names of it the file uses.
+fn list_names(f: &mut Finding, seen: &[String]) {
+    let shown: Vec<&str> = seen.iter().take(6).map(String::as_str).collect();
+    let more = seen.len().saturating_sub(6);
+    f.message = format!(
+        "{}; the file uses {} of its names: {}{}",
+        f.message,
+        seen.len(),
+        shown.join(", "),
+        if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        }
+    );
+}
+
 /// Runs the rules over every query, with located findings, in query order.
 pub fn check(queries: &[Query], inv: &Inventories) -> Vec<Finding> {
+    check_with(queries, inv, crate::rules::ALL)
+}
+
+/// [`check`] with `rules` only.
+pub(crate) fn check_with(
+    queries: &[Query],
+    inv: &Inventories,
+    rules: &[&dyn Lint],
+) -> Vec<Finding> {
     let mut out = Vec::new();
     for q in queries {
         let cx = Context {
@@ -187,7 +204,7 @@ pub fn check(queries: &[Query], inv: &Inventories) -> Vec<Finding> {
             thresholds: &q.thresholds,
             scaler: q.scaler,
         };
-        for hit in promql::check_expr(&q.parsed, inv, cx) {
+        for hit in promql::check_expr_with(&q.parsed, inv, cx, rules) {
             let mut f = hit.finding;
             f.location = locate(q, hit.needle.as_deref());
             out.push(f);

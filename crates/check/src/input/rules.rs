@@ -5,6 +5,7 @@
 
 use super::{Query, Source, file_error};
 use crate::finding::Location;
+use crate::rules::Lint;
 use serde::Deserialize;
 use serde_saphyr::Spanned;
 
@@ -44,6 +45,11 @@ struct RuleDef {
 /// or a KEDA `ScaledObject`. A Helm template is read with its `{{ … }}` actions blanked out
 /// (control lines emptied, inline actions replaced by a placeholder), lines kept.
 pub fn read(file: &str, content: &str) -> Source {
+    read_with(file, content, crate::rules::ALL)
+}
+
+/// [`read`]; the dashboards embedded in the file are judged by `rules` only.
+pub(crate) fn read_with(file: &str, content: &str, rules: &[&dyn Lint]) -> Source {
     let templated = content.contains("{{");
     let untemplated = helm(content);
     let content = untemplated.as_str();
@@ -52,7 +58,7 @@ pub fn read(file: &str, content: &str) -> Source {
         others(file, content, templated, &mut src);
     }
     if src.queries.is_empty() && src.errors.is_empty() {
-        super::embedded::read(file, content, templated, &mut src);
+        super::embedded::read_with(file, content, templated, rules, &mut src);
     }
     src
 }
@@ -114,74 +120,77 @@ fn others(file: &str, content: &str, templated: bool, src: &mut Source) {
     for doc in &docs {
         let kind = doc.get("kind").and_then(|k| k.as_str()).unwrap_or("");
         if matches!(kind, "ScaledObject" | "ScaledJob") {
-            let name = doc
-                .pointer("/metadata/name")
-                .and_then(|n| n.as_str())
-                .unwrap_or("?");
-            for t in doc
-                .pointer("/spec/triggers")
-                .and_then(|t| t.as_array())
-                .into_iter()
-                .flatten()
-            {
-                if t.get("type").and_then(|x| x.as_str()) != Some("prometheus") {
-                    continue;
-                }
-                if let Some(q) = t.pointer("/metadata/query").and_then(|q| q.as_str()) {
-                    push(
-                        src,
-                        file,
-                        content,
-                        q,
-                        q,
-                        format!("{kind} {name}, prometheus trigger"),
-                    );
-                }
-            }
-            continue;
-        }
-        let rules = doc.get("rules");
-        let lists = [
-            rules.and_then(|r| r.get("custom")),
-            rules.and_then(|r| r.get("external")),
-            rules.filter(|r| r.is_array()),
-            doc.get("externalRules"),
-        ];
-        for rule in lists
-            .into_iter()
-            .flatten()
-            .filter_map(|l| l.as_array())
-            .flatten()
-        {
-            let series = rule
-                .get("seriesQuery")
-                .and_then(|q| q.as_str())
-                .unwrap_or("");
-            let name = series_name(series);
-            let Some(q) = rule.get("metricsQuery").and_then(|q| q.as_str()) else {
-                continue;
-            };
-            let parsed = q
-                .replace(
-                    "<<.Series>>",
-                    name.as_deref().unwrap_or("__llmscope_var_series"),
-                )
-                .replace("<<.LabelMatchers>>", "")
-                .replace("<<.GroupBy>>", "__llmscope_var_groupby");
-            let what = rule
-                .pointer("/name/as")
-                .and_then(|a| a.as_str())
-                .unwrap_or("rule");
-            push(
-                src,
-                file,
-                content,
-                q,
-                &parsed,
-                format!("prometheus-adapter rule {what}"),
-            );
+            keda_triggers(doc, kind, file, content, src);
+        } else {
+            adapter_rules(doc, file, content, src);
         }
     }
+}
+
+/// The queries of a KEDA `ScaledObject`'s (or `ScaledJob`'s) prometheus triggers.
+fn keda_triggers(doc: &serde_json::Value, kind: &str, file: &str, content: &str, src: &mut Source) {
+    let name = doc
+        .pointer("/metadata/name")
+        .and_then(|n| n.as_str())
+        .unwrap_or("?");
+    for t in doc
+        .pointer("/spec/triggers")
+        .and_then(|t| t.as_array())
+        .into_iter()
+        .flatten()
+    {
+        if t.get("type").and_then(|x| x.as_str()) != Some("prometheus") {
+            continue;
+        }
+        if let Some(q) = t.pointer("/metadata/query").and_then(|q| q.as_str()) {
+            let context = format!("{kind} {name}, prometheus trigger");
+            push(src, file, content, q, q, context);
+        }
+    }
+}
+
+/// The `metricsQuery` of every prometheus-adapter rule (custom, external, or a bare list).
+fn adapter_rules(doc: &serde_json::Value, file: &str, content: &str, src: &mut Source) {
+    let rules = doc.get("rules");
+    let lists = [
+        rules.and_then(|r| r.get("custom")),
+        rules.and_then(|r| r.get("external")),
+        rules.filter(|r| r.is_array()),
+        doc.get("externalRules"),
+    ];
+    for rule in lists
+        .into_iter()
+        .flatten()
+        .filter_map(|l| l.as_array())
+        .flatten()
+    {
+        let Some(q) = rule.get("metricsQuery").and_then(|q| q.as_str()) else {
+            continue;
+        };
+        let what = rule
+            .pointer("/name/as")
+            .and_then(|a| a.as_str())
+            .unwrap_or("rule");
+        let context = format!("prometheus-adapter rule {what}");
+        push(src, file, content, q, &adapter_query(rule, q), context);
+    }
+}
+
+/// A `metricsQuery` with the adapter's template variables filled: `<<.Series>>` is the metric
+/// its `seriesQuery` names (a placeholder if it names none exactly), the matchers go, and the
+/// grouping is a placeholder label.
+fn adapter_query(rule: &serde_json::Value, q: &str) -> String {
+    let series = rule
+        .get("seriesQuery")
+        .and_then(|q| q.as_str())
+        .unwrap_or("");
+    let name = series_name(series);
+    q.replace(
+        "<<.Series>>",
+        name.as_deref().unwrap_or("__llmscope_var_series"),
+    )
+    .replace("<<.LabelMatchers>>", "")
+    .replace("<<.GroupBy>>", "__llmscope_var_groupby")
 }
 
 /// The metric a prometheus-adapter `seriesQuery` names exactly (`{__name__=~"^x$"}`, `x{…}`).

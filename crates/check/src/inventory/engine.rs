@@ -3,7 +3,7 @@
 //! hidden behind vLLM's `--show-hidden-metrics-for-version` and removed names are not.
 
 use super::{Inventory, MetricInfo};
-use llmscope_core::catalog::{EngineSpec, Kind, Status, Suffix, resolve};
+use llmscope_catalog::{EngineSpec, Kind, Status, Suffix, resolve};
 use std::collections::BTreeSet;
 
 /// The catalog's inventory of one engine version.

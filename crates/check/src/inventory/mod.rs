@@ -14,7 +14,7 @@ pub mod engine;
 pub mod prom;
 pub mod snapshot;
 
-use llmscope_core::catalog::{EngineSpec, Kind, Suffix};
+use llmscope_catalog::{EngineSpec, Kind, Suffix};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Labels a scraper adds to every series of a target (Prometheus target labels and the

@@ -6,8 +6,8 @@
 //! earlier and gone for N (`was last present 3d ago`).
 
 use super::{Absence, Inventory, MetricInfo};
-use llmscope_core::catalog::detect::{self, Detection};
-use llmscope_core::catalog::{EngineSpec, Kind, resolve};
+use llmscope_catalog::detect::{self, Detection};
+use llmscope_catalog::{EngineSpec, Kind, resolve};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// One metric name as the server holds it.

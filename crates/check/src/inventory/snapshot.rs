@@ -6,8 +6,8 @@
 //! records it and every message names that version instead of the names' best guess.
 
 use super::{Inventory, MetricInfo};
-use llmscope_core::catalog::detect::{self, Detection, EngineVersion};
-use llmscope_core::catalog::{EngineSpec, Exporter, Kind, Suffix, Version};
+use llmscope_catalog::detect::{self, Detection, EngineVersion};
+use llmscope_catalog::{EngineSpec, Exporter, Kind, Suffix, Version};
 use promtext::MetricType;
 use std::collections::BTreeMap;
 

@@ -4,6 +4,8 @@
 //! expression does not parse as PromQL; [`metricsql`] names what makes it MetricsQL, so the
 //! finding says "not PromQL, not linted" instead of a parse error.
 
+use super::parse::PromqlError;
+
 /// Functions MetricsQL has and PromQL does not.
 const METRICSQL_FUNCTIONS: &[&str] = &[
     // label manipulation
@@ -138,6 +140,27 @@ const METRICSQL_FUNCTIONS: &[&str] = &[
     "topk_min",
     "zscore",
 ];
+
+/// What an expression that does not parse as PromQL is instead.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Foreign {
+    /// MetricsQL, by what [`metricsql`] names (`` the function `label_value` ``, …).
+    MetricsQl(String),
+    /// An aggregation over a range vector (`sum(x[5m])`): MetricsQL aggregates the range's
+    /// points, Prometheus refuses it. Which was meant the expression cannot say.
+    RangeAggregation,
+}
+
+/// Whether `expr`, which failed to parse with `error`, is written in another dialect.
+pub fn foreign(expr: &str, error: &PromqlError) -> Option<Foreign> {
+    if let Some(what) = metricsql(expr) {
+        return Some(Foreign::MetricsQl(what));
+    }
+    error
+        .message
+        .contains("in aggregation expression, got matrix")
+        .then_some(Foreign::RangeAggregation)
+}
 
 /// What makes `expr` MetricsQL rather than PromQL (`` `label_value` ``, `` `WITH` templates ``),
 /// when something does. Looked for outside strings only.

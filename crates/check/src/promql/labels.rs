@@ -3,6 +3,7 @@
 //! `group_left (…)` adds the named ones from the other side, `label_replace` adds its target.
 
 use crate::inventory::TARGET_LABELS;
+use promql_parser::label::{MatchOp, Matcher};
 use std::collections::BTreeSet;
 
 /// Labels substituted for a Grafana variable start with this: never reported missing.
@@ -88,6 +89,15 @@ impl LabelSet {
             LabelSet::Any => Vec::new(),
             LabelSet::Known { names, .. } => names.iter().map(String::as_str).collect(),
         }
+    }
+}
+
+/// A matcher that must match a non-empty value (so a missing label means no series at all).
+pub fn selects_something(m: &Matcher) -> bool {
+    match &m.op {
+        MatchOp::Equal => !m.value.is_empty(),
+        MatchOp::Re(re) => !re.is_match(""),
+        MatchOp::NotEqual | MatchOp::NotRe(_) => false,
     }
 }
 

@@ -1,5 +1,7 @@
-//! PromQL: [`parse`] (with located errors), the rules in [`analyze`], label-set propagation in
-//! [`labels`], unit propagation in [`units`], and name findings and suggestions in [`names`].
+//! PromQL: [`parse`] (with located errors), the walk in [`analyze`] that infers a [`value`]
+//! per node — label sets propagated in [`labels`], units in [`units`] — and hands the rules
+//! ([`crate::rules`]) their facts; metric names and suggestions in [`names`], other dialects in
+//! [`dialect`].
 //!
 //! [`check_expr`] is the entry point: text in, [`Hit`]s out (a `parse-error`, or the rules'
 //! findings), each with the text to underline so the caller can turn it into a line and column.
@@ -10,61 +12,28 @@ pub mod labels;
 pub mod names;
 pub mod parse;
 pub mod units;
+pub mod value;
 
 pub use analyze::{Context, Hit};
 
-use crate::finding::{Finding, Rule, Severity};
 use crate::inventory::Inventories;
+use crate::rules::{self, Lint};
 
 /// Parses and checks one expression.
 pub fn check_expr(text: &str, inv: &Inventories, cx: Context<'_>) -> Vec<Hit> {
+    check_expr_with(text, inv, cx, rules::ALL)
+}
+
+/// Parses one expression and runs `rules` over it.
+pub(crate) fn check_expr_with(
+    text: &str,
+    inv: &Inventories,
+    cx: Context<'_>,
+    rules: &[&dyn Lint],
+) -> Vec<Hit> {
     match parse::parse(text) {
-        Ok(expr) => analyze::check(&expr, inv, cx),
-        Err(e) => {
-            if let Some(what) = dialect::metricsql(text) {
-                let f = Finding::new(
-                    Rule::OtherDialect,
-                    Severity::Info,
-                    format!("MetricsQL (VictoriaMetrics), not PromQL: {what} is not in PromQL, so this expression is not linted"),
-                )
-                .suggest("lint it against VictoriaMetrics (vmalert -dryRun), or keep a PromQL form of it for Prometheus datasources");
-                return vec![Hit {
-                    finding: f,
-                    needle: None,
-                }];
-            }
-            if e.message.contains("in aggregation expression, got matrix") {
-                // MetricsQL aggregates a range's points; Prometheus refuses it. Which was meant
-                // the expression cannot say, so it is a warning naming both.
-                let f = Finding::new(
-                    Rule::OtherDialect,
-                    Severity::Warning,
-                    "not PromQL: it aggregates a range vector (like `sum(x[5m])`), which MetricsQL (VictoriaMetrics) allows and Prometheus rejects, so this expression is not linted",
-                )
-                .suggest("for Prometheus, aggregate a rollup of the range (`sum(sum_over_time(x[5m]))`); for VictoriaMetrics, lint it with vmalert -dryRun");
-                return vec![Hit {
-                    finding: f,
-                    needle: None,
-                }];
-            }
-            let at = e.offset.map(|o| {
-                let (line, col) = parse::line_col(text, o);
-                format!(" at line {line}, column {col}")
-            });
-            let f = Finding::new(
-                Rule::ParseError,
-                Severity::Error,
-                format!(
-                    "PromQL does not parse{}: {}",
-                    at.unwrap_or_default(),
-                    e.message
-                ),
-            );
-            vec![Hit {
-                finding: f,
-                needle: e.offset.map(|o| format!("\u{0}{o}")),
-            }]
-        }
+        Ok(expr) => analyze::check_with(&expr, inv, cx, rules),
+        Err(e) => analyze::check_unparsed(text, &e, inv, cx, rules),
     }
 }
 
@@ -130,9 +99,6 @@ pub fn needle_offset(text: &str, needle: &str) -> Option<usize> {
         None => text.find(needle),
     }
 }
-
-#[cfg(test)]
-mod tests;
 
 #[cfg(test)]
 mod name_tests {

@@ -4,8 +4,8 @@
 
 use crate::finding::{Finding, Rule, Severity};
 use crate::inventory::{Absence, Inventories, MetricInfo};
-use llmscope_core::catalog::{
-    self, EngineSpec, Exporter, Family, LABEL_HINTS, Status, Suffix, misnomer, resolve,
+use llmscope_catalog::{
+    self as catalog, EngineSpec, Exporter, Family, LABEL_HINTS, Status, Suffix, misnomer, resolve,
 };
 
 /// Names Prometheus makes up itself: they exist wherever something is scraped or alerts.
@@ -34,7 +34,7 @@ fn suffix_text(s: Suffix) -> &'static str {
 }
 
 /// The inventories' version of `exporter` (the newest one, if several).
-pub(super) fn inventory_spec(inv: &Inventories, exporter: Exporter) -> Option<EngineSpec> {
+pub(crate) fn inventory_spec(inv: &Inventories, exporter: Exporter) -> Option<EngineSpec> {
     inv.engines()
         .into_iter()
         .filter(|e| e.exporter == exporter)
@@ -79,12 +79,12 @@ fn unknown_producer(inv: &Inventories, name: &str) -> Option<Finding> {
     if family_of(name).is_some()
         || name.contains(':')
         || Exporter::of_name(name).is_some()
-        || llmscope_core::catalog::producers::producer_of(name).is_some()
+        || llmscope_catalog::producers::producer_of(name).is_some()
         || !inv.all_partial()
     {
         return None;
     }
-    let namespace = llmscope_core::catalog::producers::namespace_of(name)?;
+    let namespace = llmscope_catalog::producers::namespace_of(name)?;
     let known = inv.names().iter().any(|n| n.starts_with(namespace));
     let misspelt =
         misnomer(name).is_some() || catalogued_near(name).is_some() || nearest(inv, name).is_some();
@@ -126,30 +126,34 @@ pub fn absent_name(inv: &Inventories, name: &str) -> Finding {
     };
     match resolve(name) {
         Some((family, suffix)) => catalogued_absent(inv, name, family, suffix, &absence),
-        None => {
-            if let Some(e) = Exporter::of_name(name)
-                && (!e.catalogued_whole() || catalogued_near(name).is_none())
-                && let Some(f) = uncovered_exporter(inv, name, e)
-            {
-                return f;
-            }
-            let finding = Finding::new(
-                Rule::UnknownMetric,
-                Severity::Error,
-                format!(
-                    "no inventory has `{name}` ({}){absence}: the query returns nothing, with no error",
-                    inv.sources()
-                ),
-            )
-            .metric(name);
-            if let Some((family, sample)) = catalogued_near(name) {
-                return finding.suggest(catalogued_hint(inv, family, &sample));
-            }
-            match nearest(inv, name) {
-                Some(s) => finding.suggest(format!("did you mean {s}?")),
-                None => finding,
-            }
-        }
+        None => uncatalogued_absent(inv, name, &absence),
+    }
+}
+
+/// A name no catalog has either: unknown, with the name it most likely misspells; or, for an
+/// exporter no inventory covers, not judged.
+fn uncatalogued_absent(inv: &Inventories, name: &str, absence: &str) -> Finding {
+    if let Some(e) = Exporter::of_name(name)
+        && (!e.catalogued_whole() || catalogued_near(name).is_none())
+        && let Some(f) = uncovered_exporter(inv, name, e)
+    {
+        return f;
+    }
+    let finding = Finding::new(
+        Rule::UnknownMetric,
+        Severity::Error,
+        format!(
+            "no inventory has `{name}` ({}){absence}: the query returns nothing, with no error",
+            inv.sources()
+        ),
+    )
+    .metric(name);
+    if let Some((family, sample)) = catalogued_near(name) {
+        return finding.suggest(catalogued_hint(inv, family, &sample));
+    }
+    match nearest(inv, name) {
+        Some(s) => finding.suggest(format!("did you mean {s}?")),
+        None => finding,
     }
 }
 
@@ -173,33 +177,34 @@ fn catalogued_absent(
         || format!("no {} inventory is loaded", family.exporter),
         |s| format!("{} {}", s.exporter, s.version),
     );
-    let successor = family
-        .successor
-        .map(|s| format!("{s}{}", suffix_text(suffix)));
     match status {
         Some(Status::Removed | Status::Hidden) | None
             if family.successor.is_some() || family.removed.is_some() =>
         {
-            let mut f = Finding::new(
-                Rule::RenamedMetric,
-                Severity::Error,
-                format!(
-                    "`{name}` is not exposed ({at}){absence}: {} ({})",
-                    what_happened(family, status),
-                    family.lifetime()
-                ),
-            )
-            .metric(name);
-            f.suggestion = Some(match &successor {
-                Some(s) => with_note(format!("use {s}"), family.note),
-                None if !family.note.is_empty() => family.note.to_owned(),
-                None => "remove the query: the metric has no replacement".to_owned(),
-            });
-            f
+            let message = format!(
+                "`{name}` is not exposed ({at}){absence}: {} ({})",
+                what_happened(family, status),
+                family.lifetime()
+            );
+            renamed(name, family, suffix, message)
         }
         Some(Status::NotYet) => not_yet(inv, name, family, suffix, &at),
         _ => conditional_absent(inv, name, family, &at, absence),
     }
+}
+
+/// A name its version renamed or removed: an error, pointing at its successor.
+fn renamed(name: &str, family: &Family, suffix: Suffix, message: String) -> Finding {
+    let successor = family
+        .successor
+        .map(|s| format!("{s}{}", suffix_text(suffix)));
+    let mut f = Finding::new(Rule::RenamedMetric, Severity::Error, message).metric(name);
+    f.suggestion = Some(match &successor {
+        Some(s) => with_note(format!("use {s}"), family.note),
+        None if !family.note.is_empty() => family.note.to_owned(),
+        None => "remove the query: the metric has no replacement".to_owned(),
+    });
+    f
 }
 
 /// A name newer than the inventory's version; its predecessor, if that version has one.

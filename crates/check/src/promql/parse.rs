@@ -74,77 +74,123 @@ pub fn limits(expr: &str) -> Result<(), PromqlError> {
             offset: None,
         });
     }
-    let (mut depth, mut braces, mut operators) = (0usize, 0usize, 0usize);
-    let mut quote: Option<char> = None;
-    let (mut escaped, mut comment) = (false, false);
-    let mut prev = ' ';
-    let mut word = String::new();
-    let too = |at: usize, message: String| {
-        Err(PromqlError {
-            message,
-            offset: Some(at),
-        })
-    };
+    let mut scan = Scan::new();
     for (i, c) in expr.char_indices() {
-        if comment {
-            comment = c != '\n';
+        if scan.skipped(c) {
             continue;
         }
-        if let Some(q) = quote {
-            match c {
-                _ if escaped => escaped = false,
-                '\\' => escaped = true,
-                _ if c == q => quote = None,
-                _ => {}
-            }
-            continue;
-        }
-        if c.is_ascii_alphanumeric() || c == '_' {
-            word.push(c.to_ascii_lowercase());
-        } else {
-            if matches!(word.as_str(), "and" | "or" | "unless" | "atan2") {
-                operators += 1;
-            }
-            word.clear();
-        }
-        let next_is_eq = expr[i + c.len_utf8()..].starts_with('=');
-        // Inside `{…}`, `!=` and `=~` are matchers, not operators. `==`, `!=`, `<=`, `>=` count
-        // once, at their first character.
-        let operator = braces == 0
-            && match c {
-                '+' | '-' | '*' | '/' | '%' | '^' | '<' | '>' => true,
-                '=' | '!' => next_is_eq && !matches!(prev, '=' | '<' | '>' | '!'),
-                _ => false,
-            };
-        operators += usize::from(operator);
-        match c {
-            '"' | '\'' | '`' => quote = Some(c),
-            '#' => comment = true,
-            '(' | '[' => depth += 1,
-            '{' => (depth, braces) = (depth + 1, braces + 1),
-            ')' | ']' => depth = depth.saturating_sub(1),
-            '}' => (depth, braces) = (depth.saturating_sub(1), braces.saturating_sub(1)),
-            _ => {}
-        }
-        prev = c;
-        if depth > MAX_NESTING {
-            return too(
-                i,
-                format!(
-                    "the expression nests brackets more than {MAX_NESTING} deep; llmscope reads at most {MAX_NESTING} (split it into recording rules)"
-                ),
-            );
-        }
-        if operators > MAX_OPERATORS {
-            return too(
-                i,
-                format!(
-                    "the expression has more than {MAX_OPERATORS} binary operators; llmscope reads at most {MAX_OPERATORS} (split it into recording rules)"
-                ),
-            );
+        scan.count(c, &expr[i + c.len_utf8()..]);
+        if let Some(message) = scan.past_limits() {
+            return Err(PromqlError {
+                message,
+                offset: Some(i),
+            });
         }
     }
     Ok(())
+}
+
+/// Where [`limits`]' pass over an expression is: in a string or a comment, how deep in
+/// brackets, and how many binary operators it has read.
+struct Scan {
+    depth: usize,
+    braces: usize,
+    operators: usize,
+    quote: Option<char>,
+    escaped: bool,
+    comment: bool,
+    prev: char,
+    word: String,
+}
+
+impl Scan {
+    fn new() -> Scan {
+        Scan {
+            depth: 0,
+            braces: 0,
+            operators: 0,
+            quote: None,
+            escaped: false,
+            comment: false,
+            prev: ' ',
+            word: String::new(),
+        }
+    }
+
+    /// Whether `c` is in a comment or a string, where it counts for nothing.
+    fn skipped(&mut self, c: char) -> bool {
+        if self.comment {
+            self.comment = c != '\n';
+            return true;
+        }
+        let Some(q) = self.quote else {
+            return false;
+        };
+        match c {
+            _ if self.escaped => self.escaped = false,
+            '\\' => self.escaped = true,
+            _ if c == q => self.quote = None,
+            _ => {}
+        }
+        true
+    }
+
+    /// Reads `c`, followed by `rest`: an operator (word or sign), a bracket, a string or a
+    /// comment that starts.
+    fn count(&mut self, c: char, rest: &str) {
+        self.operator_word(c);
+        self.operator_sign(c, rest.starts_with('='));
+        match c {
+            '"' | '\'' | '`' => self.quote = Some(c),
+            '#' => self.comment = true,
+            '(' | '[' => self.depth += 1,
+            '{' => (self.depth, self.braces) = (self.depth + 1, self.braces + 1),
+            ')' | ']' => self.depth = self.depth.saturating_sub(1),
+            '}' => {
+                (self.depth, self.braces) =
+                    (self.depth.saturating_sub(1), self.braces.saturating_sub(1));
+            }
+            _ => {}
+        }
+        self.prev = c;
+    }
+
+    /// `and`, `or`, `unless`, `atan2`, counted where the word ends.
+    fn operator_word(&mut self, c: char) {
+        if c.is_ascii_alphanumeric() || c == '_' {
+            self.word.push(c.to_ascii_lowercase());
+            return;
+        }
+        if matches!(self.word.as_str(), "and" | "or" | "unless" | "atan2") {
+            self.operators += 1;
+        }
+        self.word.clear();
+    }
+
+    /// Inside `{…}`, `!=` and `=~` are matchers, not operators. `==`, `!=`, `<=`, `>=` count
+    /// once, at their first character.
+    fn operator_sign(&mut self, c: char, next_is_eq: bool) {
+        let operator = self.braces == 0
+            && match c {
+                '+' | '-' | '*' | '/' | '%' | '^' | '<' | '>' => true,
+                '=' | '!' => next_is_eq && !matches!(self.prev, '=' | '<' | '>' | '!'),
+                _ => false,
+            };
+        self.operators += usize::from(operator);
+    }
+
+    fn past_limits(&self) -> Option<String> {
+        if self.depth > MAX_NESTING {
+            return Some(format!(
+                "the expression nests brackets more than {MAX_NESTING} deep; llmscope reads at most {MAX_NESTING} (split it into recording rules)"
+            ));
+        }
+        (self.operators > MAX_OPERATORS).then(|| {
+            format!(
+                "the expression has more than {MAX_OPERATORS} binary operators; llmscope reads at most {MAX_OPERATORS} (split it into recording rules)"
+            )
+        })
+    }
 }
 
 fn locate(expr: &str, message: &str) -> Option<usize> {

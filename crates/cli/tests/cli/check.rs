@@ -439,7 +439,7 @@ async fn check_and_targets_against_a_real_prometheus() {
 /// A real vLLM 0.32.0 page (issue 11), from the core crate's fixtures.
 fn capture(which: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../core/tests/fixtures/vllm-0.32.0")
+        .join("../catalog/tests/fixtures/vllm-0.32.0")
         .join(format!("vllm-0.32.0-cpu-{which}.prom"))
 }
 

@@ -1,0 +1,64 @@
+//! `parse-error`: PromQL that does not parse (and is in no other dialect), with the line and
+//! column of the problem where [`crate::promql::parse`] could locate it.
+
+use crate::finding::{Finding, Rule, Severity};
+use crate::promql::parse::line_col;
+#[cfg(test)]
+use crate::rules::Fixture;
+use crate::rules::{Fact, Hits, Lint, RuleInfo, Scope};
+
+pub struct ParseError;
+
+impl RuleInfo for ParseError {
+    const ID: &'static str = "parse-error";
+    const SUMMARY: &'static str = "PromQL or a file that does not parse";
+    #[cfg(test)]
+    const FIXTURE: Fixture = Fixture::Without(
+        "every expression in the corpus and the fixtures parses; the hostile inputs do not",
+    );
+}
+
+impl Lint for ParseError {
+    fn check(&self, fact: &Fact<'_>, _: &Scope<'_>, out: &mut Hits) {
+        let Fact::Unparsed(u) = fact else {
+            return;
+        };
+        if u.foreign.is_some() {
+            return;
+        }
+        let at = u.error.offset.map(|o| {
+            let (line, col) = line_col(u.text, o);
+            format!(" at line {line}, column {col}")
+        });
+        let f = Finding::new(
+            Rule::ParseError,
+            Severity::Error,
+            format!(
+                "PromQL does not parse{}: {}",
+                at.unwrap_or_default(),
+                u.error.message
+            ),
+        );
+        // The needle is the offset itself (`\0` and the number): the text may repeat there.
+        let needle = u.error.offset.map(|o| format!("\u{0}{o}"));
+        out.push(f, needle.as_deref());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::finding::Rule;
+    use crate::rules::testing::*;
+
+    #[test]
+    fn parse_error() {
+        let f = only(
+            "sum(rate(vllm:generation_tokens_total[5m])",
+            false,
+            Rule::ParseError,
+        );
+        assert!(f.message.contains("column 4"), "{}", f.message);
+        only("vllm:num_requests_running +", false, Rule::ParseError);
+        clean("sum(rate(vllm:generation_tokens_total[5m]))", false);
+    }
+}
