@@ -1,5 +1,7 @@
 //! URLs of targets and servers: `http`/`https` only, no credentials inside (they would end up in
 //! the store and in messages), and [`redact`] for echoing bad input safely.
+//!
+//! [`redact`] is [`llmscope_core::safe::redact`], the one redactor, as an owned `String`.
 
 use hyper::Uri;
 
@@ -21,12 +23,10 @@ pub fn parse_http_url(text: &str) -> Result<Uri, &'static str> {
     Ok(uri)
 }
 
-/// `http://user:pw@host/x` → `http://***@host/x`.
+/// `http://user:pw@host/x` → `http://***@host/x` (and every other secret-shaped thing removed):
+/// [`llmscope_core::safe::redact`], owned.
 pub fn redact(text: &str) -> String {
-    match (text.find("://"), text.rfind('@')) {
-        (Some(s), Some(at)) if at > s => format!("{}***{}", &text[..s + 3], &text[at..]),
-        _ => text.to_owned(),
-    }
+    llmscope_core::safe::redact(text).into_owned()
 }
 
 #[cfg(test)]
@@ -58,5 +58,10 @@ mod tests {
         );
         assert_eq!(redact("http://u:secret@x/m"), "http://***@x/m");
         assert_eq!(redact("http://x/m"), "http://x/m");
+        assert_eq!(
+            redact("http://u:pa/ss@x/m?access_token=t0k"),
+            "http://***@x/m?access_token=***",
+            "the one redactor: user info and query tokens"
+        );
     }
 }

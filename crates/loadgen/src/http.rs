@@ -45,8 +45,9 @@ pub struct TargetError {
 impl FromStr for Target {
     type Err = TargetError;
     fn from_str(text: &str) -> Result<Self, Self::Err> {
+        // `http://user:pw@host` → `http://***@host`: credentials never reach an error message.
         let bad = |why| TargetError {
-            text: redact(text),
+            text: llmscope_core::safe::redact(text).into_owned(),
             why,
         };
         let uri: Uri = text.trim().parse().map_err(|_| bad("not a URL"))?;
@@ -77,14 +78,6 @@ impl FromStr for Target {
             port: auth.port_u16().unwrap_or(80),
             prefix,
         })
-    }
-}
-
-/// `http://user:pw@host` → `http://***@host`: credentials never reach an error message.
-fn redact(text: &str) -> String {
-    match (text.find("://"), text.rfind('@')) {
-        (Some(s), Some(at)) if at > s => format!("{}***{}", &text[..s + 3], &text[at..]),
-        _ => text.to_owned(),
     }
 }
 
@@ -124,30 +117,8 @@ impl Target {
     }
 }
 
-/// A secret (API key): never printed, never serialised.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    /// Wraps `s`, and registers it so that no stored or printed text ever shows it
-    /// ([`llmscope_core::safe`]).
-    pub fn new(s: impl Into<String>) -> Self {
-        let s = s.into();
-        llmscope_core::safe::register_secret(&s);
-        Secret(s)
-    }
-
-    /// Whether `Bearer <secret>` is a valid header value (no CR, LF or other control byte).
-    pub fn fits_a_header(&self) -> bool {
-        HeaderValue::from_str(&format!("Bearer {}", self.0)).is_ok()
-    }
-}
-
-impl std::fmt::Debug for Secret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Secret(***)")
-    }
-}
+/// A secret (API key): never printed, never serialised (the one [`llmscope_core::safe::Secret`]).
+pub use llmscope_core::safe::Secret;
 
 /// Why a one-off GET failed.
 #[derive(Debug, thiserror::Error)]
@@ -208,7 +179,9 @@ impl Client {
             header::USER_AGENT,
             HeaderValue::from_static("llmscope-loadgen"),
         );
-        if let Some(Ok(mut v)) = auth.map(|s| HeaderValue::from_str(&format!("Bearer {}", s.0))) {
+        if let Some(Ok(mut v)) =
+            auth.map(|s| HeaderValue::from_str(&format!("Bearer {}", s.expose())))
+        {
             v.set_sensitive(true);
             headers.insert(header::AUTHORIZATION, v);
         }
@@ -260,7 +233,7 @@ impl Client {
         self.connect().await
     }
 
-    /// Opens connections until `n` are idle in the pool, at most [`CONNECTS_AT_ONCE`] at a time,
+    /// Opens connections until `n` are idle in the pool, at most `CONNECTS_AT_ONCE` at a time,
     /// for at most `within`; stops at the first that fails (the requests then report why).
     /// A closed loop of N streams would otherwise connect N times at once, and a server whose
     /// accept queue overflows drops the excess handshakes: those wait a whole TCP retransmit
@@ -951,5 +924,21 @@ mod tests {
         let t: Target = "http://127.0.0.1:1".parse().unwrap();
         let c = Client::new(&t, vec![], Some(&s), &[]);
         assert!(!format!("{c:?}").contains("very"), "{c:?}");
+    }
+
+    /// `Secret::fits_a_header` (core, no HTTP crate) says what hyper's header check says.
+    #[test]
+    fn a_key_fits_a_header_exactly_when_hyper_takes_it() {
+        for key in [
+            "sk-ok-1234",
+            "sk\tok-tab",
+            "sk-cr\r\nX: 1",
+            "sk-nul\0",
+            "sk-del\x7f",
+            "sk-é-ok",
+        ] {
+            let fits = HeaderValue::from_str(&format!("Bearer {key}")).is_ok();
+            assert_eq!(Secret::new(key).fits_a_header(), fits, "{key:?}");
+        }
     }
 }

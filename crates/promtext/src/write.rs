@@ -2,7 +2,9 @@
 //!
 //! [`Writer`] appends to a `String`. The caller decides family order, series order and label order
 //! (exporters differ: `prometheus_client` sorts label names, dcgm-exporter prints its template
-//! order), so the writer only handles escaping and number formatting ([`crate::fmt`]).
+//! order), so the writer only handles escaping, number formatting ([`crate::fmt`]) and the
+//! sample lines a histogram is made of ([`Writer::histogram`]). Every exposition llmscope
+//! writes goes through it: the simulator's exporters and `llmscope watch`'s own `/metrics`.
 
 use crate::MetricType;
 use crate::fmt::{go_fixed6, python_float};
@@ -65,12 +67,43 @@ impl<'a> Writer<'a> {
     /// Writes one sample line with a float value in the writer's style.
     pub fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: f64) {
         self.series(name, labels);
-        match self.style {
-            FloatStyle::Python => python_float(self.out, value),
-            FloatStyle::GoFixed6 => go_fixed6(self.out, value),
-            FloatStyle::GoShortest => go_shortest(self.out, value),
-        }
+        float(self.out, self.style, value);
         self.out.push('\n');
+    }
+
+    /// Writes one sample line with a count (a counter's total, a bucket) as the integer it is.
+    pub fn sample_count(&mut self, name: &str, labels: &[(&str, &str)], value: u64) {
+        self.series(name, labels);
+        let _ = write!(self.out, "{value}");
+        self.out.push('\n');
+    }
+
+    /// Writes a histogram's samples: `name_bucket` per `(upper bound, cumulative count)` with
+    /// `le` after `labels` (the bound in the writer's style, as the exporter's client prints it:
+    /// Go `0.5`/`1`, Python `0.5`/`1.0`), the `+Inf` bucket holding `count`, `name_sum`, `name_count`.
+    pub fn histogram(
+        &mut self,
+        name: &str,
+        labels: &[(&str, &str)],
+        buckets: &[(f64, u64)],
+        sum: f64,
+        count: u64,
+    ) {
+        let bucket = format!("{name}_bucket");
+        for &(le, n) in buckets {
+            let mut bound = String::new();
+            float(&mut bound, self.style, le);
+            self.bucket(&bucket, labels, &bound, n);
+        }
+        self.bucket(&bucket, labels, "+Inf", count);
+        self.sample(&format!("{name}_sum"), labels, sum);
+        self.sample_count(&format!("{name}_count"), labels, count);
+    }
+
+    fn bucket(&mut self, name: &str, labels: &[(&str, &str)], le: &str, n: u64) {
+        let mut with_le = labels.to_vec();
+        with_le.push(("le", le));
+        self.sample_count(name, &with_le, n);
     }
 
     /// Writes one sample line with an integer value (dcgm-exporter integer fields print `%d`).
@@ -114,6 +147,14 @@ pub fn escape_label_value(out: &mut String, v: &str) {
             '\n' => out.push_str("\\n"),
             c => out.push(c),
         }
+    }
+}
+
+fn float(out: &mut String, style: FloatStyle, v: f64) {
+    match style {
+        FloatStyle::Python => python_float(out, v),
+        FloatStyle::GoFixed6 => go_fixed6(out, v),
+        FloatStyle::GoShortest => go_shortest(out, v),
     }
 }
 
@@ -163,6 +204,29 @@ mod tests {
         assert_eq!(
             s,
             "# HELP m a\\\\b\\nc\nm{k=\"q\\\"x\\\\y\\nz\"} 0.500000\nn 42\n"
+        );
+    }
+
+    #[test]
+    fn writes_counts_and_histograms_in_the_writers_style() {
+        let mut s = String::new();
+        let mut w = Writer::new(&mut s, FloatStyle::GoShortest);
+        w.sample_count("c_total", &[("kind", "x")], u64::MAX);
+        w.histogram("h_seconds", &[("a", "b")], &[(0.5, 1), (1.0, 3)], 2.25, 4);
+        assert_eq!(
+            s,
+            "c_total{kind=\"x\"} 18446744073709551615\n\
+             h_seconds_bucket{a=\"b\",le=\"0.5\"} 1\n\
+             h_seconds_bucket{a=\"b\",le=\"1\"} 3\n\
+             h_seconds_bucket{a=\"b\",le=\"+Inf\"} 4\n\
+             h_seconds_sum{a=\"b\"} 2.25\n\
+             h_seconds_count{a=\"b\"} 4\n"
+        );
+        let mut s = String::new();
+        Writer::new(&mut s, FloatStyle::Python).histogram("h", &[], &[(1.0, 0)], 0.0, 0);
+        assert!(
+            s.starts_with("h_bucket{le=\"1.0\"} 0\nh_bucket{le=\"+Inf\"} 0\nh_sum 0.0\n"),
+            "{s}"
         );
     }
 }

@@ -1,6 +1,7 @@
 //! The `--format json` document of a diagnosed run.
 
-use crate::Report;
+use crate::{Interruption, Report};
+use llmscope_diagnosis::{DECISION_TABLE, Diagnosis};
 use serde_json::{Value, json};
 
 /// The contract: `verdict.{bottleneck,confidence}`, `evidence`, `recommendations`
@@ -10,17 +11,10 @@ pub fn contract(r: &Report) -> Value {
     let d = r.diagnosis;
     json!({
         "run_id": r.run_id,
-        "interrupted": r.interrupted.as_ref().map(|i| json!({
-            "at": i.at, "done_s": i.done_s, "planned_s": i.planned_s, "notice": i.notice(),
-        })),
+        "interrupted": r.interrupted.as_ref().map(interrupted),
         "simulated": r.simulated,
         "context": r.context,
-        "verdict": {
-            "bottleneck": d.verdict.bottleneck.as_str(),
-            "confidence": round(d.verdict.confidence, 3),
-            "summary": d.verdict.summary,
-            "decision_table_row": d.verdict.row,
-        },
+        "verdict": verdict(d),
         "evidence": d.evidence,
         "recommendations": d.recommendations,
         "findings": d.findings.iter().map(finding).collect::<Vec<_>>(),
@@ -30,19 +24,40 @@ pub fn contract(r: &Report) -> Value {
             "offsets": d.offsets,
         },
         "window_stats": d.window_stats,
-        "decision_table": llmscope_core::diagnose::DECISION_TABLE
-            .iter()
-            .enumerate()
-            .map(|(i, row)| json!({"gpu": row.gpu, "kv": row.kv, "waiting": row.waiting, "bottleneck": row.bottleneck, "matched": d.verdict.row == Some(i)}))
-            .collect::<Vec<_>>(),
+        "decision_table": decision_table(d),
         "requests": r.input.load.requests,
         "client": r.client,
     })
 }
 
+/// When and how far a stopped run got.
+fn interrupted(i: &Interruption) -> Value {
+    json!({
+        "at": i.at, "done_s": i.done_s, "planned_s": i.planned_s, "notice": i.notice(),
+    })
+}
+
+fn verdict(d: &Diagnosis) -> Value {
+    json!({
+        "bottleneck": d.verdict.bottleneck.as_str(),
+        "confidence": round(d.verdict.confidence, 3),
+        "summary": d.verdict.summary,
+        "decision_table_row": d.verdict.row,
+    })
+}
+
+/// Every row of the decision table, the verdict's `matched`.
+fn decision_table(d: &Diagnosis) -> Vec<Value> {
+    DECISION_TABLE
+        .iter()
+        .enumerate()
+        .map(|(i, row)| json!({"gpu": row.gpu, "kv": row.kv, "waiting": row.waiting, "bottleneck": row.bottleneck, "matched": d.verdict.row == Some(i)}))
+        .collect()
+}
+
 /// A diagnosis finding as the contract has it: `id` (its rule), severity, message, bottleneck,
 /// confidence, evidence; then whatever else the finding says (`rule` too).
-fn finding(f: &llmscope_core::diagnose::Finding) -> serde_json::Value {
+fn finding(f: &llmscope_diagnosis::Finding) -> serde_json::Value {
     let mut v = json!({
         "id": f.rule,
         "severity": f.severity,

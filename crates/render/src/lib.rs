@@ -16,8 +16,8 @@ pub mod json;
 pub mod markdown;
 pub mod terminal;
 
-use llmscope_core::client::{ClientSummary, Summary};
-use llmscope_core::diagnose::{Diagnosis, Input};
+use llmscope_core::outcome::{ClientSummary, RequestOutcome, Summary};
+use llmscope_diagnosis::{Diagnosis, Input};
 
 /// Everything a report shows about one run.
 #[derive(Debug, Clone)]
@@ -75,6 +75,16 @@ pub(crate) type FailureLines<'a> = Vec<(String, &'a [String])>;
 /// server's first messages (already sanitised and capped by the load generator).
 pub(crate) fn failures<'a>(r: &Report<'a>) -> Option<(String, FailureLines<'a>)> {
     let o = r.input.load.requests.as_ref().filter(|o| o.failed > 0)?;
+    let kinds = o
+        .kinds
+        .iter()
+        .map(|k| (format!("{} × {}", k.kind, k.count), k.bodies.as_slice()))
+        .collect();
+    Some((failures_headline(o), kinds))
+}
+
+/// `809 of 812 requests failed (100%); stopped early: …`.
+fn failures_headline(o: &RequestOutcome) -> String {
     let share = o
         .failed_share()
         .map_or(String::new(), |s| format!(" ({:.0}%)", s * 100.0));
@@ -82,17 +92,8 @@ pub(crate) fn failures<'a>(r: &Report<'a>) -> Option<(String, FailureLines<'a>)>
         .stopped_early
         .as_ref()
         .map_or(String::new(), |w| format!("; stopped early: {w}"));
-    let head = format!(
-        "{} of {} requests failed{share}{stopped}",
-        o.failed,
-        o.ok + o.failed
-    );
-    let kinds = o
-        .kinds
-        .iter()
-        .map(|k| (format!("{} × {}", k.kind, k.count), k.bodies.as_slice()))
-        .collect();
-    Some((head, kinds))
+    let (failed, sent) = (o.failed, o.ok + o.failed);
+    format!("{failed} of {sent} requests failed{share}{stopped}")
 }
 
 /// Seconds since `t0`, for tables and axes.

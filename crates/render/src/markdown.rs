@@ -1,7 +1,9 @@
-//! The Markdown report, for an issue or a pull request.
+//! The Markdown report, for an issue or a pull request: one function per section, in page
+//! order; text from outside goes through `md`.
 
 use crate::{Report, client_rows, num};
-use llmscope_core::diagnose::DECISION_TABLE;
+use llmscope_core::outcome::ClientSummary;
+use llmscope_diagnosis::DECISION_TABLE;
 use std::io::{self, Write};
 
 /// Escapes text for a Markdown table cell or line.
@@ -14,13 +16,26 @@ fn md(s: &str) -> String {
 }
 
 pub fn write(r: &Report, out: &mut impl Write) -> io::Result<()> {
-    let d = r.diagnosis;
+    head(r, out)?;
+    verdict(r, out)?;
+    recommendations(r, out)?;
+    failed_requests(r, out)?;
+    evidence(r, out)?;
+    findings(r, out)?;
+    window_stats(r, out)?;
+    decision_table(r, out)?;
+    if let Some(c) = r.client {
+        client(c, out)?;
+    }
+    Ok(())
+}
+
+/// The title and what the run was (simulated, context, interrupted).
+fn head(r: &Report, out: &mut impl Write) -> io::Result<()> {
     writeln!(out, "# {}\n", md(&r.title))?;
     if r.simulated {
-        writeln!(
-            out,
-            "_Simulated stack (`llmscope sim`), not real hardware._\n"
-        )?;
+        let sim = "_Simulated stack (`llmscope sim`), not real hardware._";
+        writeln!(out, "{sim}\n")?;
     }
     for line in &r.context {
         writeln!(out, "- {}", md(line))?;
@@ -28,99 +43,119 @@ pub fn write(r: &Report, out: &mut impl Write) -> io::Result<()> {
     if let Some(i) = &r.interrupted {
         writeln!(out, "\n> **Run {}**", md(&i.warning()))?;
     }
+    Ok(())
+}
+
+fn verdict(r: &Report, out: &mut impl Write) -> io::Result<()> {
+    let v = &r.diagnosis.verdict;
     writeln!(
         out,
         "\n## Verdict: `{}` (confidence {:.0}%)\n",
-        d.verdict.bottleneck.as_str(),
-        d.verdict.confidence * 100.0
+        v.bottleneck.as_str(),
+        v.confidence * 100.0
     )?;
-    writeln!(out, "{}\n", md(&d.verdict.summary))?;
-    if !d.recommendations.is_empty() {
+    writeln!(out, "{}\n", md(&v.summary))
+}
+
+fn recommendations(r: &Report, out: &mut impl Write) -> io::Result<()> {
+    let recs = &r.diagnosis.recommendations;
+    if !recs.is_empty() {
         writeln!(out, "## What to change\n")?;
-        for (i, rec) in d.recommendations.iter().enumerate() {
-            writeln!(
-                out,
-                "{}. **{}** — {}",
-                i + 1,
-                md(&rec.action),
-                md(&rec.reason)
-            )?;
+    }
+    for (i, rec) in recs.iter().enumerate() {
+        let (action, reason) = (md(&rec.action), md(&rec.reason));
+        writeln!(out, "{}. **{action}** — {reason}", i + 1)?;
+    }
+    Ok(())
+}
+
+fn failed_requests(r: &Report, out: &mut impl Write) -> io::Result<()> {
+    let Some((head, kinds)) = crate::failures(r) else {
+        return Ok(());
+    };
+    writeln!(out, "\n## Failed requests\n\n{}\n", md(&head))?;
+    for (kind, bodies) in kinds {
+        writeln!(out, "- `{kind}`")?;
+        for body in bodies {
+            writeln!(out, "  - server said: {}", md(body))?;
         }
     }
-    if let Some((head, kinds)) = crate::failures(r) {
-        writeln!(out, "\n## Failed requests\n\n{}\n", md(&head))?;
-        for (kind, bodies) in kinds {
-            writeln!(out, "- `{kind}`")?;
-            for body in bodies {
-                writeln!(out, "  - server said: {}", md(body))?;
-            }
-        }
-    }
+    Ok(())
+}
+
+fn evidence(r: &Report, out: &mut impl Write) -> io::Result<()> {
     writeln!(
         out,
         "\n## Evidence\n\n| signal | statistic | value | test | source |\n|---|---|---|---|---|"
     )?;
-    for ev in &d.evidence {
+    for ev in &r.diagnosis.evidence {
         let test = ev
             .threshold
             .map_or(String::new(), |t| format!("{} {}", ev.test, num(t)));
-        writeln!(
-            out,
-            "| {} | {} | {} | {} | {} |",
-            ev.signal,
-            ev.statistic,
-            num(ev.value),
-            md(&test),
-            md(&ev.source)
-        )?;
+        let (value, test, source) = (num(ev.value), md(&test), md(&ev.source));
+        row(out, &[&ev.signal, &ev.statistic, &value, &test, &source])?;
     }
+    Ok(())
+}
+
+/// One table row: `| a | b |`.
+fn row(out: &mut impl Write, cells: &[&dyn std::fmt::Display]) -> io::Result<()> {
+    write!(out, "|")?;
+    for cell in cells {
+        write!(out, " {cell} |")?;
+    }
+    writeln!(out)
+}
+
+fn findings(r: &Report, out: &mut impl Write) -> io::Result<()> {
     writeln!(out, "\n## Findings\n")?;
-    for f in &d.findings {
-        writeln!(
-            out,
-            "- **{:?}** `{}`: {}",
-            f.severity,
-            f.rule,
-            md(&f.message)
-        )?;
+    for f in &r.diagnosis.findings {
+        let message = md(&f.message);
+        writeln!(out, "- **{:?}** `{}`: {message}", f.severity, f.rule)?;
     }
+    Ok(())
+}
+
+fn window_stats(r: &Report, out: &mut impl Write) -> io::Result<()> {
     writeln!(
         out,
         "\n## Steady-window statistics\n\n| signal | max | min≠0 | mean≠0 | headroom |\n|---|---|---|---|---|"
     )?;
-    for (name, s) in &d.window_stats {
+    for (name, s) in &r.diagnosis.window_stats {
         let head = s
             .headroom
             .map_or(String::new(), |h| format!("{:.1}%", h * 100.0));
-        writeln!(
-            out,
-            "| {name} | {} | {} | {} | {head} |",
-            num(s.max),
-            num(s.min_nonzero),
-            num(s.mean_nonzero)
-        )?;
+        let (max, min, mean) = (num(s.max), num(s.min_nonzero), num(s.mean_nonzero));
+        row(out, &[name, &max, &min, &mean, &head])?;
     }
+    Ok(())
+}
+
+/// The decision table, the verdict's row marked.
+fn decision_table(r: &Report, out: &mut impl Write) -> io::Result<()> {
     writeln!(
         out,
         "\n## Decision table\n\n| | GPU | KV | waiting | bottleneck |\n|---|---|---|---|---|"
     )?;
-    for (i, row) in DECISION_TABLE.iter().enumerate() {
-        let mark = if d.verdict.row == Some(i) { "→" } else { "" };
-        writeln!(
-            out,
-            "| {mark} | {} | {} | {} | {} |",
-            row.gpu, row.kv, row.waiting, row.bottleneck
-        )?;
+    for (i, d) in DECISION_TABLE.iter().enumerate() {
+        let mark = if r.diagnosis.verdict.row == Some(i) {
+            "→"
+        } else {
+            ""
+        };
+        row(out, &[&mark, &d.gpu, &d.kv, &d.waiting, &d.bottleneck])?;
     }
-    if let Some(c) = r.client {
-        writeln!(
-            out,
-            "\n## Client side (ms)\n\n| | p50 | p90 | p95 | p99 | mean |\n|---|---|---|---|---|---|"
-        )?;
-        for (name, qs) in client_rows(c) {
-            let cells: Vec<String> = qs.iter().map(|q| q.map_or("—".to_owned(), num)).collect();
-            writeln!(out, "| {name} | {} |", cells.join(" | "))?;
-        }
+    Ok(())
+}
+
+fn client(c: &ClientSummary, out: &mut impl Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "\n## Client side (ms)\n\n| | p50 | p90 | p95 | p99 | mean |\n|---|---|---|---|---|---|"
+    )?;
+    for (name, qs) in client_rows(c) {
+        let q = qs.map(|q| q.map_or("—".to_owned(), num));
+        row(out, &[&name, &q[0], &q[1], &q[2], &q[3], &q[4]])?;
     }
     Ok(())
 }

@@ -2,19 +2,39 @@
 //! (context lines, findings, the server's words) goes through `safe::clean` (issue 17).
 
 use crate::{Report, client_rows, failures, num, rel, t0};
-use llmscope_core::client::ClientSummary;
-use llmscope_core::diagnose::DECISION_TABLE;
+use llmscope_core::outcome::ClientSummary;
 use llmscope_core::safe::clean;
+use llmscope_diagnosis::{DECISION_TABLE, Evidence};
 use std::io::{self, Write};
 
 /// Writes the report; `color` adds ANSI emphasis for a terminal.
 pub fn write(r: &Report, out: &mut impl Write, color: bool) -> io::Result<()> {
-    let d = r.diagnosis;
-    let (b, e) = if color {
-        ("\x1b[1m", "\x1b[0m")
+    let bold = if color {
+        Bold("\x1b[1m", "\x1b[0m")
     } else {
-        ("", "")
+        Bold("", "")
     };
+    head(r, out, bold)?;
+    verdict(r, out, bold)?;
+    recommendations(r, out, bold)?;
+    failed_requests(r, out, bold)?;
+    evidence(r, out, bold)?;
+    other_findings(r, out, bold)?;
+    timeline(r, out)?;
+    window_table(r, out)?;
+    decision_table(r, out, bold)?;
+    if let Some(c) = r.client {
+        client(c, out, bold)?;
+    }
+    Ok(())
+}
+
+/// What a heading starts and ends with: ANSI bold, or nothing.
+#[derive(Clone, Copy)]
+struct Bold(&'static str, &'static str);
+
+/// The title and what the run was (simulated, context, interrupted).
+fn head(r: &Report, out: &mut impl Write, Bold(b, e): Bold) -> io::Result<()> {
     writeln!(out, "{b}{}{e}", r.title)?;
     if r.simulated {
         writeln!(out, "(simulated stack: llmscope sim, not real hardware)")?;
@@ -25,96 +45,96 @@ pub fn write(r: &Report, out: &mut impl Write, color: bool) -> io::Result<()> {
     if let Some(i) = &r.interrupted {
         writeln!(out, "\n{b}Run {}{e}", i.warning())?;
     }
-    writeln!(out)?;
+    writeln!(out)
+}
+
+fn verdict(r: &Report, out: &mut impl Write, Bold(b, e): Bold) -> io::Result<()> {
+    let v = &r.diagnosis.verdict;
     writeln!(
         out,
         "{b}Verdict: {}{e} (confidence {:.0}%)",
-        d.verdict.bottleneck.as_str(),
-        d.verdict.confidence * 100.0
+        v.bottleneck.as_str(),
+        v.confidence * 100.0
     )?;
-    writeln!(out, "  {}", d.verdict.summary)?;
-    if !d.recommendations.is_empty() {
+    writeln!(out, "  {}", v.summary)
+}
+
+fn recommendations(r: &Report, out: &mut impl Write, Bold(b, e): Bold) -> io::Result<()> {
+    let recs = &r.diagnosis.recommendations;
+    if !recs.is_empty() {
         writeln!(out, "\n{b}What to change{e}")?;
-        for (i, rec) in d.recommendations.iter().enumerate() {
-            writeln!(out, "  {}. {}\n     why: {}", i + 1, rec.action, rec.reason)?;
-        }
     }
-    if let Some((head, kinds)) = failures(r) {
-        writeln!(out, "\n{b}Failed requests{e}\n  {head}")?;
-        for (kind, bodies) in kinds {
-            writeln!(out, "  {kind}")?;
-            for body in bodies {
-                writeln!(out, "    server said: {}", clean(body))?;
-            }
-        }
-    }
-    let zero = t0(r);
-    if !d.evidence.is_empty() {
-        writeln!(out, "\n{b}Evidence{e}")?;
-        for ev in &d.evidence {
-            let test = match ev.threshold {
-                Some(t) if !ev.test.is_empty() => format!(" {} {}", ev.test, num(t)),
-                _ => String::new(),
-            };
-            writeln!(
-                out,
-                "  {} {} = {}{test}   [{}]",
-                ev.signal,
-                ev.statistic,
-                num(ev.value),
-                ev.source
-            )?;
-        }
-    }
-    let others: Vec<_> = d
-        .findings
-        .iter()
-        .skip(usize::from(d.findings.first().is_some_and(|f| {
-            f.bottleneck.is_some() && f.bottleneck == Some(d.verdict.bottleneck)
-        })))
-        .collect();
-    if !others.is_empty() {
-        writeln!(out, "\n{b}Other findings{e}")?;
-        for f in others {
-            writeln!(
-                out,
-                "  [{:?}] {}: {}",
-                f.severity,
-                f.rule,
-                clean(&f.message)
-            )?;
-        }
-    }
-    timeline(r, out, zero)?;
-    window_table(r, out)?;
-    writeln!(out, "\n{b}Decision table{e}")?;
-    writeln!(
-        out,
-        "     {:<6} {:<6} {:<8} bottleneck",
-        "GPU", "KV", "waiting"
-    )?;
-    for (i, row) in DECISION_TABLE.iter().enumerate() {
-        let mark = if d.verdict.row == Some(i) {
-            "  →"
-        } else {
-            "   "
-        };
-        writeln!(
-            out,
-            "{mark}  {:<6} {:<6} {:<8} {}",
-            row.gpu, row.kv, row.waiting, row.bottleneck
-        )?;
-    }
-    if let Some(c) = r.client {
-        client(c, out, b, e)?;
+    for (i, rec) in recs.iter().enumerate() {
+        writeln!(out, "  {}. {}\n     why: {}", i + 1, rec.action, rec.reason)?;
     }
     Ok(())
 }
 
-fn timeline(r: &Report, out: &mut impl Write, zero: f64) -> io::Result<()> {
+fn failed_requests(r: &Report, out: &mut impl Write, Bold(b, e): Bold) -> io::Result<()> {
+    let Some((head, kinds)) = failures(r) else {
+        return Ok(());
+    };
+    writeln!(out, "\n{b}Failed requests{e}\n  {head}")?;
+    for (kind, bodies) in kinds {
+        writeln!(out, "  {kind}")?;
+        for body in bodies {
+            writeln!(out, "    server said: {}", clean(body))?;
+        }
+    }
+    Ok(())
+}
+
+fn evidence(r: &Report, out: &mut impl Write, Bold(b, e): Bold) -> io::Result<()> {
+    let evidence = &r.diagnosis.evidence;
+    if !evidence.is_empty() {
+        writeln!(out, "\n{b}Evidence{e}")?;
+    }
+    for ev in evidence {
+        let (value, test) = (num(ev.value), test(ev));
+        let (signal, statistic, source) = (&ev.signal, &ev.statistic, &ev.source);
+        writeln!(out, "  {signal} {statistic} = {value}{test}   [{source}]")?;
+    }
+    Ok(())
+}
+
+/// ` < 0.5`: the test the value was put to, when it has one.
+fn test(ev: &Evidence) -> String {
+    match ev.threshold {
+        Some(t) if !ev.test.is_empty() => format!(" {} {}", ev.test, num(t)),
+        _ => String::new(),
+    }
+}
+
+/// The findings but the one the verdict already said.
+fn other_findings(r: &Report, out: &mut impl Write, Bold(b, e): Bold) -> io::Result<()> {
     let d = r.diagnosis;
+    let said = d
+        .findings
+        .first()
+        .is_some_and(|f| f.bottleneck.is_some() && f.bottleneck == Some(d.verdict.bottleneck));
+    let others = &d.findings[usize::from(said)..];
+    if !others.is_empty() {
+        writeln!(out, "\n{b}Other findings{e}")?;
+    }
+    for f in others {
+        let message = clean(&f.message);
+        writeln!(out, "  [{:?}] {}: {message}", f.severity, f.rule)?;
+    }
+    Ok(())
+}
+
+/// The phases, when each signal rose and fell, and how far each lagged the load; times in
+/// seconds from the first scrape.
+fn timeline(r: &Report, out: &mut impl Write) -> io::Result<()> {
     writeln!(out, "\nTimeline (seconds from the first scrape)")?;
-    let p = &d.phases;
+    let zero = t0(r);
+    phases(r, out, zero)?;
+    edges(r, out, zero)?;
+    offsets(r, out)
+}
+
+fn phases(r: &Report, out: &mut impl Write, zero: f64) -> io::Result<()> {
+    let p = &r.diagnosis.phases;
     for (name, span) in [
         ("baseline", p.baseline),
         ("ramp", p.ramp),
@@ -123,104 +143,125 @@ fn timeline(r: &Report, out: &mut impl Write, zero: f64) -> io::Result<()> {
         ("after", p.after),
     ] {
         if let Some((a, b)) = span {
-            writeln!(
-                out,
-                "  {name:<9} {} … {}  ({:.0}s)",
-                rel(a, zero),
-                rel(b, zero),
-                b - a
-            )?;
+            let (from, to) = (rel(a, zero), rel(b, zero));
+            writeln!(out, "  {name:<9} {from} … {to}  ({:.0}s)", b - a)?;
         }
     }
-    for e in d
-        .edges
-        .iter()
-        .filter(|e| e.rise.is_some() || e.fall.is_some())
-    {
-        let f = |t: Option<f64>| t.map_or("—".to_owned(), |t| rel(t, zero));
+    Ok(())
+}
+
+fn edges(r: &Report, out: &mut impl Write, zero: f64) -> io::Result<()> {
+    let at = |t: Option<f64>| t.map_or("—".to_owned(), |t| rel(t, zero));
+    let edges = r.diagnosis.edges.iter();
+    for e in edges.filter(|e| e.rise.is_some() || e.fall.is_some()) {
         writeln!(
             out,
             "  {:<17} rises {:>6}  falls {:>6}",
             e.concept.name(),
-            f(e.rise),
-            f(e.fall)
+            at(e.rise),
+            at(e.fall)
         )?;
     }
-    for o in &d.offsets {
-        let f = |v: Option<f64>| v.map_or("—".to_owned(), |v| format!("{v:+.0}s"));
+    Ok(())
+}
+
+fn offsets(r: &Report, out: &mut impl Write) -> io::Result<()> {
+    let lag = |v: Option<f64>| v.map_or("—".to_owned(), |v| format!("{v:+.0}s"));
+    for o in &r.diagnosis.offsets {
         writeln!(
             out,
             "  {:<17} lag at rise {:>5}, at fall {:>5}: {:?}",
             o.concept.name(),
-            f(o.rise_lag_s),
-            f(o.fall_lag_s),
+            lag(o.rise_lag_s),
+            lag(o.fall_lag_s),
             o.kind
         )?;
     }
     Ok(())
 }
 
-fn window_table(r: &Report, out: &mut impl Write) -> io::Result<()> {
-    let d = r.diagnosis;
-    if d.window_stats.is_empty() {
-        return Ok(());
-    }
-    writeln!(
-        out,
-        "\nSteady-window statistics (counters as per-second rates)"
-    )?;
-    writeln!(
-        out,
-        "  {:<17} {:>10} {:>10} {:>10} {:>9}",
-        "signal", "max", "min≠0", "mean≠0", "headroom"
-    )?;
-    for (name, s) in &d.window_stats {
-        let head = s
-            .headroom
-            .map_or("".to_owned(), |h| format!("{:.1}%", h * 100.0));
+/// The decision table, the verdict's row marked.
+fn decision_table(r: &Report, out: &mut impl Write, Bold(b, e): Bold) -> io::Result<()> {
+    writeln!(out, "\n{b}Decision table{e}")?;
+    let (gpu, kv, waiting) = ("GPU", "KV", "waiting");
+    writeln!(out, "     {gpu:<6} {kv:<6} {waiting:<8} bottleneck")?;
+    for (i, d) in DECISION_TABLE.iter().enumerate() {
+        let mark = if r.diagnosis.verdict.row == Some(i) {
+            "  →"
+        } else {
+            "   "
+        };
+        let (gpu, kv, waiting) = (d.gpu, d.kv, d.waiting);
         writeln!(
             out,
-            "  {name:<17} {:>10} {:>10} {:>10} {head:>9}",
-            num(s.max),
-            num(s.min_nonzero),
-            num(s.mean_nonzero)
+            "{mark}  {gpu:<6} {kv:<6} {waiting:<8} {}",
+            d.bottleneck
         )?;
     }
     Ok(())
 }
 
-fn client(c: &ClientSummary, out: &mut impl Write, b: &str, e: &str) -> io::Result<()> {
-    writeln!(out, "\n{b}Client side{e} (ms)")?;
-    writeln!(
-        out,
-        "  {:<6} {:>9} {:>9} {:>9} {:>9} {:>9}",
-        "", "p50", "p90", "p95", "p99", "mean"
-    )?;
-    for (name, qs) in client_rows(c) {
-        let cells: Vec<String> = qs.iter().map(|q| q.map_or("—".to_owned(), num)).collect();
-        writeln!(
-            out,
-            "  {name:<6} {:>9} {:>9} {:>9} {:>9} {:>9}",
-            cells[0], cells[1], cells[2], cells[3], cells[4]
-        )?;
+/// Each signal's statistics over the steady window.
+fn window_table(r: &Report, out: &mut impl Write) -> io::Result<()> {
+    let stats = &r.diagnosis.window_stats;
+    if stats.is_empty() {
+        return Ok(());
     }
-    let t = &c.throughput;
+    let rates = "Steady-window statistics (counters as per-second rates)";
+    writeln!(out, "\n{rates}")?;
+    let (max, min, mean, head) = ("max", "min≠0", "mean≠0", "headroom");
     writeln!(
         out,
-        "  {:.2} req/s, {:.1} output tok/s",
-        t.requests_per_s, t.output_tokens_per_s
+        "  {:<17} {max:>10} {min:>10} {mean:>10} {head:>9}",
+        "signal"
     )?;
+    for (name, s) in stats {
+        let head = s
+            .headroom
+            .map_or("".to_owned(), |h| format!("{:.1}%", h * 100.0));
+        let (max, min, mean) = (num(s.max), num(s.min_nonzero), num(s.mean_nonzero));
+        writeln!(out, "  {name:<17} {max:>10} {min:>10} {mean:>10} {head:>9}")?;
+    }
+    Ok(())
+}
+
+/// The client's latency percentiles, throughput, prompt size and request counts.
+fn client(c: &ClientSummary, out: &mut impl Write, Bold(b, e): Bold) -> io::Result<()> {
+    writeln!(out, "\n{b}Client side{e} (ms)")?;
+    latencies(c, out)?;
+    volume(c, out)
+}
+
+/// Throughput, the prompt's size (when the server said it) and the request counts.
+fn volume(c: &ClientSummary, out: &mut impl Write) -> io::Result<()> {
+    let t = &c.throughput;
+    let (req, tok) = (t.requests_per_s, t.output_tokens_per_s);
+    writeln!(out, "  {req:.2} req/s, {tok:.1} output tok/s")?;
     if let Some(p) = c.tokens.prompt_mean {
-        writeln!(
-            out,
-            "  prompt {p:.1} tokens per request (server's usage.prompt_tokens)"
-        )?;
+        let prompt = "tokens per request (server's usage.prompt_tokens)";
+        writeln!(out, "  prompt {p:.1} {prompt}")?;
     }
     let q = &c.requests;
+    let (sent, completed, failed) = (q.sent, q.completed, q.failed);
     writeln!(
         out,
-        "  requests: {} sent, {} completed, {} failed",
-        q.sent, q.completed, q.failed
+        "  requests: {sent} sent, {completed} completed, {failed} failed"
+    )
+}
+
+fn latencies(c: &ClientSummary, out: &mut impl Write) -> io::Result<()> {
+    let (p50, p90, p95, p99, mean) = ("p50", "p90", "p95", "p99", "mean");
+    writeln!(
+        out,
+        "  {:<6} {p50:>9} {p90:>9} {p95:>9} {p99:>9} {mean:>9}",
+        ""
     )?;
+    for (name, qs) in client_rows(c) {
+        let [p50, p90, p95, p99, mean] = qs.map(|q| q.map_or("—".to_owned(), num));
+        writeln!(
+            out,
+            "  {name:<6} {p50:>9} {p90:>9} {p95:>9} {p99:>9} {mean:>9}"
+        )?;
+    }
     Ok(())
 }

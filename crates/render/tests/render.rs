@@ -1,7 +1,7 @@
 //! Every renderer on one synthetic batch-limited run, with hostile label text.
 #![allow(clippy::print_stderr)] // a skipped test says why, outside CI
 
-use llmscope_core::diagnose::{Concept, EngineFacts, Input, LoadFacts, Signal, diagnose};
+use llmscope_diagnosis::{Concept, EngineFacts, Input, LoadFacts, Signal, diagnose};
 use llmscope_render::{Report, html, json, markdown, terminal};
 
 /// 20 s idle, 60 s with running pinned at 16 and 16 waiting, 20 s idle.
@@ -41,9 +41,9 @@ fn input() -> Input {
 }
 
 fn report<'a>(
-    d: &'a llmscope_core::diagnose::Diagnosis,
+    d: &'a llmscope_diagnosis::Diagnosis,
     i: &'a Input,
-    client: Option<&'a llmscope_core::client::ClientSummary>,
+    client: Option<&'a llmscope_core::outcome::ClientSummary>,
 ) -> Report<'a> {
     Report {
         title: "llmscope run <b>".to_owned(),
@@ -81,7 +81,7 @@ fn json_has_the_contract_fields() {
 fn terminal_and_markdown_lead_with_the_verdict() {
     let i = input();
     let d = diagnose(&i);
-    let mut client = llmscope_core::client::ClientSummary::default();
+    let mut client = llmscope_core::outcome::ClientSummary::default();
     let ttft = &mut client.latency_ms.ttft;
     (ttft.p50, ttft.p90, ttft.p95, ttft.p99) =
         (Some(4000.0), Some(4100.0), Some(4200.0), Some(4300.0));
@@ -205,7 +205,7 @@ fn which(bin: &str) -> Option<std::path::PathBuf> {
 /// server, escaped.
 #[test]
 fn failing_requests_are_shown_with_the_servers_words_in_every_format() {
-    use llmscope_core::diagnose::failures::{FailureKind, RequestOutcome};
+    use llmscope_core::outcome::{FailureKind, RequestOutcome};
     let mut i = input();
     let body = "This model's maximum context length is 4096 tokens <b>";
     i.load.requests = Some(RequestOutcome {

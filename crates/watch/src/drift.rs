@@ -11,10 +11,10 @@
 
 use crate::WatchError;
 use crate::fleet::{DeploymentKey, Grouping};
+use llmscope_catalog::{self as catalog, Family, Suffix};
 use llmscope_check::input::{self, files};
 use llmscope_collect::prom::api::QueryData;
 use llmscope_collect::prom::client::PromClient;
-use llmscope_core::catalog::{self, Family, Suffix};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 

@@ -12,12 +12,12 @@
 use crate::WatchError;
 use crate::drift::{Drift, DriftWatch};
 use crate::fleet::{DeploymentKey, Grouping, Shard};
+use llmscope_catalog::Exporter;
 use llmscope_collect::prom::client::PromClient;
-use llmscope_core::catalog::Exporter;
-use llmscope_core::diagnose::build::SignalBuilder;
-use llmscope_core::diagnose::stall::{self, Stall, StallState};
-use llmscope_core::diagnose::{Bottleneck, Concept, Input, diagnose};
 use llmscope_core::severity::Severity;
+use llmscope_diagnosis::build::SignalBuilder;
+use llmscope_diagnosis::stall::{self, Stall, StallState};
+use llmscope_diagnosis::{Bottleneck, Concept, Input, diagnose};
 use llmscope_ops::window::{WindowQuery, read_window};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};

@@ -2,285 +2,283 @@
 //! stall and drift flags and findings by severity; about watch itself its evaluations and the
 //! Prometheus queries that failed. An unknown value (no KV-cache gauge, GPUs not attributable
 //! to pods) is an absent series, never a 0.
+//!
+//! The text is written by [`promtext::write::Writer`] (Go client style: `1`, `0.5`), the one
+//! exposition writer, which escapes label values and HELP texts and lays out the histogram.
 
-use crate::state::{DURATION_BUCKETS, State};
-use llmscope_core::diagnose::stall::StallState;
+use crate::evaluate::DeploymentStatus;
+use crate::state::{DURATION_BUCKETS, Durations, State};
 use llmscope_core::severity::Severity;
-use std::fmt::Write;
+use llmscope_diagnosis::stall::StallState;
+use promtext::MetricType::{Counter, Gauge, Histogram};
+use promtext::write::{FloatStyle, Writer};
 
 /// The exposition's content type.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
-/// A label value escaped for the text format.
-fn esc(v: &str) -> String {
-    let mut out = String::with_capacity(v.len());
-    for c in v.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '"' => out.push_str("\\\""),
-            '\n' => out.push_str("\\n"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-fn head(out: &mut String, name: &str, kind: &str, help: &str) {
-    let _ = writeln!(out, "# HELP {name} {help}");
-    let _ = writeln!(out, "# TYPE {name} {kind}");
-}
+/// The `kind` label values of `llmscope_watch_prometheus_query_errors_total`, all always shown.
+const QUERY_ERROR_KINDS: [&str; 9] = [
+    "connect",
+    "timeout",
+    "http",
+    "api",
+    "decode",
+    "too_large",
+    "parse",
+    "no_data",
+    "other",
+];
 
 /// The whole page.
 pub fn render(state: &State) -> String {
     let mut out = String::with_capacity(4096);
-    per_deployment(&mut out, state);
-    about_watch(&mut out, state);
+    let mut w = Writer::new(&mut out, FloatStyle::GoShortest);
+    per_deployment(&mut w, state);
+    about_watch(&mut w, state);
     out
 }
 
-fn per_deployment(out: &mut String, state: &State) {
-    let deployments = state
+/// The labels that name a deployment.
+fn id(d: &DeploymentStatus) -> [(&str, &str); 2] {
+    [
+        ("deployment", d.key.deployment.as_str()),
+        ("namespace", d.key.namespace.as_str()),
+    ]
+}
+
+fn per_deployment(w: &mut Writer<'_>, state: &State) {
+    let deps = state
         .latest
         .as_ref()
         .map(|e| e.deployments.as_slice())
         .unwrap_or_default();
-    let ids: Vec<String> = deployments
-        .iter()
-        .map(|d| {
-            format!(
-                "deployment=\"{}\",namespace=\"{}\"",
-                esc(&d.key.deployment),
-                esc(&d.key.namespace)
-            )
-        })
-        .collect();
-    head(
-        out,
-        "llmscope_bottleneck",
-        "gauge",
+    bottlenecks(w, deps);
+    let confidence = "Confidence of the verdict, 0..1.";
+    gauge(w, deps, "llmscope_confidence", confidence, |d| {
+        Some(d.confidence)
+    });
+    headroom(w, deps);
+    stalls(w, deps);
+    drift(w, deps, state.shown.drift_files > 0);
+    findings(w, deps);
+    gauge(
+        w,
+        deps,
+        "llmscope_verdict_since_timestamp_seconds",
+        "Since when the deployment's verdict has held (as seen by this watch process).",
+        |d| state.since.get(&d.key).map(|s| s.verdict_since),
+    );
+}
+
+/// A gauge family with one sample per deployment that `value` gives one for.
+fn gauge(
+    w: &mut Writer<'_>,
+    deps: &[DeploymentStatus],
+    name: &str,
+    help: &str,
+    value: impl Fn(&DeploymentStatus) -> Option<f64>,
+) {
+    w.family(name, help, Gauge);
+    for d in deps {
+        if let Some(v) = value(d) {
+            w.sample(name, &id(d), v);
+        }
+    }
+}
+
+/// The verdict: 1 for the bottleneck named by the label.
+fn bottlenecks(w: &mut Writer<'_>, deps: &[DeploymentStatus]) {
+    let name = "llmscope_bottleneck";
+    w.family(
+        name,
         "The deployment's current verdict (1 for the bottleneck named by the label).",
+        Gauge,
     );
-    for (d, id) in deployments.iter().zip(&ids) {
-        let _ = writeln!(
-            out,
-            "llmscope_bottleneck{{{id},bottleneck=\"{}\"}} 1",
-            d.bottleneck.as_str()
-        );
+    for d in deps {
+        let [dep, ns] = id(d);
+        w.sample(name, &[dep, ns, ("bottleneck", d.bottleneck.as_str())], 1.0);
     }
-    head(
-        out,
-        "llmscope_confidence",
-        "gauge",
-        "Confidence of the verdict, 0..1.",
-    );
-    for (d, id) in deployments.iter().zip(&ids) {
-        let _ = writeln!(out, "llmscope_confidence{{{id}}} {}", d.confidence);
-    }
-    head(
-        out,
+}
+
+fn headroom(w: &mut Writer<'_>, deps: &[DeploymentStatus]) {
+    gauge(
+        w,
+        deps,
         "llmscope_kv_cache_headroom_ratio",
-        "gauge",
         "1 - the highest KV-cache usage in the window (fullest replica), 0..1.",
+        |d| d.kv_headroom,
     );
-    for (d, id) in deployments.iter().zip(&ids) {
-        if let Some(v) = d.kv_headroom {
-            let _ = writeln!(out, "llmscope_kv_cache_headroom_ratio{{{id}}} {v}");
-        }
-    }
-    head(
-        out,
+    gauge(
+        w,
+        deps,
         "llmscope_gpu_headroom_ratio",
-        "gauge",
         "1 - the mean GPU busy ratio in the window, 0..1.",
+        |d| d.gpu_headroom,
     );
-    for (d, id) in deployments.iter().zip(&ids) {
-        if let Some(v) = d.gpu_headroom {
-            let _ = writeln!(out, "llmscope_gpu_headroom_ratio{{{id}}} {v}");
-        }
-    }
-    head(
-        out,
+}
+
+/// 1 stalled, 0 serving; absent when unknown.
+fn stalls(w: &mut Writer<'_>, deps: &[DeploymentStatus]) {
+    gauge(
+        w,
+        deps,
         "llmscope_stalled",
-        "gauge",
         "1 when requests sit in the engine and nothing is generated for --stall-after (alive but not serving).",
+        |d| match d.stall.state {
+            StallState::Stalled => Some(1.0),
+            StallState::Serving => Some(0.0),
+            StallState::Unknown => None,
+        },
     );
-    for (d, id) in deployments.iter().zip(&ids) {
-        match d.stall.state {
-            StallState::Stalled => {
-                let _ = writeln!(out, "llmscope_stalled{{{id}}} 1");
-            }
-            StallState::Serving => {
-                let _ = writeln!(out, "llmscope_stalled{{{id}}} 0");
-            }
-            StallState::Unknown => {}
-        }
-    }
-    head(
-        out,
+}
+
+/// Without dashboards or rules (`watched` false) there is nothing to drift from: absent, not 0.
+fn drift(w: &mut Writer<'_>, deps: &[DeploymentStatus], watched: bool) {
+    gauge(
+        w,
+        deps,
         "llmscope_version_drift",
-        "gauge",
         "1 when the deployment exposes a renamed metric that the given dashboards and rules do not use.",
+        |d| watched.then(|| f64::from(u8::from(!d.drift.is_empty()))),
     );
-    if !state_has_drift_files(state) {
-        // Without files there is nothing to drift from: absent, not 0.
-    } else {
-        for (d, id) in deployments.iter().zip(&ids) {
-            let _ = writeln!(
-                out,
-                "llmscope_version_drift{{{id}}} {}",
-                u8::from(!d.drift.is_empty())
-            );
-        }
-    }
-    head(
-        out,
-        "llmscope_findings",
-        "gauge",
+}
+
+/// Every severity of every deployment, 0 included.
+fn findings(w: &mut Writer<'_>, deps: &[DeploymentStatus]) {
+    let name = "llmscope_findings";
+    w.family(
+        name,
         "Findings of the deployment's diagnosis by severity.",
+        Gauge,
     );
-    for (d, id) in deployments.iter().zip(&ids) {
+    for d in deps {
+        let [dep, ns] = id(d);
         for sev in Severity::ALL {
             let n = d.findings.get(&sev).copied().unwrap_or(0);
-            let _ = writeln!(
-                out,
-                "llmscope_findings{{{id},severity=\"{}\"}} {n}",
-                sev.name()
-            );
-        }
-    }
-    head(
-        out,
-        "llmscope_verdict_since_timestamp_seconds",
-        "gauge",
-        "Since when the deployment's verdict has held (as seen by this watch process).",
-    );
-    for (d, id) in deployments.iter().zip(&ids) {
-        if let Some(s) = state.since.get(&d.key) {
-            let _ = writeln!(
-                out,
-                "llmscope_verdict_since_timestamp_seconds{{{id}}} {}",
-                s.verdict_since
-            );
+            w.sample_count(name, &[dep, ns, ("severity", sev.name())], u64::from(n));
         }
     }
 }
 
-fn state_has_drift_files(state: &State) -> bool {
-    state.shown.drift_files > 0
+fn about_watch(w: &mut Writer<'_>, state: &State) {
+    last_evaluation(w, state);
+    configuration(w, state);
+    evaluations(w, state);
+    query_errors(w, state);
+    durations(w, &state.durations);
+    let name = "llmscope_build_info";
+    w.family(name, "The llmscope version serving these metrics.", Gauge);
+    w.sample(name, &[("version", env!("CARGO_PKG_VERSION"))], 1.0);
 }
 
-fn about_watch(out: &mut String, state: &State) {
-    head(
-        out,
-        "llmscope_watch_deployments",
-        "gauge",
-        "Deployments evaluated by this replica at the last evaluation.",
-    );
-    if let Some(e) = &state.latest {
-        let _ = writeln!(out, "llmscope_watch_deployments {}", e.deployments.len());
+/// A gauge family of one unlabelled sample, when there is a value.
+fn single(w: &mut Writer<'_>, name: &str, help: &str, value: Option<f64>) {
+    w.family(name, help, Gauge);
+    if let Some(v) = value {
+        w.sample(name, &[], v);
     }
-    head(
-        out,
+}
+
+/// How many deployments the last evaluation covered (absent before the first).
+fn last_evaluation(w: &mut Writer<'_>, state: &State) {
+    let deployments = "Deployments evaluated by this replica at the last evaluation.";
+    let n = state.latest.as_ref().map(|e| e.deployments.len() as f64);
+    single(w, "llmscope_watch_deployments", deployments, n);
+}
+
+/// How this replica is set up, and when it last succeeded.
+fn configuration(w: &mut Writer<'_>, state: &State) {
+    let shown = &state.shown;
+    let interval = "The configured evaluation interval.";
+    single(
+        w,
         "llmscope_watch_interval_seconds",
-        "gauge",
-        "The configured evaluation interval.",
+        interval,
+        Some(shown.interval_s),
     );
-    let _ = writeln!(
-        out,
-        "llmscope_watch_interval_seconds {}",
-        state.shown.interval_s
-    );
-    head(
-        out,
+    let window = "The configured window each evaluation reads.";
+    single(
+        w,
         "llmscope_watch_window_seconds",
-        "gauge",
-        "The configured window each evaluation reads.",
+        window,
+        Some(shown.window_s),
     );
-    let _ = writeln!(
-        out,
-        "llmscope_watch_window_seconds {}",
-        state.shown.window_s
-    );
-    head(
-        out,
+    single(
+        w,
         "llmscope_watch_last_success_timestamp_seconds",
-        "gauge",
         "When the last successful evaluation finished (unix seconds).",
+        state.last_success,
     );
-    if let Some(t) = state.last_success {
-        let _ = writeln!(out, "llmscope_watch_last_success_timestamp_seconds {t}");
-    }
-    head(
-        out,
-        "llmscope_watch_evaluations_total",
-        "counter",
-        "Evaluations attempted.",
-    );
-    let _ = writeln!(
-        out,
-        "llmscope_watch_evaluations_total {}",
-        state.evaluations
-    );
-    head(
-        out,
-        "llmscope_watch_prometheus_query_errors_total",
-        "counter",
+}
+
+fn evaluations(w: &mut Writer<'_>, state: &State) {
+    let name = "llmscope_watch_evaluations_total";
+    w.family(name, "Evaluations attempted.", Counter);
+    w.sample_count(name, &[], state.evaluations);
+}
+
+/// The failed evaluations by how their query failed, every kind shown.
+fn query_errors(w: &mut Writer<'_>, state: &State) {
+    let name = "llmscope_watch_prometheus_query_errors_total";
+    w.family(
+        name,
         "Evaluations that failed, by how their Prometheus query failed.",
+        Counter,
     );
-    for kind in [
-        "connect",
-        "timeout",
-        "http",
-        "api",
-        "decode",
-        "too_large",
-        "parse",
-        "no_data",
-        "other",
-    ] {
+    for kind in QUERY_ERROR_KINDS {
         let n = state.errors.get(kind).copied().unwrap_or(0);
-        let _ = writeln!(
-            out,
-            "llmscope_watch_prometheus_query_errors_total{{kind=\"{kind}\"}} {n}"
-        );
+        w.sample_count(name, &[("kind", kind)], n);
     }
-    head(
-        out,
-        "llmscope_watch_evaluation_duration_seconds",
-        "histogram",
+}
+
+fn durations(w: &mut Writer<'_>, d: &Durations) {
+    let name = "llmscope_watch_evaluation_duration_seconds";
+    w.family(
+        name,
         "How long one evaluation of the fleet took.",
+        Histogram,
     );
-    let d = &state.durations;
-    for (n, le) in d.buckets.iter().zip(DURATION_BUCKETS) {
-        let _ = writeln!(
-            out,
-            "llmscope_watch_evaluation_duration_seconds_bucket{{le=\"{le}\"}} {n}"
+    let buckets: Vec<(f64, u64)> = DURATION_BUCKETS.into_iter().zip(d.buckets).collect();
+    w.histogram(name, &[], &buckets, d.sum, d.count);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The page parses back as the text format, every family typed, every sample where it
+    /// belongs (issue 30: the text comes from `promtext`'s writer).
+    #[test]
+    fn the_page_parses_back() {
+        let state = State::new(crate::state::Shown {
+            prometheus: "http://p".to_owned(),
+            interval_s: 60.0,
+            window_s: 900.0,
+            shard: "0/1".to_owned(),
+            drift_files: 0,
+        });
+        let page = render(&state);
+        let (families, errors) = promtext::parse_families(page.as_bytes());
+        assert!(errors.is_empty(), "{errors:?}\n{page}");
+        let typed = |n: &str| {
+            families
+                .iter()
+                .find(|f| f.name.unescape() == n)
+                .map(|f| f.ty)
+        };
+        assert_eq!(
+            typed("llmscope_watch_evaluation_duration_seconds"),
+            Some(Histogram)
+        );
+        assert_eq!(typed("llmscope_watch_evaluations_total"), Some(Counter));
+        let histogram = families
+            .iter()
+            .find(|f| f.ty == Histogram)
+            .map_or(0, |f| f.samples.len());
+        assert_eq!(
+            histogram,
+            DURATION_BUCKETS.len() + 3,
+            "buckets, +Inf, sum, count"
         );
     }
-    let _ = writeln!(
-        out,
-        "llmscope_watch_evaluation_duration_seconds_bucket{{le=\"+Inf\"}} {}",
-        d.count
-    );
-    let _ = writeln!(
-        out,
-        "llmscope_watch_evaluation_duration_seconds_sum {}",
-        d.sum
-    );
-    let _ = writeln!(
-        out,
-        "llmscope_watch_evaluation_duration_seconds_count {}",
-        d.count
-    );
-    head(
-        out,
-        "llmscope_build_info",
-        "gauge",
-        "The llmscope version serving these metrics.",
-    );
-    let _ = writeln!(
-        out,
-        "llmscope_build_info{{version=\"{}\"}} 1",
-        env!("CARGO_PKG_VERSION")
-    );
 }

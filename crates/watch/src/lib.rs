@@ -7,17 +7,17 @@
 //! Flow, one way: Prometheus → [`evaluate`] (the window read once for the fleet, split by
 //! [`fleet`] keys, diagnosed per deployment, stalls and [`drift`] judged) → [`state::State`]
 //! (the latest evaluation, verdict ages, watch's own counters) → [`expose`] (the metrics text),
-//! [`page`] (the status page), [`serve`] (HTTP). [`service::run`] is the loop.
+//! [`status_page`] (the status page), [`serve`] (HTTP). [`service::run`] is the loop.
 
 pub mod drift;
 pub mod evaluate;
 pub mod expose;
 pub mod fleet;
 pub mod options;
-pub mod page;
 pub mod serve;
 pub mod service;
 pub mod state;
+pub mod status_page;
 
 use llmscope_collect::prom::PromError;
 use llmscope_ops::OpsError;

@@ -59,7 +59,7 @@ async fn ready(axum::extract::State(s): axum::extract::State<Shared>) -> Respons
 }
 
 async fn page(axum::extract::State(s): axum::extract::State<Shared>) -> Html<String> {
-    Html(crate::page::render(&lock(&s), unix_now()))
+    Html(crate::status_page::render(&lock(&s), unix_now()))
 }
 
 /// Serves `router` on `listener` until `stop` resolves.

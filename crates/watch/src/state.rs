@@ -5,8 +5,8 @@
 use crate::WatchError;
 use crate::evaluate::Evaluation;
 use crate::fleet::DeploymentKey;
-use llmscope_core::diagnose::Bottleneck;
-use llmscope_core::diagnose::stall::StallState;
+use llmscope_diagnosis::Bottleneck;
+use llmscope_diagnosis::stall::StallState;
 use std::collections::{BTreeMap, HashMap};
 
 /// Upper bounds (s) of the evaluation-duration histogram.
@@ -157,7 +157,7 @@ impl State {
 mod tests {
     use super::*;
     use crate::evaluate::{DeploymentStatus, Evaluation};
-    use llmscope_core::diagnose::stall::{Stall, StallState};
+    use llmscope_diagnosis::stall::{Stall, StallState};
 
     fn shown() -> Shown {
         Shown {

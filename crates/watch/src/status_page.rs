@@ -1,29 +1,16 @@
 //! The status page: one row per deployment — verdict, confidence, stall, drift, the evidence
 //! and advice, since when — refreshed every interval. Every text that came from outside (labels,
-//! summaries, file names, error messages) is HTML-escaped.
+//! summaries, file names, error messages) is HTML-escaped by [`html`], the one escaper.
+//!
+//! [`render`] writes the head, the status line (what watch reads and its last evaluation), the
+//! last failure, then the table, one `row` per deployment.
 
+use crate::drift::Drift;
+use crate::evaluate::{DeploymentStatus, Evaluation};
 use crate::state::State;
-use llmscope_core::diagnose::stall::StallState;
+use llmscope_core::safe::html;
+use llmscope_diagnosis::stall::StallState;
 use std::fmt::Write;
-
-/// `text` safe inside HTML elements and attribute values.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c if c.is_control() && c != '\n' && c != '\t' => {
-                let _ = write!(out, "&#{};", u32::from(c));
-            }
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 fn ago(now: f64, t: f64) -> String {
     let s = (now - t).max(0.0);
@@ -49,34 +36,58 @@ text-align:left;vertical-align:top}th{background:#f4f4f6}.bad{color:#b00020;font
 /// The whole page at `now`.
 pub fn render(state: &State, now: f64) -> String {
     let mut h = String::with_capacity(8192);
+    head(&mut h, state);
+    status_line(&mut h, state, now);
+    last_failure(&mut h, state, now);
+    if let Some(e) = &state.latest {
+        table(&mut h, state, e, now);
+    }
+    h.push_str("</body></html>");
+    h
+}
+
+/// The document head, refreshing every interval, and the title.
+fn head(h: &mut String, state: &State) {
     let refresh = state.shown.interval_s.clamp(5.0, 300.0);
     let _ = write!(
         h,
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"{refresh:.0}\">\
 <title>llmscope watch</title><style>{STYLE}</style></head><body><h1>llmscope watch</h1>"
     );
+}
+
+/// What watch reads, how often, and how its last evaluation went.
+fn status_line(h: &mut String, state: &State, now: f64) {
     let _ = write!(
         h,
         "<p class=\"muted\">Prometheus <code>{}</code> · every {:.0} s over the last {:.0} s · shard {}",
-        escape(&state.shown.prometheus),
+        html(&state.shown.prometheus),
         state.shown.interval_s,
         state.shown.window_s,
-        escape(&state.shown.shard)
+        html(&state.shown.shard)
     );
-    match (&state.latest, state.last_success) {
-        (Some(e), Some(t)) => {
-            let _ = write!(
-                h,
-                " · last evaluation {} ({} deployments, {} series, {:.2} s)",
-                ago(now, t),
-                e.deployments.len(),
-                e.series,
-                e.duration_s
-            );
-        }
-        _ => h.push_str(" · no evaluation has succeeded yet"),
-    }
+    last_evaluation(h, state, now);
     h.push_str("</p>");
+}
+
+/// When the last evaluation succeeded and what it saw, or that none has.
+fn last_evaluation(h: &mut String, state: &State, now: f64) {
+    let (Some(e), Some(t)) = (&state.latest, state.last_success) else {
+        h.push_str(" · no evaluation has succeeded yet");
+        return;
+    };
+    let _ = write!(
+        h,
+        " · last evaluation {} ({} deployments, {} series, {:.2} s)",
+        ago(now, t),
+        e.deployments.len(),
+        e.series,
+        e.duration_s
+    );
+}
+
+/// The last failure, when no evaluation has succeeded since.
+fn last_failure(h: &mut String, state: &State, now: f64) {
     if let Some((t, why)) = &state.last_error
         && state.last_success.is_none_or(|s| *t > s)
     {
@@ -84,13 +95,13 @@ pub fn render(state: &State, now: f64) -> String {
             h,
             "<p class=\"bad\">Last evaluation failed {}: {}</p>",
             ago(now, *t),
-            escape(why)
+            html(why)
         );
     }
-    let Some(e) = &state.latest else {
-        h.push_str("</body></html>");
-        return h;
-    };
+}
+
+/// One row per deployment of the latest evaluation, and what it could not attribute.
+fn table(h: &mut String, state: &State, e: &Evaluation, now: f64) {
     if e.deployments.is_empty() {
         h.push_str(
             "<p>No deployment found: no engine series carry the grouping labels in the window.</p>",
@@ -99,84 +110,130 @@ pub fn render(state: &State, now: f64) -> String {
     h.push_str("<table><thead><tr><th>namespace</th><th>deployment</th><th>verdict</th><th>confidence</th>\
 <th>KV headroom</th><th>GPU headroom</th><th>stall</th><th>drift</th><th>evidence and advice</th><th>since</th></tr></thead><tbody>");
     for d in &e.deployments {
-        let since = state.since.get(&d.key);
-        let (stall_class, stall_text) = match d.stall.state {
-            StallState::Stalled => ("bad", "stalled"),
-            StallState::Serving => ("ok", "serving"),
-            StallState::Unknown => ("muted", "unknown"),
-        };
-        let drift = if state.shown.drift_files == 0 {
-            "<span class=\"muted\" title=\"no --dashboards or --rules given\">not watched</span>"
-                .to_owned()
-        } else if d.drift.is_empty() {
-            "<span class=\"ok\">none</span>".to_owned()
-        } else {
-            d.drift
-                .iter()
-                .map(|x| {
-                    format!(
-                        "<span class=\"bad\"><code>{}</code> → <code>{}</code></span>",
-                        escape(&x.used),
-                        escape(&x.exposed)
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join("<br>")
-        };
-        let _ = write!(
-            h,
-            "<tr data-deployment=\"{dep}\" data-bottleneck=\"{b}\"><td>{ns}</td><td>{dep}</td><td class=\"{vc}\">{b}</td><td>{c:.2}</td><td>{kv}</td><td>{gpu}</td>\
-<td class=\"{stall_class}\" title=\"{why}\">{stall_text}</td><td>{drift}</td><td>{lead}{summary}{advice}<br><small>{stall_why}</small></td><td>{since}</td></tr>",
-            ns = escape(&d.key.namespace),
-            dep = escape(&d.key.deployment),
-            b = d.bottleneck.as_str(),
-            vc = if d.bottleneck.as_str() == "none" || d.bottleneck.as_str() == "load_not_reached" {
-                "ok"
-            } else {
-                "warn"
-            },
-            c = d.confidence,
-            kv = ratio(d.kv_headroom),
-            gpu = ratio(d.gpu_headroom),
-            why = escape(&d.stall.why),
-            summary = escape(&d.summary),
-            advice = d
-                .advice
-                .as_ref()
-                .map(|a| format!("<br><b>Do:</b> {}", escape(a)))
-                .unwrap_or_default(),
-            stall_why = escape(&d.stall.why),
-            // A stall is what matters now; the window's verdict follows it.
-            lead = if d.stall.state == StallState::Stalled {
-                format!(
-                    "<b class=\"bad\">Alive but not serving:</b> {}<br>Over the window: ",
-                    escape(&d.stall.why)
-                )
-            } else {
-                String::new()
-            },
-            since = since.map(|s| ago(now, s.verdict_since)).unwrap_or_default(),
-        );
+        row(h, state, d, now);
     }
     h.push_str("</tbody></table>");
-    if e.unattributed > 0 {
+    unattributed(h, e.unattributed);
+}
+
+/// How many series no deployment could be named for, when any.
+fn unattributed(h: &mut String, series: u64) {
+    if series > 0 {
         let _ = write!(
             h,
-            "<p class=\"muted\">{} series lacked a grouping label and were not attributed to any deployment.</p>",
-            e.unattributed
+            "<p class=\"muted\">{series} series lacked a grouping label and were not attributed to any deployment.</p>"
         );
     }
-    h.push_str("</body></html>");
-    h
+}
+
+/// One deployment: who, the verdict and headroom, the stall, the drift, the words, since when.
+fn row(h: &mut String, state: &State, d: &DeploymentStatus, now: f64) {
+    verdict_cells(h, d);
+    stall_cell(h, d);
+    let _ = write!(h, "<td>{}</td>", drift_cell(state, d));
+    words_cell(h, d);
+    let since = state.since.get(&d.key);
+    let since = since.map(|s| ago(now, s.verdict_since)).unwrap_or_default();
+    let _ = write!(h, "<td>{since}</td></tr>");
+}
+
+/// The row's start (named by deployment and verdict for scripts), who, the verdict, its
+/// confidence and the headroom.
+fn verdict_cells(h: &mut String, d: &DeploymentStatus) {
+    let (dep, b) = (html(&d.key.deployment), d.bottleneck.as_str());
+    let _ = write!(
+        h,
+        "<tr data-deployment=\"{dep}\" data-bottleneck=\"{b}\"><td>{}</td><td>{dep}</td><td class=\"{}\">{b}</td><td>{:.2}</td><td>{}</td><td>{}</td>",
+        html(&d.key.namespace),
+        verdict_class(b),
+        d.confidence,
+        ratio(d.kv_headroom),
+        ratio(d.gpu_headroom),
+    );
+}
+
+/// `ok` for a deployment with nothing to fix, `warn` for a bottleneck.
+fn verdict_class(bottleneck: &str) -> &'static str {
+    if bottleneck == "none" || bottleneck == "load_not_reached" {
+        "ok"
+    } else {
+        "warn"
+    }
+}
+
+fn stall_cell(h: &mut String, d: &DeploymentStatus) {
+    let (class, text) = match d.stall.state {
+        StallState::Stalled => ("bad", "stalled"),
+        StallState::Serving => ("ok", "serving"),
+        StallState::Unknown => ("muted", "unknown"),
+    };
+    let why = html(&d.stall.why);
+    let _ = write!(h, "<td class=\"{class}\" title=\"{why}\">{text}</td>");
+}
+
+/// Each drifted name, `none`, or `not watched` without files to drift from.
+fn drift_cell(state: &State, d: &DeploymentStatus) -> String {
+    if state.shown.drift_files == 0 {
+        return "<span class=\"muted\" title=\"no --dashboards or --rules given\">not watched</span>"
+            .to_owned();
+    }
+    if d.drift.is_empty() {
+        return "<span class=\"ok\">none</span>".to_owned();
+    }
+    let names: Vec<String> = d.drift.iter().map(drifted).collect();
+    names.join("<br>")
+}
+
+/// `used → exposed`: what the dashboards select, and what the deployment exposes instead.
+fn drifted(x: &Drift) -> String {
+    let (used, exposed) = (html(&x.used), html(&x.exposed));
+    format!("<span class=\"bad\"><code>{used}</code> → <code>{exposed}</code></span>")
+}
+
+/// The summary, led by the stall when there is one, the advice, and the stall's reason.
+fn words_cell(h: &mut String, d: &DeploymentStatus) {
+    let why = html(&d.stall.why);
+    // A stall is what matters now; the window's verdict follows it.
+    let lead = if d.stall.state == StallState::Stalled {
+        format!("<b class=\"bad\">Alive but not serving:</b> {why}<br>Over the window: ")
+    } else {
+        String::new()
+    };
+    let advice = d
+        .advice
+        .as_deref()
+        .map(|a| format!("<br><b>Do:</b> {}", html(a)));
+    let _ = write!(
+        h,
+        "<td>{lead}{}{}<br><small>{why}</small></td>",
+        html(&d.summary),
+        advice.unwrap_or_default()
+    );
 }
 
 #[cfg(test)]
 mod tests {
+    use crate::state::{Shown, State};
+
+    /// Text from outside reaches the page only escaped (the escaper itself is
+    /// `llmscope_core::safe::html`, tested there with this test's former assertion).
     #[test]
     fn everything_from_outside_is_escaped() {
-        assert_eq!(
-            super::escape("<script>alert('x')</script> & \"q\"\u{1b}[31m"),
-            "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;q&quot;&#27;[31m"
+        let mut state = State::new(Shown {
+            prometheus: "http://p/<script>alert('x')</script>".to_owned(),
+            interval_s: 60.0,
+            window_s: 900.0,
+            shard: "0/1 & \"q\"\u{1b}[31m".to_owned(),
+            drift_files: 0,
+        });
+        state.last_error = Some((1.0, "<b>bad</b>".to_owned()));
+        let page = super::render(&state, 2.0);
+        assert!(
+            page.contains("http://p/&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;")
+                && page.contains("0/1 &amp; &quot;q&quot;&#27;[31m")
+                && page.contains("&lt;b&gt;bad&lt;/b&gt;"),
+            "{page}"
         );
+        assert!(!page.contains("<script") && !page.contains('\u{1b}'));
     }
 }

@@ -6,6 +6,7 @@
 //! [`ErrorType`]. Sample values are strings (`"1.5"`, `"NaN"`, `"+Inf"`), read by [`value`].
 
 use super::PromError;
+use llmscope_core::safe::redact;
 use llmscope_core::series::{Labels, Point, SeriesKey};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -80,10 +81,6 @@ struct Envelope<T> {
     infos: Vec<String>,
 }
 
-fn redact(text: &str) -> String {
-    llmscope_core::safe::redact(text).into_owned()
-}
-
 /// Decodes an envelope whose data is a `T`.
 pub fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<ApiResponse<T>, PromError> {
     let env: Envelope<T> = serde_json::from_slice(body).map_err(|e| PromError::Decode {
@@ -93,10 +90,9 @@ pub fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<ApiResponse<T>, PromEr
         return Err(PromError::Api {
             error_type: ErrorType::parse(env.error_type.as_deref().unwrap_or("")),
             // Upstream words may echo the token or the tenant (issue 17).
-            message: env.error.map_or_else(
-                || "no error message".into(),
-                |e| llmscope_core::safe::redact(&e).into_owned(),
-            ),
+            message: env
+                .error
+                .map_or_else(|| "no error message".into(), |e| redact(&e).into_owned()),
         });
     }
     let data = env.data.ok_or_else(|| PromError::Decode {
@@ -104,8 +100,12 @@ pub fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<ApiResponse<T>, PromEr
     })?;
     Ok(ApiResponse {
         data,
-        warnings: env.warnings.iter().map(|w| redact(w)).collect(),
-        infos: env.infos.iter().map(|w| redact(w)).collect(),
+        warnings: env
+            .warnings
+            .iter()
+            .map(|w| redact(w).into_owned())
+            .collect(),
+        infos: env.infos.iter().map(|w| redact(w).into_owned()).collect(),
     })
 }
 

@@ -19,25 +19,8 @@ use std::time::Duration;
 /// Points per series per range query we ask for; Prometheus and Thanos refuse more than 11,000.
 pub const MAX_POINTS: u64 = 10_000;
 
-/// A credential: never printed, never serialised.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    /// Wraps `s`, and registers it so that no stored or printed text ever shows it
-    /// ([`llmscope_core::safe`]).
-    pub fn new(s: impl Into<String>) -> Self {
-        let s = s.into();
-        llmscope_core::safe::register_secret(&s);
-        Secret(s)
-    }
-}
-
-impl std::fmt::Debug for Secret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Secret(***)")
-    }
-}
+/// A credential: never printed, never serialised (the one [`llmscope_core::safe::Secret`]).
+pub use llmscope_core::safe::Secret;
 
 /// How to authenticate.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -327,10 +310,10 @@ fn headers(cfg: &PromConfig) -> HeaderMap {
         h.insert(header::HOST, a);
     }
     let auth = match &cfg.auth {
-        Some(Auth::Bearer(t)) => Some(format!("Bearer {}", t.0)),
+        Some(Auth::Bearer(t)) => Some(format!("Bearer {}", t.expose())),
         Some(Auth::Basic { user, password }) => Some(format!(
             "Basic {}",
-            base64(&format!("{user}:{}", password.0))
+            base64(&format!("{user}:{}", password.expose()))
         )),
         None => None,
     };
