@@ -7,7 +7,7 @@
 
 use crate::prom_flags::PromConnection;
 use anyhow::{Context, Result};
-use llmscope_core::catalog::EngineSpec;
+use llmscope_catalog::EngineSpec;
 use llmscope_ops::inventory::listing::Listing;
 use llmscope_ops::inventory::{self, InventoryPlan, InventorySource};
 use std::path::PathBuf;

@@ -3,8 +3,8 @@
 //! itself is `llmscope_ops::analysis`.
 
 use anyhow::Result;
-use llmscope_core::diagnose::Diagnosis;
 use llmscope_core::severity::FailOn;
+use llmscope_diagnosis::Diagnosis;
 use llmscope_ops::analysis::{Analysed, Format};
 use std::io::IsTerminal;
 use std::path::PathBuf;

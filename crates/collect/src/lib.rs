@@ -3,7 +3,7 @@
 //! Two kinds of [`Source`] behind one interface ([`source`]):
 //! - [`scrape::ScrapeSource`]: llmscope scrapes a target itself — one scrape loop per target,
 //!   parameterised by a per-target context (interval, timeout < interval, jitter, body-size cap,
-//!   `Accept` negotiation, gzip); each page is read by [`page`] (DCGM sentinels → missing).
+//!   `Accept` negotiation, gzip); each page is read by [`samples`] (DCGM sentinels → missing).
 //! - [`prom::PromSource`]: a Prometheus-compatible server (Prometheus, Thanos, Mimir,
 //!   VictoriaMetrics) read with [`prom::PromClient`].
 //!
@@ -14,8 +14,8 @@
 //! engine its version (`GET /version`). Nothing here prints.
 
 pub mod http;
-pub mod page;
 pub mod prom;
+pub mod samples;
 pub mod scrape;
 pub mod source;
 #[cfg(feature = "real-prometheus")]

@@ -4,13 +4,15 @@
 //! (interval, timeout < interval, body-size cap, `Accept` negotiation, gzip). Its loop waits a
 //! fixed per-target offset inside the interval (jitter that spreads many targets, stable across
 //! runs, as Prometheus does), then scrapes every interval until the window ends or it is
-//! stopped. Each scrape becomes one [`Batch`]: the page's samples ([`crate::page`]) and one
+//! stopped. Each scrape becomes one [`Batch`]: the page's samples ([`crate::samples`]) and one
 //! [`ScrapeHealth`] (`up`, duration, wire bytes, failure). A failed scrape has no samples — the
 //! series simply get no point — and a series missing from a page gets none either.
 
 use crate::http::{Fetched, Get, HttpClient};
-use crate::page::{KeyCache, read_page};
-use crate::source::{BoxFuture, ProblemLog, Sink, Source, SourceError, SourceReport, Stop, Window};
+use crate::samples::{KeyCache, Page, read_page};
+use crate::source::{
+    BoxFuture, ProblemLog, Sink, Source, SourceError, SourceReport, Stop, Window, blank_health,
+};
 use crate::time::unix_now;
 use hyper::Uri;
 use hyper::header::{self, HeaderMap, HeaderValue};
@@ -290,16 +292,7 @@ impl<'a> Context<'a> {
         };
         let result = self.client.get(get).await;
         let mut batch = Batch::new(self.target.name.clone());
-        let mut health = ScrapeHealth {
-            t,
-            up: false,
-            duration_s: 0.0,
-            bytes: 0,
-            samples: 0,
-            failure: None,
-            status: None,
-            message: None,
-        };
+        let mut health = blank_health(t);
         match result {
             Ok(f) => self.read(f, t, &mut health, &mut batch),
             Err(e) => self.fail(&mut health, e.kind(), e.to_string()),
@@ -314,15 +307,7 @@ impl<'a> Context<'a> {
         health.status = Some(f.status);
         health.bytes = f.wire_bytes;
         if !(200..300).contains(&f.status) {
-            let reason = hyper::StatusCode::from_u16(f.status)
-                .ok()
-                .and_then(|s| s.canonical_reason())
-                .unwrap_or("");
-            return self.fail(
-                health,
-                FailureKind::Http,
-                format!("HTTP {} {reason}", f.status),
-            );
+            return self.fail(health, FailureKind::Http, http_failure(f.status));
         }
         let page = read_page(
             &f.body,
@@ -332,13 +317,7 @@ impl<'a> Context<'a> {
         );
         health.samples = page.samples.len() as u64;
         health.up = page.error_count == 0 || !page.samples.is_empty();
-        if let Some(e) = &page.first_error {
-            let mut why = format!("{} malformed line(s), first: {e}", page.error_count);
-            // A body that is not exposition at all is named (issue 17), as every reader names it.
-            let shape = promtext::Shape::of(&f.body).describe();
-            if let (Some(what), true) = (shape, page.samples.is_empty()) {
-                why = format!("{what}; {why}");
-            }
+        if let Some(why) = parse_failure(&f.body, &page) {
             self.fail(health, FailureKind::Parse, why);
             health.up = !page.samples.is_empty();
         }
@@ -353,6 +332,28 @@ impl<'a> Context<'a> {
         health.failure = Some(kind);
         health.message = Some(format!("{} ({}): {why}", self.target.name, self.target.uri));
     }
+}
+
+/// `HTTP 503 Service Unavailable`.
+fn http_failure(status: u16) -> String {
+    let reason = hyper::StatusCode::from_u16(status)
+        .ok()
+        .and_then(|s| s.canonical_reason())
+        .unwrap_or("");
+    format!("HTTP {status} {reason}")
+}
+
+/// What was malformed in a page, if anything: how many lines, the first, and what the body is
+/// when it is not exposition at all.
+fn parse_failure(body: &[u8], page: &Page) -> Option<String> {
+    let e = page.first_error.as_ref()?;
+    let mut why = format!("{} malformed line(s), first: {e}", page.error_count);
+    // A body that is not exposition at all is named (issue 17), as every reader names it.
+    let shape = promtext::Shape::of(body).describe();
+    if let (Some(what), true) = (shape, page.samples.is_empty()) {
+        why = format!("{what}; {why}");
+    }
+    Some(why)
 }
 
 /// A stable offset in `[0, interval)` for this target.

@@ -183,6 +183,20 @@ impl ProblemLog {
     }
 }
 
+/// The health of a scrape or query at `t` before anything is known of it: down, nothing read.
+pub(crate) fn blank_health(t: f64) -> ScrapeHealth {
+    ScrapeHealth {
+        t,
+        up: false,
+        duration_s: 0.0,
+        bytes: 0,
+        samples: 0,
+        failure: None,
+        status: None,
+        message: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -71,29 +71,8 @@ impl RealPrometheus {
             std::process::id(),
             addr.port()
         ));
-        std::fs::create_dir_all(&dir).expect("a directory for Prometheus");
-        let config = format!(
-            "global: {{scrape_interval: 1s, scrape_timeout: 900ms, evaluation_interval: 1s}}\nscrape_configs:\n{}",
-            jobs.concat()
-        );
-        std::fs::write(dir.join("prometheus.yml"), config).expect("writing prometheus.yml");
-        let log = std::fs::File::create(dir.join("prometheus.log")).expect("a log file");
-        let child = Command::new(bin)
-            .arg(format!(
-                "--config.file={}",
-                dir.join("prometheus.yml").display()
-            ))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.join("tsdb").display()
-            ))
-            .arg(format!("--web.listen-address={addr}"))
-            .args((!prefix.is_empty()).then(|| format!("--web.route-prefix={prefix}")))
-            .stdout(log.try_clone().expect("a log file"))
-            .stderr(log)
-            .stdin(Stdio::null())
-            .spawn()
-            .expect("starting prometheus");
+        write_config(&dir, jobs);
+        let child = spawn(&bin, &dir, addr, prefix);
         let prom = RealPrometheus {
             child,
             dir,
@@ -161,6 +140,37 @@ impl RealPrometheus {
     }
 }
 
+/// `prometheus.yml` in a new `dir`: every job scraped each second.
+fn write_config(dir: &std::path::Path, jobs: &[String]) {
+    std::fs::create_dir_all(dir).expect("a directory for Prometheus");
+    let config = format!(
+        "global: {{scrape_interval: 1s, scrape_timeout: 900ms, evaluation_interval: 1s}}\nscrape_configs:\n{}",
+        jobs.concat()
+    );
+    std::fs::write(dir.join("prometheus.yml"), config).expect("writing prometheus.yml");
+}
+
+/// Starts `bin` on `addr` with `dir`'s config and storage, logging to `dir/prometheus.log`.
+fn spawn(bin: &std::path::Path, dir: &std::path::Path, addr: SocketAddr, prefix: &str) -> Child {
+    let log = std::fs::File::create(dir.join("prometheus.log")).expect("a log file");
+    Command::new(bin)
+        .arg(format!(
+            "--config.file={}",
+            dir.join("prometheus.yml").display()
+        ))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.join("tsdb").display()
+        ))
+        .arg(format!("--web.listen-address={addr}"))
+        .args((!prefix.is_empty()).then(|| format!("--web.route-prefix={prefix}")))
+        .stdout(log.try_clone().expect("a log file"))
+        .stderr(log)
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("starting prometheus")
+}
+
 impl Drop for RealPrometheus {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -173,35 +183,38 @@ impl Drop for RealPrometheus {
 /// requests over raw HTTP/1.1 (a few lines, so tests do not depend on the load generator) until
 /// `secs` are over. Every answer must be a 200; at least one must arrive.
 pub async fn put_chat_load(addr: SocketAddr, workers: usize, secs: u64) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let end = tokio::time::Instant::now() + Duration::from_secs(secs);
     let body = r#"{"messages":[{"role":"user","content":"hello there"}],"max_tokens":64}"#;
     let req = format!(
         "POST /v1/chat/completions HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     );
-    let worker = |req: String| async move {
-        let mut done = 0u32;
-        while tokio::time::Instant::now() < end {
-            let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
-            s.write_all(req.as_bytes()).await.expect("send");
-            let mut answer = Vec::new();
-            s.read_to_end(&mut answer).await.expect("receive");
-            assert!(
-                answer.starts_with(b"HTTP/1.1 200"),
-                "{}",
-                String::from_utf8_lossy(&answer)
-            );
-            done += 1;
-        }
-        done
-    };
     let tasks: Vec<_> = (0..workers)
-        .map(|_| tokio::spawn(worker(req.clone())))
+        .map(|_| tokio::spawn(chat_worker(addr, req.clone(), end)))
         .collect();
     let mut total = 0;
     for t in tasks {
         total += t.await.expect("a load worker");
     }
     assert!(total > 0, "no request completed");
+}
+
+/// One client of [`put_chat_load`]: sends `req` on a new connection after each answer until
+/// `end`; returns how many were answered.
+async fn chat_worker(addr: SocketAddr, req: String, end: tokio::time::Instant) -> u32 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut done = 0u32;
+    while tokio::time::Instant::now() < end {
+        let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        s.write_all(req.as_bytes()).await.expect("send");
+        let mut answer = Vec::new();
+        s.read_to_end(&mut answer).await.expect("receive");
+        assert!(
+            answer.starts_with(b"HTTP/1.1 200"),
+            "{}",
+            String::from_utf8_lossy(&answer)
+        );
+        done += 1;
+    }
+    done
 }

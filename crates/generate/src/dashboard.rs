@@ -1,5 +1,5 @@
-//! The Grafana dashboard for a stack: rows **Serving** (the four panels of DESIGN §2 step 11 —
-//! token throughput, KV saturation `max by (pod)` with its 0.85 line, GPU utilisation overlaid
+//! The Grafana dashboard for a stack: rows **Serving** (the four panels of `docs/METHOD.md`
+//! step 11 — token throughput, KV saturation `max by (pod)` with its 0.85 line, GPU utilisation overlaid
 //! with waiting requests, TTFT quantiles — then per-request throughput, ITL, e2e or inference
 //! time, queue time, preemptions, prefix-cache hits), **GPU** (dcgm-exporter) and
 //! **Scheduling** (Kueue, kube-state-metrics). Panels are [`PanelSpec`]s first, laid out into
@@ -15,13 +15,13 @@ use crate::promql::{Sel, agg, quantile, rate};
 use crate::promrules::Metadata;
 use crate::signals::{EngineSignals, GpuSignals, SchedulerSignals, Signals};
 use crate::stack::Stack;
-use llmscope_core::catalog::Family;
+use llmscope_catalog::Family;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Grafana's rate window that adapts to the scrape interval and the zoom.
 pub const WINDOW: &str = "$__rate_interval";
-/// KV-cache usage at which DESIGN §2 step 8 calls for an alert.
+/// KV-cache usage at which `docs/METHOD.md` step 8 calls for an alert.
 pub const KV_THRESHOLD: f64 = 0.85;
 const QUANTILES: [(f64, &str); 3] = [(0.5, "p50"), (0.95, "p95"), (0.99, "p99")];
 
@@ -218,7 +218,7 @@ fn kv(e: &EngineSignals) -> PanelSpec {
 }
 
 /// GPU utilisation (left, percent) with waiting requests (right): high GPU + waiting is GPU
-/// compute, low GPU + waiting is a batch or KV limit (DESIGN §2 step 8).
+/// compute, low GPU + waiting is a batch or KV limit (`docs/METHOD.md` step 8).
 fn gpu_vs_waiting(s: &Signals) -> PanelSpec {
     let waiting = agg("sum", &["pod"], &engine_sel(s.engine.waiting).to_string());
     let Some(util) = s.gpu.as_ref().and_then(|g| g.util) else {
@@ -328,24 +328,6 @@ fn gpu_panel(
 }
 
 fn gpu(g: &GpuSignals) -> Vec<PanelSpec> {
-    let util = gpu_panel(
-        "GPU utilisation",
-        "percent",
-        "DCGM_FI_DEV_GPU_UTIL (kernel-busy time) and DCGM_FI_DEV_MEM_COPY_UTIL, percent 0..100. GPU_UTIL is not supported on MIG.",
-        &[(g.util, "util"), (g.mem_copy_util, "mem copy")],
-    )
-    .map(|p| PanelSpec { range: Some((0.0, 100.0)), ..p });
-    let prof = gpu_panel(
-        "Engine, tensor and DRAM activity",
-        "percentunit",
-        "DCGM profiling ratios (0..1): graphics engine active, tensor pipe active, DRAM active.",
-        &[
-            (g.gr_engine_active, "engine"),
-            (g.tensor_active, "tensor"),
-            (g.dram_active, "DRAM"),
-        ],
-    )
-    .map(PanelSpec::fraction);
     let fb = gpu_panel(
         "Framebuffer memory",
         "mbytes",
@@ -358,24 +340,63 @@ fn gpu(g: &GpuSignals) -> Vec<PanelSpec> {
         "DCGM_FI_DEV_POWER_USAGE, W.",
         &[(g.power, "power")],
     );
-    [util, prof, fb, power].into_iter().flatten().collect()
+    [gpu_util(g), gpu_activity(g), fb, power]
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
+/// Kernel-busy time and memory-copy utilisation, percent.
+fn gpu_util(g: &GpuSignals) -> Option<PanelSpec> {
+    gpu_panel(
+        "GPU utilisation",
+        "percent",
+        "DCGM_FI_DEV_GPU_UTIL (kernel-busy time) and DCGM_FI_DEV_MEM_COPY_UTIL, percent 0..100. GPU_UTIL is not supported on MIG.",
+        &[(g.util, "util"), (g.mem_copy_util, "mem copy")],
+    )
+    .map(|p| PanelSpec {
+        range: Some((0.0, 100.0)),
+        ..p
+    })
+}
+
+/// The DCGM profiling ratios.
+fn gpu_activity(g: &GpuSignals) -> Option<PanelSpec> {
+    gpu_panel(
+        "Engine, tensor and DRAM activity",
+        "percentunit",
+        "DCGM profiling ratios (0..1): graphics engine active, tensor pipe active, DRAM active.",
+        &[
+            (g.gr_engine_active, "engine"),
+            (g.tensor_active, "tensor"),
+            (g.dram_active, "DRAM"),
+        ],
+    )
+    .map(PanelSpec::fraction)
 }
 
 fn scheduling(k: &SchedulerSignals) -> Vec<PanelSpec> {
-    let mut out = Vec::new();
-    if let Some(f) = k.pending {
-        out.push(
-            PanelSpec::new(
-                "Pending workloads",
-                "short",
-                "Kueue workloads waiting for quota, per ClusterQueue and status.",
-            )
-            .query(
-                agg("sum", &["cluster_queue", "status"], f.name),
-                "{{cluster_queue}} {{status}}",
-            ),
-        );
-    }
+    [pending_workloads(k), workload_flow(k), reserved_gpus(k)]
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
+fn pending_workloads(k: &SchedulerSignals) -> Option<PanelSpec> {
+    let f = k.pending?;
+    let p = PanelSpec::new(
+        "Pending workloads",
+        "short",
+        "Kueue workloads waiting for quota, per ClusterQueue and status.",
+    );
+    Some(p.query(
+        agg("sum", &["cluster_queue", "status"], f.name),
+        "{{cluster_queue}} {{status}}",
+    ))
+}
+
+/// Admissions and evictions per second.
+fn workload_flow(k: &SchedulerSignals) -> Option<PanelSpec> {
     let mut flow = PanelSpec::new(
         "Admitted and evicted workloads per second",
         "short",
@@ -387,19 +408,29 @@ fn scheduling(k: &SchedulerSignals) -> Vec<PanelSpec> {
             flow = flow.query(expr, &format!("{what} {{{{cluster_queue}}}}"));
         }
     }
-    if !flow.targets.is_empty() {
-        out.push(flow);
-    }
-    out.extend(reserved_gpus(k));
-    out
+    (!flow.targets.is_empty()).then_some(flow)
 }
 
 /// GPUs reserved per team: LocalQueue reservations per namespace, joined with the namespace's
-/// `label_team` from kube-state-metrics (DESIGN §2 step 12); per ClusterQueue on older Kueue.
+/// `label_team` from kube-state-metrics (`docs/METHOD.md` step 12); per ClusterQueue on older
+/// Kueue.
 fn reserved_gpus(k: &SchedulerSignals) -> Option<PanelSpec> {
     let f = k.reservation?;
+    let (expr, legend) = reservation_by_team(f, k.namespace_labels);
+    let desc = format!(
+        "{} (needs {}). {}. kube_namespace_labels carries label_team only with --metric-labels-allowlist=namespaces=[team].",
+        f.name,
+        f.condition.unwrap_or("no flag"),
+        f.note.trim_end_matches('.')
+    );
+    Some(PanelSpec::new("Reserved GPUs per team", "short", desc).query(expr, legend))
+}
+
+/// The GPU reservations of `f` summed per team (through `namespace_labels`), per namespace, or
+/// per ClusterQueue, and the legend that names them.
+fn reservation_by_team(f: &Family, namespace_labels: Option<&Family>) -> (String, &'static str) {
     let sel = Sel::of(f).with(&["resource=\"nvidia.com/gpu\"".to_owned()]);
-    let (expr, legend) = match (f.name, k.namespace_labels) {
+    match (f.name, namespace_labels) {
         ("kueue_local_queue_resource_reservation", Some(ns)) => (
             agg(
                 "sum",
@@ -416,14 +447,7 @@ fn reserved_gpus(k: &SchedulerSignals) -> Option<PanelSpec> {
             agg("sum", &["cluster_queue"], &sel.to_string()),
             "{{cluster_queue}}",
         ),
-    };
-    let desc = format!(
-        "{} (needs {}). {}. kube_namespace_labels carries label_team only with --metric-labels-allowlist=namespaces=[team].",
-        f.name,
-        f.condition.unwrap_or("no flag"),
-        f.note.trim_end_matches('.')
-    );
-    Some(PanelSpec::new("Reserved GPUs per team", "short", desc).query(expr, legend))
+    }
 }
 
 // ------------------------------------------------------------------ layout
@@ -459,11 +483,17 @@ impl Layout {
         self.y += 1;
     }
 
+    /// State timelines first, each the full width; then the graphs, two per line.
     fn panels(&mut self, specs: &[PanelSpec]) {
         let (wide, graphs): (Vec<&PanelSpec>, Vec<&PanelSpec>) = specs
             .iter()
             .partition(|s| matches!(s.kind, PanelKind::StateTimeline(_)));
-        for spec in wide {
+        self.state_timelines(&wide);
+        self.graphs(&graphs);
+    }
+
+    fn state_timelines(&mut self, specs: &[&PanelSpec]) {
+        for spec in specs {
             let pos = GridPos {
                 h: 8,
                 w: 24,
@@ -474,6 +504,9 @@ impl Layout {
             self.panels.push(state_timeline(spec, pos, id));
             self.y += 8;
         }
+    }
+
+    fn graphs(&mut self, graphs: &[&PanelSpec]) {
         for (i, spec) in graphs.iter().enumerate() {
             let x = if i % 2 == 0 { 0 } else { 12 };
             let pos = GridPos {
@@ -540,19 +573,7 @@ fn state_timeline(spec: &PanelSpec, grid_pos: GridPos, id: u32) -> Panel {
 }
 
 fn field_config(spec: &PanelSpec) -> FieldConfig {
-    let thresholds = spec.threshold.map(|t| Thresholds {
-        mode: "absolute".to_owned(),
-        steps: vec![
-            Step {
-                color: "green".to_owned(),
-                value: None,
-            },
-            Step {
-                color: "red".to_owned(),
-                value: Some(t),
-            },
-        ],
-    });
+    let thresholds = spec.threshold.map(red_above);
     let custom = spec.threshold.map(|_| Custom {
         thresholds_style: ThresholdsStyle {
             mode: "line".to_owned(),
@@ -573,6 +594,23 @@ fn field_config(spec: &PanelSpec) -> FieldConfig {
             unit: spec.unit.to_owned(),
         },
         overrides,
+    }
+}
+
+/// Green, then red from `t` on.
+fn red_above(t: f64) -> Thresholds {
+    Thresholds {
+        mode: "absolute".to_owned(),
+        steps: vec![
+            Step {
+                color: "green".to_owned(),
+                value: None,
+            },
+            Step {
+                color: "red".to_owned(),
+                value: Some(t),
+            },
+        ],
     }
 }
 
@@ -649,15 +687,6 @@ pub(crate) struct Frame {
 
 /// Lays `rows` out on the grid and wraps them with `frame` and the variables.
 pub(crate) fn assemble(frame: Frame, rows: Vec<Row>, variables: Vec<Variable>) -> Dashboard {
-    let mut layout = Layout {
-        next_id: 0,
-        y: 0,
-        panels: Vec::new(),
-    };
-    for row in rows {
-        layout.row(row.title);
-        layout.panels(&row.panels);
-    }
     Dashboard {
         annotations: Annotations {
             list: vec![Annotation::builtin()],
@@ -665,7 +694,7 @@ pub(crate) fn assemble(frame: Frame, rows: Vec<Row>, variables: Vec<Variable>) -
         description: frame.description,
         editable: true,
         graph_tooltip: 1,
-        panels: layout.panels,
+        panels: lay_out(rows),
         refresh: "30s".to_owned(),
         schema_version: 39,
         tags: frame.tags,
@@ -679,6 +708,20 @@ pub(crate) fn assemble(frame: Frame, rows: Vec<Row>, variables: Vec<Variable>) -
         uid: frame.uid,
         version: 1,
     }
+}
+
+/// Each row's bar, then its panels.
+fn lay_out(rows: Vec<Row>) -> Vec<Panel> {
+    let mut layout = Layout {
+        next_id: 0,
+        y: 0,
+        panels: Vec::new(),
+    };
+    for row in rows {
+        layout.row(row.title);
+        layout.panels(&row.panels);
+    }
+    layout.panels
 }
 
 /// `llmscope-vllm-0-26-0`: stable per engine version, within Grafana's 40 characters.

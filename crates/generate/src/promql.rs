@@ -1,8 +1,8 @@
 //! Small PromQL builders, so every generated query is spelled one way: [`Sel`] (a series
 //! selector), [`rate`], [`agg`] and [`quantile`] (the histogram recipe of
-//! `serving-metrics.md` §3: keep `le`, add the split labels to the `by`).
+//! `docs/SOURCES.md` §buckets: keep `le`, add the split labels to the `by`).
 
-use llmscope_core::catalog::{Family, Kind};
+use llmscope_catalog::{Family, Kind};
 use std::fmt;
 
 /// A series selector: a sample name and label matchers.
@@ -79,7 +79,7 @@ pub fn quantile(q: f64, bucket: &Sel, labels: &[&str], window: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use llmscope_core::catalog::family;
+    use llmscope_catalog::family;
 
     #[test]
     fn builders_spell_the_recipes() {

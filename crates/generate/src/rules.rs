@@ -1,6 +1,6 @@
 //! The rule file for a stack: recording rules for throughput and latency quantiles, the alerts
-//! of DESIGN §2 step 8/11 (KV ≥ 0.85 / ≥ 0.95, sustained waiting, the batch-limit pattern,
-//! TTFT p95 above the SLO, preemptions) and absence guards — an `absent()` alert for every
+//! of `docs/METHOD.md` steps 8 and 11 (KV ≥ 0.85 / ≥ 0.95, sustained waiting, the batch-limit
+//! pattern, TTFT p95 above the SLO, preemptions) and absence guards — an `absent()` alert for every
 //! series the dashboard and the rules read, and one for dcgm values that are not real — so a
 //! rename is noticed the day it happens. Every alert names the llmscope verdict it corresponds
 //! to in its `runbook` annotation.
@@ -10,8 +10,8 @@ use crate::promrules::{Group, Rule, RuleFile};
 use crate::signals::{GpuSignals, Signals};
 use crate::stack::Stack;
 use crate::stall;
-use llmscope_core::catalog::{Family, Kind, dcgm};
-use llmscope_core::diagnose::detect::Bottleneck;
+use llmscope_catalog::{Family, Kind, dcgm};
+use llmscope_diagnosis::detect::Bottleneck;
 
 /// Labels alerts and recorded series keep: one per serving pod and model.
 pub const SPLIT: &[&str] = &["namespace", "pod", "model_name"];
@@ -178,7 +178,7 @@ fn engine_alerts(s: &Signals, opts: &RulesOptions) -> Vec<Rule> {
     out
 }
 
-/// KV ≥ 0.85 for 5m (the alert level of DESIGN §2 step 8) and ≥ 0.95 (preemption risk).
+/// KV ≥ 0.85 for 5m (the alert level of `docs/METHOD.md` step 8) and ≥ 0.95 (preemption risk).
 fn kv_alerts(kv: &str) -> Vec<Rule> {
     let kv_verdict = verdict(
         Bottleneck::KvCacheCapacity,
@@ -230,7 +230,7 @@ fn waiting_alert(waiting: &str) -> Rule {
 
 /// Waiting while KV and the GPU are both low: the batch is capped, not the hardware. GPU
 /// utilisation is the fleet mean (`on ()`): through Prometheus, dcgm series carry the
-/// exporter's pod labels, not the serving pod's (DESIGN §2 step 10).
+/// exporter's pod labels, not the serving pod's (`docs/METHOD.md` step 10).
 fn batch_limit(s: &Signals, waiting: &str, kv: &str) -> Option<Rule> {
     let util = s.gpu.as_ref()?.util?;
     let expr = format!(
@@ -295,7 +295,7 @@ fn preemptions(s: &Signals) -> Option<Rule> {
 }
 
 /// dcgm-exporter serving blank sentinels or a zero power reading: the GPU is not really
-/// measured (a pod can run while its metrics are empty, DESIGN §2 step 1).
+/// measured (a pod can run while its metrics are empty, `docs/METHOD.md` step 1).
 fn gpu_alerts(s: &Signals) -> Vec<Rule> {
     let Some(power) = s.gpu.as_ref().and_then(|g| g.power) else {
         return Vec::new();

@@ -6,8 +6,8 @@
 //! never pointed at a name the version does not expose.
 
 use crate::stack::{GenerateError, Stack};
-use llmscope_core::catalog::{EngineSpec, Family, Status, family};
-use llmscope_core::diagnose::Concept;
+use llmscope_catalog::{EngineSpec, Family, Status, family};
+use llmscope_diagnosis::Concept;
 use std::collections::BTreeSet;
 
 /// Names read from the serving engine.

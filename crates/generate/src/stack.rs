@@ -3,8 +3,8 @@
 //! [`EngineSpec`] (exporter at a version). A stack comes from explicit specs or from the names an
 //! inventory exposes ([`Stack::detect`]); in the latter case only names really exposed are used.
 
-use llmscope_core::catalog::detect::detect;
-use llmscope_core::catalog::{EngineSpec, Exporter};
+use llmscope_catalog::detect::detect;
+use llmscope_catalog::{EngineSpec, Exporter};
 use std::collections::BTreeSet;
 
 /// Why nothing can be generated.

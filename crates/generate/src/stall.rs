@@ -15,7 +15,8 @@ use crate::promql::{Sel, agg, quantile, rate};
 use crate::promrules::Rule;
 use crate::rules::{RulesOptions, SPLIT, alert, verdict};
 use crate::signals::Signals;
-use llmscope_core::diagnose::detect::Bottleneck;
+use llmscope_catalog::Family;
+use llmscope_diagnosis::detect::Bottleneck;
 
 /// How long without progress before an engine counts as stalled (`watch --stall-after`'s default).
 const STALL_WINDOW: &str = "5m";
@@ -35,6 +36,24 @@ fn sum_rate(sel: &Sel, window: &str) -> String {
 
 /// `(running + waiting > 0) and tokens == 0 [and steps == 0]`, matched per serving pod.
 fn no_progress(s: &Signals) -> Rule {
+    let (expr, evidence) = no_progress_expr(s);
+    alert(
+        "VllmNoProgress",
+        expr,
+        "5m",
+        "critical",
+        [
+            "{{ $labels.pod }} is alive but not serving",
+            &format!(
+                "vLLM {{{{ $labels.model_name }}}} on {{{{ $labels.pod }}}} in {{{{ $labels.namespace }}}} has had requests running or waiting for 10 minutes while {evidence}: the engine is stuck (a hung step, a dead worker, a deadlocked scheduler). Requests will time out; restart the pod and keep its logs."
+            ),
+        ],
+        "llmscope verdict: stalled (alive but not serving). `llmscope watch` reports it as llmscope_stalled; confirm with `llmscope diagnose --prometheus URL --since 1h`.",
+    )
+}
+
+/// The no-progress expression, and what in it does not move (for the description).
+fn no_progress_expr(s: &Signals) -> (String, String) {
     let e = &s.engine;
     let on = SPLIT.join(", ");
     let busy = format!(
@@ -54,19 +73,7 @@ fn no_progress(s: &Signals) -> Rule {
             e.generation_tokens.name
         );
     }
-    alert(
-        "VllmNoProgress",
-        expr,
-        "5m",
-        "critical",
-        [
-            "{{ $labels.pod }} is alive but not serving",
-            &format!(
-                "vLLM {{{{ $labels.model_name }}}} on {{{{ $labels.pod }}}} in {{{{ $labels.namespace }}}} has had requests running or waiting for 10 minutes while {evidence}: the engine is stuck (a hung step, a dead worker, a deadlocked scheduler). Requests will time out; restart the pod and keep its logs."
-            ),
-        ],
-        "llmscope verdict: stalled (alive but not serving). `llmscope watch` reports it as llmscope_stalled; confirm with `llmscope diagnose --prometheus URL --since 1h`.",
-    )
+    (expr, evidence)
 }
 
 /// Queue-time p95 above `opts.queue_time_s`.
@@ -101,21 +108,9 @@ fn queue_time(s: &Signals, opts: &RulesOptions) -> Option<Rule> {
 pub fn admission(s: &Signals) -> Option<Rule> {
     let k = s.scheduler.as_ref()?;
     let (pending, admitted) = (k.pending?, k.admitted?);
-    let leader = "replica_role!=\"follower\"".to_owned();
-    let active = Sel::of(pending).with(&["status=\"active\"".to_owned(), leader.clone()]);
-    let admissions = format!(
-        "increase({}[{ADMISSION_WINDOW}])",
-        Sel::of(admitted).with(&[leader])
-    );
-    let by = ["cluster_queue"];
-    let expr = format!(
-        "({} > 0) unless on (cluster_queue) ({} > 0)",
-        agg("sum", &by, &active.to_string()),
-        agg("sum", &by, &admissions)
-    );
     Some(alert(
         "KueueAdmissionStalled",
-        expr,
+        admission_stalled_expr(pending, admitted),
         "5m",
         "warning",
         [
@@ -126,4 +121,21 @@ pub fn admission(s: &Signals) -> Option<Rule> {
         ],
         "llmscope verdict: not a serving bottleneck — the deployment's pods are not admitted. Check `kubectl get clusterqueue,workloads -A` and `llmscope cost --prometheus URL` for who holds the quota.",
     ))
+}
+
+/// Active pending workloads per ClusterQueue, unless it admitted one in the window; the
+/// leader's series only.
+fn admission_stalled_expr(pending: &Family, admitted: &Family) -> String {
+    let leader = "replica_role!=\"follower\"".to_owned();
+    let active = Sel::of(pending).with(&["status=\"active\"".to_owned(), leader.clone()]);
+    let admissions = format!(
+        "increase({}[{ADMISSION_WINDOW}])",
+        Sel::of(admitted).with(&[leader])
+    );
+    let by = ["cluster_queue"];
+    format!(
+        "({} > 0) unless on (cluster_queue) ({} > 0)",
+        agg("sum", &by, &active.to_string()),
+        agg("sum", &by, &admissions)
+    )
 }

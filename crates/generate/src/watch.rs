@@ -4,7 +4,7 @@
 //! `llmscope dashboard --watch`), not mixed into the engine's: for a user who does not run watch
 //! they would name series that never exist, and their absence alert would fire forever.
 //!
-//! [`rules`] → a [`RuleFile`] of one group; [`dashboard`] → a Fleet row: verdicts over time per
+//! [`rules`] → a [`RuleFile`] of one group; [`dashboard()`] → a Fleet row: verdicts over time per
 //! deployment and the stall flag as state timelines, confidence, headroom, findings, and watch's
 //! own health.
 
@@ -142,7 +142,22 @@ fn matched(name: &str) -> String {
 
 /// The Fleet row.
 pub fn fleet_row() -> Row {
-    let verdicts = PanelSpec::state_timeline(
+    Row {
+        title: "Fleet (llmscope watch)",
+        panels: vec![
+            verdicts_panel(),
+            stalls_panel(),
+            confidence_panel(),
+            headroom_panel(),
+            findings_panel(),
+            health_panel(),
+        ],
+    }
+}
+
+/// Each deployment's verdict over time, one band per bottleneck.
+fn verdicts_panel() -> PanelSpec {
+    PanelSpec::state_timeline(
         "Verdict per deployment",
         "llmscope watch's verdict for each deployment over time: one band per deployment and bottleneck, drawn while that is the verdict (llmscope_bottleneck == 1).",
         vec![(1.0, "verdict", "blue")],
@@ -153,8 +168,12 @@ pub fn fleet_row() -> Row {
             agg("max", &["namespace", "deployment", "bottleneck"], &matched(BOTTLENECK))
         ),
         "{{namespace}}/{{deployment}} {{bottleneck}}",
-    );
-    let stalls = PanelSpec::state_timeline(
+    )
+}
+
+/// The stall flag per deployment.
+fn stalls_panel() -> PanelSpec {
+    PanelSpec::state_timeline(
         "Stalled (alive but not serving)",
         "1 while watch finds the deployment stalled: requests in flight, no token generated and no engine step.",
         vec![(0.0, "serving", "green"), (1.0, "stalled", "red")],
@@ -162,33 +181,44 @@ pub fn fleet_row() -> Row {
     .query(
         agg("max", &DEPLOYMENT, &matched(STALLED)),
         "{{namespace}}/{{deployment}}",
-    );
-    let by = &DEPLOYMENT;
-    let confidence = PanelSpec::new(
+    )
+}
+
+/// How sure watch is of each verdict.
+fn confidence_panel() -> PanelSpec {
+    PanelSpec::new(
         "Verdict confidence",
         "percentunit",
         "How sure watch is of each deployment's verdict (0..1).",
     )
     .fraction()
     .query(
-        agg("max", by, &matched(CONFIDENCE)),
+        agg("max", &DEPLOYMENT, &matched(CONFIDENCE)),
         "{{namespace}}/{{deployment}}",
-    );
-    let headroom = PanelSpec::new(
+    )
+}
+
+/// What is left before the KV cache or the GPU binds.
+fn headroom_panel() -> PanelSpec {
+    PanelSpec::new(
         "KV-cache and GPU headroom",
         "percentunit",
         "1 − mean use over watch's window: what each deployment has left before the KV cache or the GPU is the bottleneck.",
     )
     .fraction()
     .query(
-        agg("min", by, &matched(KV_HEADROOM)),
+        agg("min", &DEPLOYMENT, &matched(KV_HEADROOM)),
         "KV {{namespace}}/{{deployment}}",
     )
     .query(
-        agg("min", by, &matched(GPU_HEADROOM)),
+        agg("min", &DEPLOYMENT, &matched(GPU_HEADROOM)),
         "GPU {{namespace}}/{{deployment}}",
-    );
-    let findings = PanelSpec::new(
+    )
+}
+
+/// Findings by severity, and version drift.
+fn findings_panel() -> PanelSpec {
+    PanelSpec::new(
         "Findings by severity",
         "short",
         "Findings of each deployment's latest diagnosis, and version drift (a deployment whose pods run different engine versions).",
@@ -198,10 +228,14 @@ pub fn fleet_row() -> Row {
         "{{namespace}}/{{deployment}} {{severity}}",
     )
     .query(
-        format!("{} == 1", agg("max", by, &matched(VERSION_DRIFT))),
+        format!("{} == 1", agg("max", &DEPLOYMENT, &matched(VERSION_DRIFT))),
         "version drift {{namespace}}/{{deployment}}",
-    );
-    let health = PanelSpec::new(
+    )
+}
+
+/// watch's own health: evaluation time, query errors, deployments watched.
+fn health_panel() -> PanelSpec {
+    PanelSpec::new(
         "llmscope watch: evaluation time and query errors",
         "s",
         "p95 of watch's evaluation time per replica, and its Prometheus query errors per second by kind.",
@@ -226,11 +260,7 @@ pub fn fleet_row() -> Row {
     .query(
         agg("sum", &[], DEPLOYMENTS),
         "deployments watched",
-    );
-    Row {
-        title: "Fleet (llmscope watch)",
-        panels: vec![verdicts, stalls, confidence, headroom, findings, health],
-    }
+    )
 }
 
 /// The fleet dashboard: the Fleet row, a namespace picker.

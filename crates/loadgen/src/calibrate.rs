@@ -82,6 +82,20 @@ impl Meter<'_> {
     /// The server's token count of `p`, and `max_model_len` when `/tokenize` gives it; `None`
     /// when the server would not say.
     pub async fn count(&self, p: &Prompt) -> Option<(u32, Option<u32>)> {
+        let (path, bytes) = self.request(p);
+        let (status, answer) = self
+            .client
+            .post_json(self.target.uri(path), bytes, Duration::from_secs(30))
+            .await
+            .ok()?;
+        if status != 200 {
+            return None;
+        }
+        self.read_count(&answer)
+    }
+
+    /// The path and body that count `p`: `/tokenize`, or a one-token request.
+    fn request(&self, p: &Prompt) -> (&'static str, Bytes) {
         let mut body = prompts::prompt_fields(p, self.endpoint, self.model);
         let path = match self.method {
             Method::Tokenize => "/tokenize",
@@ -91,22 +105,18 @@ impl Meter<'_> {
                 self.endpoint.path()
             }
         };
-        let bytes = Bytes::from(body.to_string());
-        let (status, answer) = self
-            .client
-            .post_json(self.target.uri(path), bytes, Duration::from_secs(30))
-            .await
-            .ok()?;
-        if status != 200 {
-            return None;
-        }
+        (path, Bytes::from(body.to_string()))
+    }
+
+    /// The count (and `max_model_len`) in the server's answer.
+    fn read_count(&self, answer: &[u8]) -> Option<(u32, Option<u32>)> {
         match self.method {
             Method::Tokenize => {
-                let t: Tokenized = serde_json::from_slice(&answer).ok()?;
+                let t: Tokenized = serde_json::from_slice(answer).ok()?;
                 Some((t.count, t.max_model_len))
             }
             Method::Usage => {
-                let u: UsageOnly = serde_json::from_slice(&answer).ok()?;
+                let u: UsageOnly = serde_json::from_slice(answer).ok()?;
                 Some((u.usage?.prompt_tokens?, None))
             }
         }
@@ -126,7 +136,7 @@ pub struct Calibrated {
 }
 
 /// Builds synthetic prompts for `targets` whose server-side length matches them; `None` when the
-/// server would not count them or the sample did not converge within [`ROUNDS`].
+/// server would not count them or the sample did not converge within `ROUNDS`.
 pub async fn calibrate(meter: &Meter<'_>, targets: &[u32], seed: u64) -> Option<Calibrated> {
     let (one, mut max_len) = meter.count(&Prompt::Text("the".into())).await?;
     let overhead = f64::from(one.saturating_sub(1));
@@ -140,13 +150,7 @@ pub async fn calibrate(meter: &Meter<'_>, targets: &[u32], seed: u64) -> Option<
     let mut converged = false;
     for _ in 0..ROUNDS {
         let prompts = prompts::synthetic_fit(sample, fit, seed);
-        let mut sum = 0.0;
-        for p in &prompts {
-            let (n, len) = meter.count(p).await?;
-            sum += f64::from(n);
-            max_len = max_len.or(len);
-        }
-        measured = sum / prompts.len() as f64;
+        measured = mean_count(meter, &prompts, &mut max_len).await?;
         if (measured - target).abs() <= TOLERANCE * target {
             converged = true;
             break;
@@ -166,6 +170,22 @@ pub async fn calibrate(meter: &Meter<'_>, targets: &[u32], seed: u64) -> Option<
         max_model_len: max_len,
         method: meter.method,
     })
+}
+
+/// The mean server count of `prompts` (`max_len` is set from the first answer that gives it);
+/// `None` when the server would not count one.
+async fn mean_count(
+    meter: &Meter<'_>,
+    prompts: &[Prompt],
+    max_len: &mut Option<u32>,
+) -> Option<f64> {
+    let mut sum = 0.0;
+    for p in prompts {
+        let (n, len) = meter.count(p).await?;
+        sum += f64::from(n);
+        *max_len = max_len.or(len);
+    }
+    Some(sum / prompts.len() as f64)
 }
 
 /// Scales tokens-per-word by how far the text part of the prompts missed.

@@ -4,7 +4,7 @@
 //!
 //! The same [`Chunk`] reads streamed chunks (`choices[].delta` / `choices[].text`) and whole
 //! non-streamed responses (`choices[].message` / `choices[].text`). Text is only measured, never
-//! kept: a [`TextLen`] visitor sees the string (escaped or not) and records its length.
+//! kept: a `TextLen` visitor sees the string (escaped or not) and records its length.
 
 use serde::Deserialize;
 use serde::de::{self, Deserializer, IgnoredAny, SeqAccess, Visitor};

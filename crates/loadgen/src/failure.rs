@@ -11,7 +11,7 @@
 use serde_json::Value;
 
 /// Kept in `llmscope-core` with the rest of the client summary a run stores.
-pub use llmscope_core::client::{MAX_SAMPLES, Samples};
+pub use llmscope_core::outcome::{MAX_SAMPLES, Samples};
 
 /// Bytes of an error body read before the rest is discarded.
 pub const MAX_READ_BYTES: usize = 16 << 10;

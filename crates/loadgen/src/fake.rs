@@ -1,5 +1,6 @@
 //! A fake vLLM server for tests (feature `fake-server`): the OpenAI framing of vLLM
-//! (`serving-metrics.md` §6) and every fault the load generator must survive, on `127.0.0.1:0`.
+//! (`docs/SOURCES.md` §openai-http) and every fault the load generator must survive, on
+//! `127.0.0.1:0`.
 //!
 //! It streams `data: <json>\n\n` events — role chunk, one chunk per token (optionally the first
 //! ones as `reasoning`), a finishing chunk, the usage chunk with `"choices":[]` when asked, then
@@ -146,45 +147,68 @@ fn error(status: StatusCode, kind: &str) -> Response {
 }
 
 async fn complete(app: App, headers: HeaderMap, body: Value, chat: bool) -> Response {
-    let n = app.seen.requests.fetch_add(1, Ordering::SeqCst);
-    *app.seen.last_body.lock().unwrap() = Some(body.clone());
-    *app.seen.last_authorization.lock().unwrap() = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
+    let n = see(&app.seen, &headers, &body);
     let cfg = app.cfg.clone();
     let fault = cfg
         .fault
         .filter(|_| n.is_multiple_of(cfg.fault_every.max(1)));
-    match fault {
-        Some(Fault::Http500) => {
-            return error(StatusCode::INTERNAL_SERVER_ERROR, "InternalServerError");
-        }
-        Some(Fault::Http429) => return error(StatusCode::TOO_MANY_REQUESTS, "RateLimitError"),
-        _ => {}
+    if let Some(r) = fault.and_then(http_error) {
+        return r;
     }
     if body["model"] != cfg.model.as_str() {
         return error(StatusCode::NOT_FOUND, "NotFoundError");
     }
     let tokens = body["max_tokens"].as_u64().map_or(cfg.tokens, |m| m as u32);
-    let stamps = headers
-        .get("x-llmscope-timestamps")
-        .is_some_and(|v| v == "1");
-    let usage = body["stream_options"]["include_usage"]
-        .as_bool()
-        .unwrap_or(false);
     if body["stream"].as_bool() != Some(true) {
         tokio::time::sleep(cfg.ttft + cfg.token_interval * tokens).await;
         return Json(whole(&cfg, chat, tokens)).into_response();
     }
-    let plan = Plan {
+    let (stamps, usage) = stream_options(&headers, &body);
+    event_stream(Plan {
         cfg,
         chat,
         tokens,
         stamps,
         usage,
         fault,
-    };
+    })
+}
+
+/// Whether the client asked for emit stamps, and for the usage chunk.
+fn stream_options(headers: &HeaderMap, body: &Value) -> (bool, bool) {
+    let stamps = headers
+        .get("x-llmscope-timestamps")
+        .is_some_and(|v| v == "1");
+    let usage = body["stream_options"]["include_usage"]
+        .as_bool()
+        .unwrap_or(false);
+    (stamps, usage)
+}
+
+/// The answer of a fault that fails the request before it starts.
+fn http_error(fault: Fault) -> Option<Response> {
+    match fault {
+        Fault::Http500 => Some(error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "InternalServerError",
+        )),
+        Fault::Http429 => Some(error(StatusCode::TOO_MANY_REQUESTS, "RateLimitError")),
+        _ => None,
+    }
+}
+
+/// Counts the request and keeps its body and `Authorization`; returns how many came before it.
+fn see(seen: &Seen, headers: &HeaderMap, body: &Value) -> u64 {
+    let n = seen.requests.fetch_add(1, Ordering::SeqCst);
+    *seen.last_body.lock().unwrap() = Some(body.clone());
+    *seen.last_authorization.lock().unwrap() = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    n
+}
+
+fn event_stream(plan: Plan) -> Response {
     let stream = futures_util::stream::unfold((plan, 0u32), |(p, i)| async move {
         let item = p.event(i).await?;
         Some((item, (p, i + 1)))
@@ -215,33 +239,18 @@ struct Plan {
     fault: Option<Fault>,
 }
 
+type Event = Result<Bytes, std::io::Error>;
+
 impl Plan {
-    async fn event(&self, i: u32) -> Option<Result<Bytes, std::io::Error>> {
+    async fn event(&self, i: u32) -> Option<Event> {
         let t = self.tokens;
-        let mid = t / 2 + 1;
         match (i, self.fault) {
             (0, _) => tokio::time::sleep(self.cfg.ttft).await,
             (i, _) if i <= t => tokio::time::sleep(self.cfg.token_interval).await,
             _ => {}
         }
-        match (i, self.fault) {
-            (i, Some(Fault::Disconnect)) if i == mid => {
-                return Some(Err(std::io::Error::other("injected disconnect")));
-            }
-            (i, Some(Fault::Stall)) if i == mid => {
-                tokio::time::sleep(Duration::from_secs(3600)).await
-            }
-            (i, Some(Fault::Malformed)) if i == mid => {
-                return Some(Ok(Bytes::from_static(
-                    b"data: {\"choices\":[{\"delta\":{\"content\":\"x\"\n\n",
-                )));
-            }
-            (i, Some(Fault::InBandError)) if i == mid => {
-                let e = json!({"error":{"message":"injected","type":"InternalServerError","param":null,"code":500}});
-                return Some(Ok(Bytes::from(format!("data: {e}\n\ndata: [DONE]\n\n"))));
-            }
-            (i, Some(Fault::InBandError)) if i > mid => return None,
-            _ => {}
+        if let Some(injected) = self.inject(i).await {
+            return injected;
         }
         if i == 0 {
             return self
@@ -259,6 +268,32 @@ impl Plan {
         }
     }
 
+    /// The fault, in the middle of the answer: `Some` replaces event `i` (`Some(None)` ends the
+    /// stream); a stall only delays it.
+    async fn inject(&self, i: u32) -> Option<Option<Event>> {
+        let mid = self.tokens / 2 + 1;
+        match (i, self.fault) {
+            (i, Some(Fault::Disconnect)) if i == mid => {
+                Some(Some(Err(std::io::Error::other("injected disconnect"))))
+            }
+            (i, Some(Fault::Stall)) if i == mid => {
+                tokio::time::sleep(Duration::from_secs(3600)).await;
+                None
+            }
+            (i, Some(Fault::Malformed)) if i == mid => Some(Some(Ok(Bytes::from_static(
+                b"data: {\"choices\":[{\"delta\":{\"content\":\"x\"\n\n",
+            )))),
+            (i, Some(Fault::InBandError)) if i == mid => {
+                let e = json!({"error":{"message":"injected","type":"InternalServerError","param":null,"code":500}});
+                Some(Some(Ok(Bytes::from(format!(
+                    "data: {e}\n\ndata: [DONE]\n\n"
+                )))))
+            }
+            (i, Some(Fault::InBandError)) if i > mid => Some(None),
+            _ => None,
+        }
+    }
+
     fn frame(&self, mut v: Value) -> Bytes {
         if self.stamps {
             let ns = SystemTime::now()
@@ -270,7 +305,7 @@ impl Plan {
         Bytes::from(format!("data: {v}\n\n"))
     }
 
-    fn role(&self) -> Result<Bytes, std::io::Error> {
+    fn role(&self) -> Event {
         Ok(self.frame(json!({"id":"chatcmpl-1","object":"chat.completion.chunk","model":self.cfg.model,"choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]})))
     }
 

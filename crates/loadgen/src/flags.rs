@@ -97,31 +97,19 @@ pub struct LoadFlags {
 impl LoadFlags {
     /// The load these flags describe.
     pub fn spec(&self) -> LoadSpec {
-        let mut headers = self.headers.clone();
-        if self.check_timing {
-            headers.push("x-llmscope-timestamps: 1".into());
-        }
-        let duration = match (self.duration, self.requests) {
-            (None, None) => Some(Duration::from_secs(30)),
-            (d, _) => d,
-        };
         LoadSpec {
             target: self.target.clone(),
             endpoint: self.endpoint,
             stream: !self.no_stream,
             model: self.model.clone(),
-            api_key: self
-                .api_key
-                .clone()
-                .filter(|k| !k.is_empty())
-                .map(Secret::new),
-            headers,
+            api_key: self.api_key(),
+            headers: self.headers(),
             concurrency: self.concurrency.clone(),
             rate: self.rate.clone(),
             arrival: self.arrival,
             burstiness: self.burstiness,
             ramp_up: self.ramp_up,
-            duration,
+            duration: self.duration(),
             requests: self.requests,
             warmup: self.warmup,
             prompt: self.prompt.clone(),
@@ -135,6 +123,31 @@ impl LoadFlags {
             idle_timeout: self.idle_timeout,
             grace: self.grace,
             seed: self.seed,
+        }
+    }
+
+    /// `--api-key`; an empty one is none.
+    fn api_key(&self) -> Option<Secret> {
+        self.api_key
+            .clone()
+            .filter(|k| !k.is_empty())
+            .map(Secret::new)
+    }
+
+    /// `--header`s, and the simulator's timestamp header with `--check-timing`.
+    fn headers(&self) -> Vec<String> {
+        let mut headers = self.headers.clone();
+        if self.check_timing {
+            headers.push("x-llmscope-timestamps: 1".into());
+        }
+        headers
+    }
+
+    /// `--duration`; 30 s when neither it nor `--requests` says when to stop.
+    fn duration(&self) -> Option<Duration> {
+        match (self.duration, self.requests) {
+            (None, None) => Some(Duration::from_secs(30)),
+            (d, _) => d,
         }
     }
 }

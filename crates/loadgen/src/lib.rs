@@ -6,7 +6,7 @@
 //! HTTP/1.1 pool ([`http`]), an SSE splitter ([`sse`]) feeding a pure response reader
 //! ([`response`]) — and every request ends as one [`RequestRecord`] on a channel to one
 //! aggregator ([`stats`]), which hands batches to an [`Observer`] (progress, records file) and
-//! returns a serialisable [`LoadReport`] ([`records_file`] writes the records as JSON lines). The client watches itself ([`client`]) and says when it
+//! returns a serialisable [`LoadReport`] ([`records_file`] writes the records as JSON lines). The client watches itself ([`monitor`]) and says when it
 //! limited the result; [`limits`] raises and checks its descriptor limit before a run.
 //!
 //! # Definitions
@@ -27,7 +27,6 @@
 
 pub mod calibrate;
 pub mod chunk;
-pub mod client;
 pub mod clock;
 pub mod driver;
 pub mod failure;
@@ -36,6 +35,7 @@ pub mod fake;
 pub mod flags;
 pub mod http;
 pub mod limits;
+pub mod monitor;
 pub mod net;
 pub mod plan;
 pub mod prompts;

@@ -13,7 +13,7 @@
 //! machine was busy with other work while measuring — a data-quality fact that makes timings
 //! less exact, not a bottleneck. The diagnosis weighs the first against the server's evidence.
 
-use crate::report::ClientReport;
+use crate::report::{ClientReport, Summary};
 use crate::stats::Hist;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -196,51 +196,12 @@ pub fn assess(input: &AssessInput) -> ClientReport {
     let (cpu_mean, cpu_max) = cpu_percent(&input.samples);
     let waited = runqueue_percent(&input.samples);
     let host = host_percent(&input.samples);
-    let mut lag = Hist::default();
-    input.samples.iter().for_each(|s| lag.record_us(s.lag_us));
-    let lag = lag.summary();
-    let capacity = f64::from(input.cores.max(1)) * 100.0;
-    let saturated = cpu_mean.filter(|c| *c >= CPU_SATURATED * capacity);
-    // Its own limits: its threads used the cores it has, or its sends fell behind schedule.
-    let mut own = Vec::new();
-    if let Some(c) = saturated {
-        let plural = if input.cores == 1 { "" } else { "s" };
-        own.push(format!(
-            "client CPU {c:.0}% of {} core{plural}",
-            input.cores
-        ));
-    }
-    if let Some(p99) = input.schedule_lag_p99_ms.filter(|l| *l >= LAG_LIMIT_MS) {
-        own.push(format!("sends p99 {p99:.1} ms behind schedule"));
-    }
-    // Others' work on the same cores: it delays the client without being the client's.
-    let mut others = Vec::new();
-    if let Some(p99) = lag.p99.filter(|l| *l >= LAG_LIMIT_MS) {
-        others.push(format!("event-loop lag p99 {p99:.1} ms"));
-    }
-    if let Some(w) = waited.filter(|w| *w >= WAIT_LIMIT) {
-        others.push(format!(
-            "its threads waited for a core {:.0} ms per second",
-            w * 10.0
-        ));
-    }
-    // Who else wants the cores, when the client was delayed by them.
-    if let (false, Some(h), Some(c)) = (others.is_empty(), host, cpu_mean)
-        && h >= HOST_BUSY
-        && saturated.is_none()
-    {
-        others.push(format!(
-            "machine CPU {h:.0}% busy, this client {c:.0}%: other processes compete for the cores"
-        ));
-    }
+    let lag = event_loop_lag(&input.samples);
+    let saturated = cpu_mean.filter(|c| *c >= CPU_SATURATED * capacity(input.cores));
+    let own = own_limits(input, saturated);
+    let others = others_work(lag.p99, waited, host, cpu_mean, saturated.is_some());
     let reached = input.load.map(|l| l.achieved >= REACHED * l.target);
-    // Limited means the load asked for was not kept, for a reason on the client's side. A client
-    // that kept its load was not the limit, however busy the machine.
-    let limited = match reached {
-        Some(false) => !own.is_empty() || !others.is_empty(),
-        Some(true) => false,
-        None => !own.is_empty(),
-    };
+    let limited = is_limited(reached, &own, &others);
     let contended = !others.is_empty() && saturated.is_none();
     let contention = contended.then(|| others.join("; "));
     let verdict = verdict(input, cpu_mean, host, reached, limited, &own, &others);
@@ -260,6 +221,75 @@ pub fn assess(input: &AssessInput) -> ClientReport {
     }
 }
 
+/// Percent of one core, times the cores it has.
+fn capacity(cores: u32) -> f64 {
+    f64::from(cores.max(1)) * 100.0
+}
+
+fn event_loop_lag(samples: &[Sample]) -> Summary {
+    let mut lag = Hist::default();
+    samples.iter().for_each(|s| lag.record_us(s.lag_us));
+    lag.summary()
+}
+
+/// Its own limits: its threads used the cores it has (`saturated`: its CPU then), or its sends
+/// fell behind schedule.
+fn own_limits(input: &AssessInput, saturated: Option<f64>) -> Vec<String> {
+    let mut own = Vec::new();
+    if let Some(c) = saturated {
+        let plural = if input.cores == 1 { "" } else { "s" };
+        own.push(format!(
+            "client CPU {c:.0}% of {} core{plural}",
+            input.cores
+        ));
+    }
+    if let Some(p99) = input.schedule_lag_p99_ms.filter(|l| *l >= LAG_LIMIT_MS) {
+        own.push(format!("sends p99 {p99:.1} ms behind schedule"));
+    }
+    own
+}
+
+/// Others' work on the same cores: it delays the client (event-loop lag `lag_p99`, run-queue
+/// wait `waited`) without being the client's.
+fn others_work(
+    lag_p99: Option<f64>,
+    waited: Option<f64>,
+    host: Option<f64>,
+    cpu_mean: Option<f64>,
+    saturated: bool,
+) -> Vec<String> {
+    let mut others = Vec::new();
+    if let Some(p99) = lag_p99.filter(|l| *l >= LAG_LIMIT_MS) {
+        others.push(format!("event-loop lag p99 {p99:.1} ms"));
+    }
+    if let Some(w) = waited.filter(|w| *w >= WAIT_LIMIT) {
+        others.push(format!(
+            "its threads waited for a core {:.0} ms per second",
+            w * 10.0
+        ));
+    }
+    // Who else wants the cores, when the client was delayed by them.
+    if let (false, Some(h), Some(c)) = (others.is_empty(), host, cpu_mean)
+        && h >= HOST_BUSY
+        && !saturated
+    {
+        others.push(format!(
+            "machine CPU {h:.0}% busy, this client {c:.0}%: other processes compete for the cores"
+        ));
+    }
+    others
+}
+
+/// Limited means the load asked for was not kept, for a reason on the client's side. A client
+/// that kept its load was not the limit, however busy the machine.
+fn is_limited(reached: Option<bool>, own: &[String], others: &[String]) -> bool {
+    match reached {
+        Some(false) => !own.is_empty() || !others.is_empty(),
+        Some(true) => false,
+        None => !own.is_empty(),
+    }
+}
+
 fn verdict(
     input: &AssessInput,
     cpu: Option<f64>,
@@ -270,30 +300,19 @@ fn verdict(
     others: &[String],
 ) -> String {
     let achieved = input.load.map(|l| {
-        format!(
-            "achieved {} {} of {}",
-            fmt_num(l.achieved),
-            l.unit,
-            fmt_num(l.target)
-        )
+        let (achieved, target) = (fmt_num(l.achieved), fmt_num(l.target));
+        format!("achieved {achieved} {} of {target}", l.unit)
     });
+    if limited {
+        let causes: Vec<&str> = own.iter().chain(others).map(String::as_str).collect();
+        let s = achieved.map_or(String::new(), |s| format!("{s}; "));
+        return format!("client-limited: {s}{}", causes.join("; "));
+    }
     let cpu = cpu.map_or("client CPU unknown".to_owned(), |c| {
         format!("client CPU {c:.0}%")
     });
     let host = host.map_or(String::new(), |h| format!(", machine {h:.0}% busy"));
-    let causes: Vec<&str> = own.iter().chain(others).map(String::as_str).collect();
-    if limited {
-        let s = achieved.map_or(String::new(), |s| format!("{s}; "));
-        return format!("client-limited: {s}{}", causes.join("; "));
-    }
-    let contended = if others.is_empty() {
-        String::new()
-    } else {
-        format!(
-            "; the machine was contended ({}), so timings are less exact",
-            others.join("; ")
-        )
-    };
+    let contended = contended_note(others);
     match (reached, achieved) {
         (Some(false), Some(s)) => {
             format!("load not reached: {s}; the client was not the limit ({cpu}{host}){contended}")
@@ -302,6 +321,18 @@ fn verdict(
             format!("not client-limited: {s} ({cpu}{host}){contended}")
         }
         _ => format!("not client-limited ({cpu}{host}){contended}"),
+    }
+}
+
+/// `; the machine was contended (…)`, or nothing.
+fn contended_note(others: &[String]) -> String {
+    if others.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; the machine was contended ({}), so timings are less exact",
+            others.join("; ")
+        )
     }
 }
 

@@ -16,7 +16,7 @@
 //! That case is what a client that reads late meets: a runtime thread that lost its core to
 //! another process (on two threads sharing cores with the server, tens of milliseconds), or a
 //! burst of connections to set up. So while a response waits for its first token, the connection
-//! is also watched by the [`Stamper`]: one thread of its own, doing nothing else, that wakes on
+//! is also watched by the `Stamper`: one thread of its own, doing nothing else, that wakes on
 //! every segment that reaches the socket and peeks (without consuming) what is queued, noting
 //! "the bytes up to stream offset N had arrived by kernel time T" before later segments can merge
 //! into them. A read then takes the earliest such note that covers it. The runtime may get to
@@ -198,7 +198,7 @@ fn stamper() -> Option<&'static Stamper> {
         }));
         // Named like the runtime's threads: its CPU is the client's.
         std::thread::Builder::new()
-            .name(crate::client::THREAD_NAME.into())
+            .name(crate::monitor::THREAD_NAME.into())
             .spawn(move || s.run())
             .ok()?;
         Some(s)
@@ -320,6 +320,50 @@ fn through_first_event(fd: RawFd, peek: &mut [u8]) -> io::Result<(usize, bool)> 
     })
 }
 
+/// One read of up to `want` bytes and its kernel stamp. When `precise`, only through the first
+/// complete event queued, and whether more was queued behind it.
+fn read_stamped(
+    fd: RawFd,
+    scratch: &mut [u8],
+    cmsg: &mut [u8],
+    want: usize,
+    precise: bool,
+) -> io::Result<(usize, Option<u64>, bool)> {
+    let mut behind = false;
+    let want = match precise {
+        true => {
+            let (upto, more) = through_first_event(fd, &mut scratch[..want])?;
+            behind = more;
+            upto.max(1)
+        }
+        false => want,
+    };
+    recv_stamped(fd, &mut scratch[..want], cmsg).map(|(n, ts)| (n, ts, behind))
+}
+
+impl StampedIo {
+    /// Counts `n` bytes read and stamps them: the earlier of the kernel's stamp `ts` and the
+    /// watcher's note, and whether data was queued behind them (`precise` reads only).
+    fn account(&mut self, n: usize, mut ts: Option<u64>, mut behind: bool, precise: bool) {
+        let end = self.watch.consumed.fetch_add(n as u64, Ordering::Release) + n as u64;
+        if self.watched.is_some() {
+            let (noted, exact) = self.noted(end);
+            ts = match (ts, noted) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            // Noted as it arrived, before anything queued behind it: exact.
+            behind &= !exact;
+        }
+        if precise {
+            self.stamp.set_behind(behind);
+        }
+        if let Some(ts) = ts {
+            self.stamp.set(ts);
+        }
+    }
+}
+
 impl Read for StampedIo {
     fn poll_read(
         self: Pin<&mut Self>,
@@ -335,43 +379,16 @@ impl Read for StampedIo {
                 stamp,
                 scratch,
                 cmsg,
-                watch,
                 ..
             } = &mut *this;
             let stream = io.inner();
             ready!(stream.poll_read_ready(cx))?;
             let fd = stream.as_raw_fd();
             let precise = stamp.precise();
-            let read = || {
-                let mut behind = false;
-                let want = match precise {
-                    true => {
-                        let (upto, more) = through_first_event(fd, &mut scratch[..want])?;
-                        behind = more;
-                        upto.max(1)
-                    }
-                    false => want,
-                };
-                recv_stamped(fd, &mut scratch[..want], cmsg).map(|(n, ts)| (n, ts, behind))
-            };
+            let read = || read_stamped(fd, scratch, cmsg, want, precise);
             match stream.try_io(Interest::READABLE, read) {
-                Ok((n, mut ts, mut behind)) => {
-                    let end = watch.consumed.fetch_add(n as u64, Ordering::Release) + n as u64;
-                    if this.watched.is_some() {
-                        let (noted, exact) = this.noted(end);
-                        ts = match (ts, noted) {
-                            (Some(a), Some(b)) => Some(a.min(b)),
-                            (a, b) => a.or(b),
-                        };
-                        // Noted as it arrived, before anything queued behind it: exact.
-                        behind &= !exact;
-                    }
-                    if precise {
-                        this.stamp.set_behind(behind);
-                    }
-                    if let Some(ts) = ts {
-                        this.stamp.set(ts);
-                    }
+                Ok((n, ts, behind)) => {
+                    this.account(n, ts, behind, precise);
                     buf.put_slice(&this.scratch[..n]);
                     return Poll::Ready(Ok(()));
                 }

@@ -4,7 +4,7 @@
 //! so an unreachable target, a non-OpenAI server, a wrong model or an empty prompt file fail here
 //! with a [`PlanError`] that says what is wrong and how to fix it.
 
-use crate::calibrate::{self, Meter, Method};
+use crate::calibrate::{self, Calibrated, Meter, Method};
 use crate::http::{Client, FetchError, Secret, Target, TargetError};
 use crate::prompts::{self, BodyOptions, Endpoint, Prompt, PromptError, TokenSpec};
 use crate::schedule::{Arrival, Mode};
@@ -239,18 +239,7 @@ fn modes(spec: &LoadSpec) -> Result<Vec<Mode>, PlanError> {
         return Err(usage("--concurrency must be at least 1"));
     }
     if spec.rate.is_empty() {
-        if spec.burstiness.is_some() {
-            return Err(usage("--burstiness shapes open-loop arrivals: add --rate"));
-        }
-        let c = if spec.concurrency.is_empty() {
-            vec![1]
-        } else {
-            spec.concurrency.clone()
-        };
-        return Ok(c
-            .into_iter()
-            .map(|concurrency| Mode::Closed { concurrency })
-            .collect());
+        return closed_modes(spec);
     }
     if spec.rate.iter().any(|r| !(r.is_finite() && *r > 0.0)) {
         return Err(usage(
@@ -271,6 +260,21 @@ fn modes(spec: &LoadSpec) -> Result<Vec<Mode>, PlanError> {
         .rate
         .iter()
         .map(|&rate| Mode::Open { rate, arrival, cap })
+        .collect())
+}
+
+/// Closed loop: one stage per `--concurrency` (1 when none is given).
+fn closed_modes(spec: &LoadSpec) -> Result<Vec<Mode>, PlanError> {
+    if spec.burstiness.is_some() {
+        return Err(usage("--burstiness shapes open-loop arrivals: add --rate"));
+    }
+    let c = if spec.concurrency.is_empty() {
+        vec![1]
+    } else {
+        spec.concurrency.clone()
+    };
+    Ok(c.into_iter()
+        .map(|concurrency| Mode::Closed { concurrency })
         .collect())
 }
 
@@ -366,20 +370,7 @@ async fn served_models(
     let (status, ctype, body) = client
         .get(target.uri("/v1/models"), Duration::from_secs(10))
         .await
-        .map_err(|e| match e {
-            FetchError::Connect(io) => PlanError::Unreachable {
-                target: target.to_string(),
-                why: io.to_string(),
-            },
-            FetchError::Timeout => PlanError::Unreachable {
-                target: target.to_string(),
-                why: "no answer within 10s".into(),
-            },
-            FetchError::Http(h) => PlanError::NotOpenAi {
-                url: url.clone(),
-                got: format!("HTTP error: {h}"),
-            },
-        })?;
+        .map_err(|e| fetch_error(e, target, &url))?;
     if status == 404 {
         return Ok(None);
     }
@@ -403,6 +394,24 @@ async fn served_models(
     Ok(Some(list.data))
 }
 
+/// Why `/v1/models` could not be fetched: the target is unreachable, or no HTTP server.
+fn fetch_error(e: FetchError, target: &Target, url: &str) -> PlanError {
+    match e {
+        FetchError::Connect(io) => PlanError::Unreachable {
+            target: target.to_string(),
+            why: io.to_string(),
+        },
+        FetchError::Timeout => PlanError::Unreachable {
+            target: target.to_string(),
+            why: "no answer within 10s".into(),
+        },
+        FetchError::Http(h) => PlanError::NotOpenAi {
+            url: url.to_owned(),
+            got: format!("HTTP error: {h}"),
+        },
+    }
+}
+
 /// Resolves a spec: validates it, reads prompts, checks the server and its model, builds bodies.
 pub async fn resolve(spec: &LoadSpec) -> Result<LoadPlan, PlanError> {
     let stages = stages(spec)?;
@@ -411,6 +420,23 @@ pub async fn resolve(spec: &LoadSpec) -> Result<LoadPlan, PlanError> {
             "give --output-tokens (exact length) or --max-tokens (a cap), not both",
         ));
     }
+    let (target, headers) = target_and_headers(spec)?;
+    let given = load_prompts(spec)?;
+    let server = Server::find(spec, target, &headers).await?;
+    let meter = Meter::detect(&server.client, &server.target, &server.model, spec.endpoint).await;
+    let fitted = fit_prompts(spec, &meter, given).await;
+    check_length(
+        fitted.longest,
+        spec.output_tokens.or(spec.max_tokens),
+        fitted.max_model_len.or(server.card_len),
+    )?;
+    Ok(plan(spec, stages, server, fitted))
+}
+
+/// The target, and the extra headers (checked along with the API key, which goes in a header).
+fn target_and_headers(
+    spec: &LoadSpec,
+) -> Result<(Target, Vec<(HeaderName, HeaderValue)>), PlanError> {
     let target: Target = spec.target.parse()?;
     if spec.api_key.as_ref().is_some_and(|k| !k.fits_a_header()) {
         return Err(usage(
@@ -422,47 +448,61 @@ pub async fn resolve(spec: &LoadSpec) -> Result<LoadPlan, PlanError> {
         .iter()
         .map(|h| parse_header(h))
         .collect::<Result<Vec<_>, _>>()?;
-    let given = load_prompts(spec)?;
-    let addrs = target.resolve().await.map_err(|e| PlanError::Unreachable {
-        target: target.to_string(),
-        why: e.to_string(),
-    })?;
-    let client = Arc::new(Client::new(&target, addrs, spec.api_key.as_ref(), &headers));
-    let served = served_models(&client, &target).await?;
-    let (model, vllm) = choose_model(spec, &target, served.as_deref())?;
-    let card_len = served
-        .iter()
-        .flatten()
-        .find(|c| c.id == model)
-        .and_then(|c| c.max_model_len);
-    let mut notes = Vec::new();
-    let meter = Meter::detect(&client, &target, &model, spec.endpoint).await;
-    let fitted = fit_prompts(spec, &meter, given).await;
-    notes.extend(fitted.note);
-    check_length(
-        fitted.longest,
-        spec.output_tokens.or(spec.max_tokens),
-        fitted.max_model_len.or(card_len),
-    )?;
-    let prompts = fitted.prompts;
-    let ignore_eos = spec.output_tokens.is_some() && vllm;
-    if spec.output_tokens.is_some() && !vllm {
-        notes.push("the server does not look like vLLM: sending max_tokens without ignore_eos, so answers may end early".into());
+    Ok((target, headers))
+}
+
+/// The server found at the target: a client for it and the model to load.
+struct Server {
+    target: Target,
+    client: Arc<Client>,
+    model: String,
+    /// It says it is vLLM (`owned_by: "vllm"`).
+    vllm: bool,
+    /// The model's context length as `/v1/models` lists it.
+    card_len: Option<u32>,
+}
+
+impl Server {
+    /// Resolves the host, asks `/v1/models`, and picks the model.
+    async fn find(
+        spec: &LoadSpec,
+        target: Target,
+        headers: &[(HeaderName, HeaderValue)],
+    ) -> Result<Server, PlanError> {
+        let addrs = target.resolve().await.map_err(|e| PlanError::Unreachable {
+            target: target.to_string(),
+            why: e.to_string(),
+        })?;
+        let client = Arc::new(Client::new(&target, addrs, spec.api_key.as_ref(), headers));
+        let served = served_models(&client, &target).await?;
+        let (model, vllm) = choose_model(spec, &target, served.as_deref())?;
+        let card_len = served
+            .iter()
+            .flatten()
+            .find(|c| c.id == model)
+            .and_then(|c| c.max_model_len);
+        Ok(Server {
+            target,
+            client,
+            model,
+            vllm,
+            card_len,
+        })
     }
-    let opts = BodyOptions {
-        endpoint: spec.endpoint,
-        model: model.clone(),
-        stream: spec.stream,
-        max_tokens: spec.output_tokens.or(spec.max_tokens),
-        ignore_eos,
-    };
-    Ok(LoadPlan {
-        target,
-        model,
+}
+
+/// The plan: the spec's settings, and a body for every prompt.
+fn plan(spec: &LoadSpec, stages: Vec<StagePlan>, server: Server, fitted: Fitted) -> LoadPlan {
+    let mut notes = Vec::new();
+    notes.extend(fitted.note);
+    let opts = body_options(spec, &server, &mut notes);
+    LoadPlan {
+        target: server.target,
+        model: server.model,
         endpoint: spec.endpoint,
         stream: spec.stream,
         stages,
-        bodies: prompts::build_bodies(&prompts, &opts).into(),
+        bodies: prompts::build_bodies(&fitted.prompts, &opts).into(),
         slo: spec.slo,
         timeout: spec.timeout,
         ttft_timeout: spec.ttft_timeout,
@@ -470,8 +510,24 @@ pub async fn resolve(spec: &LoadSpec) -> Result<LoadPlan, PlanError> {
         grace: spec.grace,
         seed: spec.seed,
         notes,
-        client,
-    })
+        client: server.client,
+    }
+}
+
+/// How each body is built. `--output-tokens` is exact only on vLLM (`ignore_eos`); elsewhere a
+/// note says answers may end early.
+fn body_options(spec: &LoadSpec, server: &Server, notes: &mut Vec<String>) -> BodyOptions {
+    let ignore_eos = spec.output_tokens.is_some() && server.vllm;
+    if spec.output_tokens.is_some() && !server.vllm {
+        notes.push("the server does not look like vLLM: sending max_tokens without ignore_eos, so answers may end early".into());
+    }
+    BodyOptions {
+        endpoint: spec.endpoint,
+        model: server.model.clone(),
+        stream: spec.stream,
+        max_tokens: spec.output_tokens.or(spec.max_tokens),
+        ignore_eos,
+    }
 }
 
 /// Prompts as they will be sent, and what the server says of their length.
@@ -493,17 +549,7 @@ async fn fit_prompts(spec: &LoadSpec, meter: &Meter<'_>, given: Vec<Prompt>) -> 
     let longest = targets.iter().copied().max();
     match calibrate::calibrate(meter, &targets, spec.seed).await {
         Some(c) => Fitted {
-            note: Some(format!(
-                "--input-tokens {input} calibrated on the server's tokenizer ({}): a sample measured {:.1} tokens for {:.1} asked ({:.0} tokens of template, {:.2} tokens per word)",
-                match c.method {
-                    Method::Tokenize => "POST /tokenize",
-                    Method::Usage => "usage.prompt_tokens of one-token requests",
-                },
-                c.measured,
-                c.target,
-                c.fit.overhead,
-                c.fit.per_word
-            )),
+            note: Some(calibrated_note(input, &c)),
             prompts: c.prompts,
             longest,
             max_model_len: c.max_model_len,
@@ -517,6 +563,20 @@ async fn fit_prompts(spec: &LoadSpec, meter: &Meter<'_>, given: Vec<Prompt>) -> 
             max_model_len: None,
         },
     }
+}
+
+fn calibrated_note(input: TokenSpec, c: &Calibrated) -> String {
+    format!(
+        "--input-tokens {input} calibrated on the server's tokenizer ({}): a sample measured {:.1} tokens for {:.1} asked ({:.0} tokens of template, {:.2} tokens per word)",
+        match c.method {
+            Method::Tokenize => "POST /tokenize",
+            Method::Usage => "usage.prompt_tokens of one-token requests",
+        },
+        c.measured,
+        c.target,
+        c.fit.overhead,
+        c.fit.per_word
+    )
 }
 
 async fn measure_given(meter: &Meter<'_>, given: Vec<Prompt>) -> Fitted {

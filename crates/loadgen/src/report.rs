@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 /// The plain figures of a report live in `llmscope-core` (the typed client summary a run stores
 /// is made of them), so the store and the renderers read them without this crate.
-pub use llmscope_core::client::{
+pub use llmscope_core::outcome::{
     ClientReport, ClientSummary, Latencies, LoadInfo, RequestCounts, Summary, Throughput, Tokens,
 };
 

@@ -81,14 +81,8 @@ impl SseSplitter {
             } else if let Some(rest) = line.strip_prefix(b"data:") {
                 let skip = usize::from(rest.first() == Some(&b' '));
                 let (s, e) = (line_end - rest.len() + skip, line_end);
-                if let Some((ps, pe)) = data {
-                    if !multi {
-                        joined.clear();
-                        joined.extend_from_slice(&buf[ps..pe]);
-                        multi = true;
-                    }
-                    joined.push(b'\n');
-                    joined.extend_from_slice(&buf[s..e]);
+                if let Some(previous) = data {
+                    join(buf, joined, previous, (s, e), &mut multi);
                 }
                 data = Some((s, e));
             }
@@ -96,6 +90,24 @@ impl SseSplitter {
         }
         event_start
     }
+}
+
+/// A further `data:` line, payload `buf[s..e]`: appended to the event's payload in `joined`,
+/// which starts as a copy of the first line's (`previous`) when the event was single-line so far.
+fn join(
+    buf: &[u8],
+    joined: &mut Vec<u8>,
+    previous: (usize, usize),
+    (s, e): (usize, usize),
+    multi: &mut bool,
+) {
+    if !*multi {
+        joined.clear();
+        joined.extend_from_slice(&buf[previous.0..previous.1]);
+        *multi = true;
+    }
+    joined.push(b'\n');
+    joined.extend_from_slice(&buf[s..e]);
 }
 
 fn emit(payload: &[u8], on_event: &mut impl FnMut(SseEvent<'_>)) {

@@ -195,6 +195,14 @@ impl StageStats {
 
     fn add_completed(&mut self, r: &RequestRecord, slo: &Slo) {
         self.requests.completed += 1;
+        self.add_latencies(r);
+        self.add_timing(r);
+        self.add_tokens(r);
+        self.good += u64::from(!slo.is_empty() && slo.met(r));
+    }
+
+    /// What the user sees: e2e, TTFT, TTFO, TPOT, and each gap between chunks.
+    fn add_latencies(&mut self, r: &RequestRecord) {
         self.e2e.record_ns(r.e2e_ns());
         if let Some(t) = r.ttft_ns() {
             self.ttft.record_ns(t);
@@ -208,6 +216,12 @@ impl StageStats {
         for &g in &r.gaps_us {
             self.itl.record_us(u64::from(g));
         }
+    }
+
+    /// Latencies from the intended send time (open loop), and how exact the first token's
+    /// time is: the kernel-to-read lag, reads behind queued data, delivery after the server's
+    /// emit stamp.
+    fn add_timing(&mut self, r: &RequestRecord) {
         if let Some(s) = r.scheduled_unix_ns {
             self.e2e_sched.record_ns(r.end_unix_ns.saturating_sub(s));
             if let Some(t) = r.first_token_unix_ns {
@@ -222,8 +236,6 @@ impl StageStats {
         {
             self.delivery.record_ns(client.saturating_sub(server));
         }
-        self.add_tokens(r);
-        self.good += u64::from(!slo.is_empty() && slo.met(r));
     }
 
     fn add_tokens(&mut self, r: &RequestRecord) {
@@ -250,6 +262,21 @@ impl StageStats {
 
     /// Adds another stage's stats.
     pub fn merge(&mut self, o: &StageStats) {
+        self.merge_counts(o);
+        for (a, b) in self.hists_mut().into_iter().zip(o.hists()) {
+            a.merge(b);
+        }
+        self.merge_tokens(o);
+        self.good += o.good;
+        self.behind += o.behind;
+        self.closed_windows_ns += o.window_ns();
+        self.busy_ns += o.busy_ns;
+        self.sending_tokens += o.sending_tokens;
+        self.sending_window_ns += o.sending_window_ns;
+    }
+
+    /// Requests sent, completed, failed (by kind, with the server's messages) and warmup.
+    fn merge_counts(&mut self, o: &StageStats) {
         let r = &mut self.requests;
         r.sent += o.requests.sent;
         r.completed += o.requests.completed;
@@ -261,9 +288,9 @@ impl StageStats {
         for (k, v) in &o.failures {
             self.failures.entry(*k).or_default().merge(v);
         }
-        for (a, b) in self.hists_mut().into_iter().zip(o.hists()) {
-            a.merge(b);
-        }
+    }
+
+    fn merge_tokens(&mut self, o: &StageStats) {
         let (t, u) = (&mut self.tokens, &o.tokens);
         t.prompt += u.prompt;
         t.prompt_counted += u.prompt_counted;
@@ -273,12 +300,6 @@ impl StageStats {
         t.mismatched_requests += u.mismatched_requests;
         self.usage_both.0 += o.usage_both.0;
         self.usage_both.1 += o.usage_both.1;
-        self.good += o.good;
-        self.behind += o.behind;
-        self.closed_windows_ns += o.window_ns();
-        self.busy_ns += o.busy_ns;
-        self.sending_tokens += o.sending_tokens;
-        self.sending_window_ns += o.sending_window_ns;
     }
 
     fn hists(&self) -> [&Hist; 10] {
@@ -314,13 +335,6 @@ impl StageStats {
     /// The report of these stats (the client part is filled in by the driver).
     pub fn report(&self, meta: &StageMeta, slo: &Slo) -> StageReport {
         let window_s = self.window_ns() as f64 / 1e9;
-        let per_s = |n: u64| {
-            if window_s > 0.0 {
-                n as f64 / window_s
-            } else {
-                0.0
-            }
-        };
         StageReport {
             stage: meta.stage,
             label: meta.label.clone(),
@@ -329,23 +343,10 @@ impl StageStats {
             errors: self.errors.clone(),
             failures: self.failures.clone(),
             latency_ms: self.latencies(),
-            throughput: Throughput {
-                requests_per_s: per_s(self.requests.completed),
-                output_tokens_per_s: per_s(self.tokens.output),
-                total_tokens_per_s: per_s(self.tokens.output + self.tokens.prompt),
-                window_s,
-                sending_output_tokens_per_s: (self.sending_window_ns > 0)
-                    .then(|| self.sending_tokens / (self.sending_window_ns as f64 / 1e9)),
-            },
+            throughput: self.throughput(window_s),
             tokens: self.token_report(),
             load: self.load_info(meta, window_s),
-            goodput: (!slo.is_empty()).then(|| Goodput {
-                slo: *slo,
-                good: self.good,
-                fraction: (self.requests.sent > 0)
-                    .then(|| self.good as f64 / self.requests.sent as f64),
-                requests_per_s: per_s(self.good),
-            }),
+            goodput: (!slo.is_empty()).then(|| self.goodput(slo, window_s)),
             timing: (!self.delivery.is_empty()).then(|| TimingCheck {
                 first_token_delivery_ms: self.delivery.summary(),
             }),
@@ -354,6 +355,27 @@ impl StageStats {
                 first_tokens_read_behind: self.behind,
                 ..Default::default()
             },
+        }
+    }
+
+    fn throughput(&self, window_s: f64) -> Throughput {
+        Throughput {
+            requests_per_s: per_s(self.requests.completed, window_s),
+            output_tokens_per_s: per_s(self.tokens.output, window_s),
+            total_tokens_per_s: per_s(self.tokens.output + self.tokens.prompt, window_s),
+            window_s,
+            sending_output_tokens_per_s: (self.sending_window_ns > 0)
+                .then(|| self.sending_tokens / (self.sending_window_ns as f64 / 1e9)),
+        }
+    }
+
+    fn goodput(&self, slo: &Slo, window_s: f64) -> Goodput {
+        Goodput {
+            slo: *slo,
+            good: self.good,
+            fraction: (self.requests.sent > 0)
+                .then(|| self.good as f64 / self.requests.sent as f64),
+            requests_per_s: per_s(self.good, window_s),
         }
     }
 
@@ -393,18 +415,7 @@ impl StageStats {
         } else {
             0.0
         };
-        let (target, achieved, unit, cap) = match meta.mode {
-            Some(Mode::Closed { concurrency }) => (
-                Some(f64::from(concurrency)),
-                Some(meta.sending_concurrency.unwrap_or(mean_concurrency)),
-                "concurrency",
-                Some(concurrency),
-            ),
-            Some(Mode::Open { rate, cap, .. }) => {
-                (Some(rate), Some(send_rate), "requests_per_s", cap)
-            }
-            None => (None, None, "", None),
-        };
+        let (target, achieved, unit, cap) = reach(meta, mean_concurrency, send_rate);
         LoadInfo {
             mode: meta.mode_name.clone(),
             target,
@@ -416,6 +427,34 @@ impl StageStats {
             send_rate: round3(send_rate),
             schedule_lag_ms: (!self.lag.is_empty()).then(|| self.lag.summary()),
         }
+    }
+}
+
+/// `n` per second of `window_s`; 0 for an empty window.
+fn per_s(n: u64, window_s: f64) -> f64 {
+    if window_s > 0.0 {
+        n as f64 / window_s
+    } else {
+        0.0
+    }
+}
+
+/// The load the stage's mode asked for and what it achieved, in the mode's unit, and its
+/// concurrency cap: (target, achieved, unit, cap); nothing for merged stages of different modes.
+fn reach(
+    meta: &StageMeta,
+    mean_concurrency: f64,
+    send_rate: f64,
+) -> (Option<f64>, Option<f64>, &'static str, Option<u32>) {
+    match meta.mode {
+        Some(Mode::Closed { concurrency }) => (
+            Some(f64::from(concurrency)),
+            Some(meta.sending_concurrency.unwrap_or(mean_concurrency)),
+            "concurrency",
+            Some(concurrency),
+        ),
+        Some(Mode::Open { rate, cap, .. }) => (Some(rate), Some(send_rate), "requests_per_s", cap),
+        None => (None, None, "", None),
     }
 }
 

@@ -9,6 +9,24 @@ use std::io::{self, Write};
 
 /// Writes the summary table: one block per stage, then the total when there are several.
 pub fn write_summary(r: &LoadReport, w: &mut impl Write) -> io::Result<()> {
+    write_header(r, w)?;
+    let n = r.stages.len();
+    for s in &r.stages {
+        writeln!(w)?;
+        let idx = s.stage.map_or(0, |i| i + 1);
+        writeln!(w, "stage {idx}/{n}: {} ({:.1} s)", s.label, s.duration_s)?;
+        write_stage(s, w)?;
+    }
+    if n > 1 {
+        writeln!(w)?;
+        writeln!(w, "{} ({:.1} s)", r.total.label, r.total.duration_s)?;
+        write_stage(&r.total, w)?;
+    }
+    Ok(())
+}
+
+/// Target, model and endpoint, and whether the run stopped early or was interrupted.
+fn write_header(r: &LoadReport, w: &mut impl Write) -> io::Result<()> {
     let mode = if r.stream {
         "streaming"
     } else {
@@ -30,22 +48,23 @@ pub fn write_summary(r: &LoadReport, w: &mut impl Write) -> io::Result<()> {
             "interrupted: the figures cover the requests that completed"
         )?;
     }
-    let n = r.stages.len();
-    for s in &r.stages {
-        writeln!(w)?;
-        let idx = s.stage.map_or(0, |i| i + 1);
-        writeln!(w, "stage {idx}/{n}: {} ({:.1} s)", s.label, s.duration_s)?;
-        write_stage(s, w)?;
-    }
-    if n > 1 {
-        writeln!(w)?;
-        writeln!(w, "{} ({:.1} s)", r.total.label, r.total.duration_s)?;
-        write_stage(&r.total, w)?;
-    }
     Ok(())
 }
 
 fn write_stage(s: &StageReport, w: &mut impl Write) -> io::Result<()> {
+    write_requests(s, w)?;
+    write_failures(s, w)?;
+    write_latencies(s, w)?;
+    write_throughput(s, w)?;
+    write_tokens(s, w)?;
+    write_load(s, w)?;
+    write_goodput(s, w)?;
+    write_timing(s, w)?;
+    write_client(s, w)
+}
+
+/// Sent, completed and failed (by kind), and the warmup requests left out.
+fn write_requests(s: &StageReport, w: &mut impl Write) -> io::Result<()> {
     let q = &s.requests;
     let errors: Vec<String> = s.errors.iter().map(|(k, v)| format!("{k} {v}")).collect();
     let errors = if errors.is_empty() {
@@ -62,9 +81,10 @@ fn write_stage(s: &StageReport, w: &mut impl Write) -> io::Result<()> {
         w,
         "  requests    sent {}  completed {}  failed {}{errors}{warm}",
         q.sent, q.completed, q.failed
-    )?;
-    write_failures(s, w)?;
-    write_latencies(s, w)?;
+    )
+}
+
+fn write_throughput(s: &StageReport, w: &mut impl Write) -> io::Result<()> {
     let t = &s.throughput;
     writeln!(
         w,
@@ -81,8 +101,11 @@ fn write_stage(s: &StageReport, w: &mut impl Write) -> io::Result<()> {
             thousands(sending)
         )?;
     }
-    write_tokens(s, w)?;
-    write_load(s, w)?;
+    Ok(())
+}
+
+/// Requests that met `--slo`, when one was given.
+fn write_goodput(s: &StageReport, w: &mut impl Write) -> io::Result<()> {
     if let Some(g) = &s.goodput {
         let pct = g
             .fraction
@@ -93,6 +116,11 @@ fn write_stage(s: &StageReport, w: &mut impl Write) -> io::Result<()> {
             g.good, g.requests_per_s
         )?;
     }
+    Ok(())
+}
+
+/// First-token delivery against the server's emit stamps, when it sent them.
+fn write_timing(s: &StageReport, w: &mut impl Write) -> io::Result<()> {
     if let Some(t) = &s.timing {
         let d = &t.first_token_delivery_ms;
         writeln!(
@@ -103,6 +131,11 @@ fn write_stage(s: &StageReport, w: &mut impl Write) -> io::Result<()> {
             ms(d.max)
         )?;
     }
+    Ok(())
+}
+
+/// Whether the client kept up, with its event-loop lag and late first-token reads.
+fn write_client(s: &StageReport, w: &mut impl Write) -> io::Result<()> {
     let c = &s.client;
     let lag = match c.event_loop_lag_ms.p99 {
         Some(p99) if !c.verdict.contains("event-loop lag") => {
@@ -124,21 +157,7 @@ fn write_latencies(s: &StageReport, w: &mut impl Write) -> io::Result<()> {
         "  latency ms  {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
         "p50", "p90", "p95", "p99", "p99.9", "mean"
     )?;
-    let mut rows: Vec<(&str, &Summary)> = vec![
-        ("TTFT", &l.ttft),
-        ("TTFO", &l.ttfo),
-        ("ITL", &l.itl),
-        ("TPOT", &l.tpot),
-        ("e2e", &l.e2e),
-    ];
-    if let (Some(t), Some(e)) = (&l.ttft_from_schedule, &l.e2e_from_schedule) {
-        rows.push(("TTFT*", t));
-        rows.push(("e2e*", e));
-    }
-    if let Some(lag) = &s.load.schedule_lag_ms {
-        rows.push(("lag*", lag));
-    }
-    for (name, v) in rows.into_iter().filter(|(_, v)| v.count > 0) {
+    for (name, v) in latency_rows(s).into_iter().filter(|(_, v)| v.count > 0) {
         writeln!(
             w,
             "    {name:<8}  {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
@@ -157,6 +176,26 @@ fn write_latencies(s: &StageReport, w: &mut impl Write) -> io::Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// The latency rows: measured from the actual send, then (open loop) from the intended one.
+fn latency_rows(s: &StageReport) -> Vec<(&str, &Summary)> {
+    let l = &s.latency_ms;
+    let mut rows: Vec<(&str, &Summary)> = vec![
+        ("TTFT", &l.ttft),
+        ("TTFO", &l.ttfo),
+        ("ITL", &l.itl),
+        ("TPOT", &l.tpot),
+        ("e2e", &l.e2e),
+    ];
+    if let (Some(t), Some(e)) = (&l.ttft_from_schedule, &l.e2e_from_schedule) {
+        rows.push(("TTFT*", t));
+        rows.push(("e2e*", e));
+    }
+    if let Some(lag) = &s.load.schedule_lag_ms {
+        rows.push(("lag*", lag));
+    }
+    rows
 }
 
 fn write_tokens(s: &StageReport, w: &mut impl Write) -> io::Result<()> {

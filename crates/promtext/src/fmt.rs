@@ -12,16 +12,8 @@ use std::fmt::Write as _;
 
 /// Appends `v` formatted as Python `repr(float)`.
 pub fn python_repr(out: &mut String, v: f64) {
-    if v.is_nan() {
-        out.push_str("nan");
-        return;
-    }
-    if v.is_infinite() {
-        out.push_str(if v > 0.0 { "inf" } else { "-inf" });
-        return;
-    }
-    if v == 0.0 {
-        out.push_str(if v.is_sign_negative() { "-0.0" } else { "0.0" });
+    if let Some(special) = python_special(v) {
+        out.push_str(special);
         return;
     }
     // `{:e}` gives the shortest round-trip digits, as Python's repr does: "d.ddde<exp>".
@@ -40,14 +32,32 @@ pub fn python_repr(out: &mut String, v: f64) {
     if (-4..16).contains(&exp) {
         push_fixed(out, &digits, exp);
     } else {
-        out.push_str(&digits[..1]);
-        if digits.len() > 1 {
-            out.push('.');
-            out.push_str(&digits[1..]);
-        }
-        let sign = if exp < 0 { '-' } else { '+' };
-        let _ = write!(out, "e{sign}{:02}", exp.abs());
+        push_exponent(out, &digits, exp);
     }
+}
+
+/// `nan`, `inf`, `-inf`, `0.0` and `-0.0`, which have no digits to print.
+fn python_special(v: f64) -> Option<&'static str> {
+    if v.is_nan() {
+        Some("nan")
+    } else if v.is_infinite() {
+        Some(if v > 0.0 { "inf" } else { "-inf" })
+    } else if v == 0.0 {
+        Some(if v.is_sign_negative() { "-0.0" } else { "0.0" })
+    } else {
+        None
+    }
+}
+
+/// Digits `d1 d2 …` with decimal exponent `exp` as `d1.d2…e±XX` (`1e-05`, `1.5e+16`).
+fn push_exponent(out: &mut String, digits: &str, exp: i32) {
+    out.push_str(&digits[..1]);
+    if digits.len() > 1 {
+        out.push('.');
+        out.push_str(&digits[1..]);
+    }
+    let sign = if exp < 0 { '-' } else { '+' };
+    let _ = write!(out, "e{sign}{:02}", exp.abs());
 }
 
 /// Digits `d1 d2 …` with decimal exponent `exp` (value = d1.d2… × 10^exp) in positional form,

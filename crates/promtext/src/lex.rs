@@ -225,6 +225,19 @@ impl<'a> Lexer<'a> {
             None
         };
         let start = self.pos;
+        let has_le = self.label_pairs(names)?;
+        let labels = Labels::new(self.slice(start, self.pos), names.len());
+        self.pos += 1; // '}'
+        Ok(LabelSet {
+            name,
+            labels,
+            has_le,
+        })
+    }
+
+    /// The `name="value"` pairs up to the closing `}` (the cursor stops on it), each name once;
+    /// true if one is `le`.
+    fn label_pairs(&mut self, names: &mut LabelNames<'a>) -> LexResult<bool> {
         names.clear();
         let mut has_le = false;
         loop {
@@ -248,13 +261,7 @@ impl<'a> Lexer<'a> {
                 None => return err(ErrorKind::UnterminatedLabelSet, self.pos),
             }
         }
-        let labels = Labels::new(self.slice(start, self.pos), names.len());
-        self.pos += 1; // '}'
-        Ok(LabelSet {
-            name,
-            labels,
-            has_le,
-        })
+        Ok(has_le)
     }
 
     /// A quoted metric name as the first item in braces, if there is one (a quoted string that is

@@ -1,7 +1,7 @@
 //! What a whole page says about itself, the same whoever read it (a saved file, a page fetched
 //! by URL, a scrape): [`PageReport`] counts the families, samples, bad lines and duplicate
 //! series of a page and names a body that is not exposition text at all (JSON, a JSON-quoted
-//! page, HTML, binary). Its [`PageReport::warning`] is the one warning every reader prints
+//! page, HTML, binary). Its [`PageReport::warnings`] is the one warning every reader prints
 //! (`SOURCE:LINE:COLUMN: KIND (N lines skipped)`, [`PageReport::warnings`]), and [`PageReport::is_real`] says whether the
 //! page exposes anything (issue 17: a page of random bytes was "0 families" and called up).
 
@@ -143,7 +143,7 @@ impl PageReport {
             parts.push(format!(
                 "{source}: {} duplicate series, kept once (first: {})",
                 self.duplicates,
-                crate::page::clip(first)
+                crate::page_report::clip(first)
             ));
         }
         parts

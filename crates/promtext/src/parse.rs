@@ -310,15 +310,7 @@ impl<'a> Parser<'a> {
     /// `name[{labels}] value [timestamp] [# exemplar]`.
     fn sample(&mut self, mut lx: Lexer<'a>) -> LexResult<Sample<'a>> {
         let start = lx.pos();
-        let outside = match lx.peek() {
-            Some(b'{') => None,
-            Some(b'"') => Some(lx.metric_name()?),
-            _ => {
-                let name = lx.bare_metric_name(self.last_name)?;
-                self.last_name = name.raw();
-                Some(name)
-            }
-        };
+        let outside = self.name_before_labels(&mut lx)?;
         let (name, labels, has_le) = self.sample_labels(&mut lx, outside)?;
         let name = name.ok_or(LexError {
             kind: ErrorKind::InvalidName,
@@ -340,6 +332,19 @@ impl<'a> Parser<'a> {
             ty,
             suffix,
             line: self.line_no,
+        })
+    }
+
+    /// The metric name before the braces, if there is one (quoted, or bare).
+    fn name_before_labels(&mut self, lx: &mut Lexer<'a>) -> LexResult<Option<Escaped<'a>>> {
+        Ok(match lx.peek() {
+            Some(b'{') => None,
+            Some(b'"') => Some(lx.metric_name()?),
+            _ => {
+                let name = lx.bare_metric_name(self.last_name)?;
+                self.last_name = name.raw();
+                Some(name)
+            }
         })
     }
 
@@ -440,22 +445,29 @@ impl<'a> Parser<'a> {
         lx.skip_blanks();
         let at = lx.pos();
         let value = parse_value(lx.word()).ok_or(bad(at))?;
-        lx.skip_blanks();
-        let mut timestamp = None;
-        if !lx.at_end() {
-            let at = lx.pos();
-            timestamp = Some(
-                parse_value(lx.word())
-                    .filter(|v| v.is_finite())
-                    .ok_or(bad(at))?,
-            );
-            Self::expect_end(lx)?;
-        }
+        let timestamp = Self::exemplar_timestamp(lx)?;
         Ok(Exemplar {
             labels,
             value,
             timestamp,
         })
+    }
+
+    /// The exemplar's optional timestamp (finite seconds), which must end the line.
+    fn exemplar_timestamp(lx: &mut Lexer<'a>) -> LexResult<Option<f64>> {
+        lx.skip_blanks();
+        if lx.at_end() {
+            return Ok(None);
+        }
+        let at = lx.pos();
+        let timestamp = parse_value(lx.word())
+            .filter(|v| v.is_finite())
+            .ok_or(LexError {
+                kind: ErrorKind::InvalidExemplar,
+                offset: at,
+            })?;
+        Self::expect_end(lx)?;
+        Ok(Some(timestamp))
     }
 }
 

@@ -562,6 +562,14 @@ fn promtool_rejects_the_same_lines_we_reject() {
     }
 }
 
+/// A NaN sample is never `==` to itself; the fuzz check must not call that a disagreement
+/// between strict and lenient mode (it did, on any page with a NaN value).
+#[test]
+fn the_fuzz_check_accepts_nan_values() {
+    promtext::fuzz_parse(b"a NaN\n");
+    promtext::fuzz_parse(b"# TYPE a gauge\na{x=\"1\"} NaN 1700000000\n# EOF\n");
+}
+
 // ---- properties -----------------------------------------------------------------------------
 
 proptest! {

@@ -161,6 +161,28 @@ struct KueueFamily<'a> {
     series: Vec<Series<'a>>,
 }
 
+impl<'a> KueueFamily<'a> {
+    fn gauge(name: &'static str, help: impl Into<String>, series: Vec<Series<'a>>) -> Self {
+        let (help, ty) = (help.into(), MetricType::Gauge);
+        KueueFamily {
+            name,
+            help,
+            ty,
+            series,
+        }
+    }
+
+    fn counter(name: &'static str, help: impl Into<String>, series: Vec<Series<'a>>) -> Self {
+        let (help, ty) = (help.into(), MetricType::Counter);
+        KueueFamily {
+            name,
+            help,
+            ty,
+            series,
+        }
+    }
+}
+
 const PENDING_STATUS: &str = "\n'status' can have the following values:
 - \"active\" means that the workloads are in the admission queue.
 - \"inadmissible\" means there was a failed admission attempt for these workloads and they won't be retried until cluster conditions, which could make this workload admissible, change";
@@ -213,50 +235,70 @@ fn kueue_families(teams: &Teams, t: f64) -> Vec<KueueFamily<'_>> {
 
 /// The `enableClusterQueueResources` gauges.
 fn cluster_queue_resources(teams: &Teams) -> Vec<KueueFamily<'_>> {
-    let per_team = |value: fn(&Team) -> f64| -> Vec<Series<'_>> {
-        let mut out = Vec::new();
-        for t in &teams.teams {
-            let labels = vec![
-                cq_label(t),
-                ("cohort", teams.cohort.as_str()),
-                ("flavor", t.flavor.as_str()),
-                ROLE,
-                ("resource", GPU),
-            ];
-            out.push((labels, value(t)));
-        }
-        out
-    };
     vec![
-        KueueFamily {
-            name: "kueue_cluster_queue_resource_reservation",
-            help: "Reports the cluster_queue's total resource reservation within all the flavors"
-                .to_owned(),
-            ty: MetricType::Gauge,
-            series: per_team(|t| t.gpus),
-        },
-        KueueFamily {
-            name: "kueue_cluster_queue_nominal_quota",
-            help: "Reports the cluster_queue's resource nominal quota within all the flavors"
-                .to_owned(),
-            ty: MetricType::Gauge,
-            series: per_team(|t| t.quota.unwrap_or(t.gpus)),
-        },
+        KueueFamily::gauge(
+            "kueue_cluster_queue_resource_reservation",
+            "Reports the cluster_queue's total resource reservation within all the flavors",
+            cq_resource_series(teams, |t| t.gpus),
+        ),
+        KueueFamily::gauge(
+            "kueue_cluster_queue_nominal_quota",
+            "Reports the cluster_queue's resource nominal quota within all the flavors",
+            cq_resource_series(teams, |t| t.quota.unwrap_or(t.gpus)),
+        ),
     ]
+}
+
+/// One GPU series per ClusterQueue, valued by `value`.
+fn cq_resource_series(teams: &Teams, value: fn(&Team) -> f64) -> Vec<Series<'_>> {
+    let mut out = Vec::new();
+    for t in &teams.teams {
+        let labels = vec![
+            cq_label(t),
+            ("cohort", teams.cohort.as_str()),
+            ("flavor", t.flavor.as_str()),
+            ROLE,
+            ("resource", GPU),
+        ];
+        out.push((labels, value(t)));
+    }
+    out
 }
 
 /// Pending, admitted and evicted workloads per ClusterQueue.
 fn cluster_queue_workloads(teams: &Teams, t: f64) -> Vec<KueueFamily<'_>> {
-    let mut pending = Vec::new();
-    for team in &teams.teams {
-        for (status, n) in [("active", team.pending), ("inadmissible", 0)] {
-            pending.push((vec![cq_label(team), ROLE, ("status", status)], f64::from(n)));
-        }
-    }
     let each = |count: fn(Activity) -> u64, evicted: bool| {
         event_series(teams, t, count, evicted, |team| vec![cq_label(team)])
     };
-    let active = teams
+    vec![
+        KueueFamily::gauge(
+            "kueue_pending_workloads",
+            format!(
+                "The number of pending workloads, per 'cluster_queue' and 'status'.{PENDING_STATUS}"
+            ),
+            pending_series(teams, |team| vec![cq_label(team)]),
+        ),
+        KueueFamily::counter(
+            "kueue_admitted_workloads_total",
+            "The total number of admitted workloads per 'cluster_queue'",
+            each(|a| a.admitted, false),
+        ),
+        KueueFamily::gauge(
+            "kueue_admitted_active_workloads",
+            "The number of admitted Workloads that are active, per 'cluster_queue'",
+            cq_active_series(teams, t),
+        ),
+        KueueFamily::counter(
+            "kueue_evicted_workloads_total",
+            format!("The number of evicted workloads per 'cluster_queue',{EVICTION_REASONS}"),
+            each(|a| a.evicted, true),
+        ),
+    ]
+}
+
+/// Workloads running at `t` per ClusterQueue.
+fn cq_active_series(teams: &Teams, t: f64) -> Vec<Series<'_>> {
+    teams
         .teams
         .iter()
         .map(|team| {
@@ -265,41 +307,23 @@ fn cluster_queue_workloads(teams: &Teams, t: f64) -> Vec<KueueFamily<'_>> {
                 team.activity_at(t).active as f64,
             )
         })
-        .collect();
-    vec![
-        KueueFamily {
-            name: "kueue_pending_workloads",
-            help: format!(
-                "{}{}",
-                "The number of pending workloads, per 'cluster_queue' and 'status'.",
-                PENDING_STATUS
-            ),
-            ty: MetricType::Gauge,
-            series: pending,
-        },
-        KueueFamily {
-            name: "kueue_admitted_workloads_total",
-            help: "The total number of admitted workloads per 'cluster_queue'".to_owned(),
-            ty: MetricType::Counter,
-            series: each(|a| a.admitted, false),
-        },
-        KueueFamily {
-            name: "kueue_admitted_active_workloads",
-            help: "The number of admitted Workloads that are active, per 'cluster_queue'"
-                .to_owned(),
-            ty: MetricType::Gauge,
-            series: active,
-        },
-        KueueFamily {
-            name: "kueue_evicted_workloads_total",
-            help: format!(
-                "{}{}",
-                "The number of evicted workloads per 'cluster_queue',", EVICTION_REASONS
-            ),
-            ty: MetricType::Counter,
-            series: each(|a| a.evicted, true),
-        },
-    ]
+        .collect()
+}
+
+/// Pending workloads per queue (`head` labels it), `active` and `inadmissible` (always 0).
+fn pending_series<'a>(
+    teams: &'a Teams,
+    head: impl Fn(&'a Team) -> Vec<(&'static str, &'a str)>,
+) -> Vec<Series<'a>> {
+    let mut pending = Vec::new();
+    for team in &teams.teams {
+        for (status, n) in [("active", team.pending), ("inadmissible", 0)] {
+            let mut labels = head(team);
+            labels.extend([ROLE, ("status", status)]);
+            pending.push((labels, f64::from(n)));
+        }
+    }
+    pending
 }
 fn cq_label(team: &Team) -> (&'static str, &str) {
     ("cluster_queue", team.cluster_queue.as_str())
@@ -340,15 +364,38 @@ fn event_series<'a>(
 /// The LocalQueueMetrics families (on by default since v0.17): the same workloads per team
 /// namespace.
 fn local_queue_families(teams: &Teams, t: f64) -> Vec<KueueFamily<'_>> {
-    let mut pending = Vec::new();
-    for team in &teams.teams {
-        for (status, n) in [("active", team.pending), ("inadmissible", 0)] {
-            let mut labels = lq_labels(team);
-            labels.extend([ROLE, ("status", status)]);
-            pending.push((labels, f64::from(n)));
-        }
-    }
-    let reservation = teams
+    let each = |count: fn(Activity) -> u64, evicted: bool| {
+        event_series(teams, t, count, evicted, |team| lq_labels(team))
+    };
+    vec![
+        KueueFamily::gauge(
+            "kueue_local_queue_pending_workloads",
+            format!(
+                "The number of pending workloads, per 'local_queue' and 'status'.{PENDING_STATUS}"
+            ),
+            pending_series(teams, lq_labels),
+        ),
+        KueueFamily::gauge(
+            "kueue_local_queue_resource_reservation",
+            "Reports the localQueue's total resource reservation within all the flavors",
+            lq_reservation_series(teams),
+        ),
+        KueueFamily::counter(
+            "kueue_local_queue_admitted_workloads_total",
+            "The total number of admitted workloads per 'local_queue'",
+            each(|a| a.admitted, false),
+        ),
+        KueueFamily::counter(
+            "kueue_local_queue_evicted_workloads_total",
+            format!("The number of evicted workloads per 'local_queue',{EVICTION_REASONS}"),
+            each(|a| a.evicted, true),
+        ),
+    ]
+}
+
+/// The GPUs each team's LocalQueue holds.
+fn lq_reservation_series(teams: &Teams) -> Vec<Series<'_>> {
+    teams
         .teams
         .iter()
         .map(|team| {
@@ -356,43 +403,7 @@ fn local_queue_families(teams: &Teams, t: f64) -> Vec<KueueFamily<'_>> {
             labels.extend([("flavor", team.flavor.as_str()), ROLE, ("resource", GPU)]);
             (labels, team.gpus)
         })
-        .collect();
-    let each = |count: fn(Activity) -> u64, evicted: bool| {
-        event_series(teams, t, count, evicted, |team| lq_labels(team))
-    };
-    vec![
-        KueueFamily {
-            name: "kueue_local_queue_pending_workloads",
-            help: format!(
-                "{}{}",
-                "The number of pending workloads, per 'local_queue' and 'status'.", PENDING_STATUS
-            ),
-            ty: MetricType::Gauge,
-            series: pending,
-        },
-        KueueFamily {
-            name: "kueue_local_queue_resource_reservation",
-            help: "Reports the localQueue's total resource reservation within all the flavors"
-                .to_owned(),
-            ty: MetricType::Gauge,
-            series: reservation,
-        },
-        KueueFamily {
-            name: "kueue_local_queue_admitted_workloads_total",
-            help: "The total number of admitted workloads per 'local_queue'".to_owned(),
-            ty: MetricType::Counter,
-            series: each(|a| a.admitted, false),
-        },
-        KueueFamily {
-            name: "kueue_local_queue_evicted_workloads_total",
-            help: format!(
-                "{}{}",
-                "The number of evicted workloads per 'local_queue',", EVICTION_REASONS
-            ),
-            ty: MetricType::Counter,
-            series: each(|a| a.evicted, true),
-        },
-    ]
+        .collect()
 }
 
 /// kube-state-metrics' `kube_namespace_labels` with the `team` label allow-listed.
@@ -486,7 +497,7 @@ mod tests {
     /// records for Kueue v0.19 (itself read from `pkg/metrics/metrics.go`), in name order.
     #[test]
     fn the_page_is_what_kueue_0_19_exports() {
-        use llmscope_core::catalog::{Kind, kueue};
+        use llmscope_catalog::{Kind, kueue};
         let page = kueue_page(&Teams::example());
         let (families, errors) = promtext::parse_families(page.as_bytes());
         assert!(errors.is_empty(), "{errors:?}");
@@ -497,7 +508,7 @@ mod tests {
             names, sorted,
             "client_golang gathers families in name order"
         );
-        let at = llmscope_core::catalog::Version::new(0, 19, 2);
+        let at = llmscope_catalog::Version::new(0, 19, 2);
         for f in &families {
             let name = f.name.raw();
             let known = kueue::FAMILIES

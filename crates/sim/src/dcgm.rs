@@ -2,8 +2,8 @@
 //!
 //! dcgm-exporter does no aggregation: every `--collect-interval` (30 s by default) it reads DCGM's
 //! latest value of each field and serves that until the next collection
-//! (`shared/reference/gpu-kueue-prom.md` §1.3). The fields are derived from the engine's GPU
-//! timeline the way NVML/DCGM define them (`simulator-model.md` §3):
+//! (`docs/SOURCES.md` §dcgm). The fields are derived from the engine's GPU
+//! timeline the way NVML/DCGM define them (`docs/SOURCES.md` §sim-model):
 //! - `GPU_UTIL`: % of the last NVML sample period (1/6–1 s) with a kernel running;
 //! - `MEM_COPY_UTIL`: memory traffic over that period as % of peak bandwidth;
 //! - `PROF_*` ratios (0..1) averaged over the collection interval;
@@ -56,13 +56,39 @@ impl DcgmState {
     /// Reads every field at engine time `now`, for a collection interval of `interval_s`.
     pub fn collect(&mut self, engine: &Engine, now: f64, interval_s: f64) -> DcgmReading {
         let g = &engine.gpu;
-        let k = &engine.k;
         let window = g.nvml_window_s;
         let short = engine.timeline.activity(now - window, now);
         let long = engine.timeline.activity(now - interval_s, now);
         let interval = interval_s.max(1e-9);
+        self.advance_power(engine, now);
+        let busy_frac = (short.busy_s / window).clamp(0.0, 1.0);
+        let copy_frac = (short.bytes / (g.bandwidth * window)).clamp(0.0, 1.0);
+        let fb_used = engine.memory.fb_used_mib.floor();
+        DcgmReading {
+            gpu_util: (busy_frac * 100.0).round() as i64,
+            mem_copy_util: (copy_frac * 100.0).round() as i64,
+            gr_engine_active: (long.busy_s / interval).clamp(0.0, 1.0),
+            pipe_tensor_active: (long.flops / (g.peak_flops * interval)).clamp(0.0, 1.0),
+            dram_active: (long.bytes / (g.bandwidth * interval)).clamp(0.0, 0.8),
+            power_w: self.power_w,
+            energy_mj: self.energy_mj as i64 + 1_000_000_000,
+            fb_used_mib: fb_used as i64,
+            fb_free_mib: (g.memory_mib - fb_used) as i64,
+            fb_reserved_mib: g.reserved_mib as i64,
+            gpu_temp_c: (32.0 + 38.0 * self.power_w / g.tdp_w).round() as i64,
+            memory_temp_c: (30.0 + 40.0 * self.power_w / g.tdp_w).round() as i64,
+            sm_clock_mhz: g.sm_clock_mhz as i64,
+            mem_clock_mhz: g.mem_clock_mhz as i64,
+            // Token ids in, sampled ids out: small but non-zero PCIe traffic while busy.
+            pcie_tx_bytes: (long.busy_s / interval) * 2.0e6,
+            pcie_rx_bytes: (long.busy_s / interval) * 4.0e6,
+        }
+    }
 
-        // Power: the instantaneous draw over the last second, smoothed by the sensor lag.
+    /// Power at `now`: the instantaneous draw over the last second, smoothed by the sensor lag;
+    /// energy integrates it since the last collection.
+    fn advance_power(&mut self, engine: &Engine, now: f64) {
+        let (g, k) = (&engine.gpu, &engine.k);
         let sec = engine.timeline.activity(now - 1.0, now);
         let target = g.idle_w
             + (g.tdp_w - g.idle_w)
@@ -76,29 +102,5 @@ impl DcgmState {
         };
         self.energy_mj += (prev + self.power_w) / 2.0 * dt * 1000.0;
         self.last_t = Some(now);
-
-        let busy_frac = (short.busy_s / window).clamp(0.0, 1.0);
-        let copy_frac = (short.bytes / (g.bandwidth * window)).clamp(0.0, 1.0);
-        let memory_mib = g.memory_mib;
-        let fb_used = engine.memory.fb_used_mib.floor();
-        DcgmReading {
-            gpu_util: (busy_frac * 100.0).round() as i64,
-            mem_copy_util: (copy_frac * 100.0).round() as i64,
-            gr_engine_active: (long.busy_s / interval).clamp(0.0, 1.0),
-            pipe_tensor_active: (long.flops / (g.peak_flops * interval)).clamp(0.0, 1.0),
-            dram_active: (long.bytes / (g.bandwidth * interval)).clamp(0.0, 0.8),
-            power_w: self.power_w,
-            energy_mj: self.energy_mj as i64 + 1_000_000_000,
-            fb_used_mib: fb_used as i64,
-            fb_free_mib: (memory_mib - fb_used) as i64,
-            fb_reserved_mib: g.reserved_mib as i64,
-            gpu_temp_c: (32.0 + 38.0 * self.power_w / g.tdp_w).round() as i64,
-            memory_temp_c: (30.0 + 40.0 * self.power_w / g.tdp_w).round() as i64,
-            sm_clock_mhz: g.sm_clock_mhz as i64,
-            mem_clock_mhz: g.mem_clock_mhz as i64,
-            // Token ids in, sampled ids out: small but non-zero PCIe traffic while busy.
-            pcie_tx_bytes: (long.busy_s / interval) * 2.0e6,
-            pcie_rx_bytes: (long.busy_s / interval) * 4.0e6,
-        }
     }
 }

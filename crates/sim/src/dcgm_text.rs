@@ -3,7 +3,7 @@
 //! Field order and HELP texts follow `etc/default-counters.csv` of dcgm-exporter 4.5; labels follow
 //! its GPU template (`gpu`, `UUID`, `pci_bus_id`, `device`, `modelName`, `Hostname`, then the CSV
 //! `label` fields such as `DCGM_FI_DRIVER_VERSION`); integer fields print `%d`, doubles `%f`
-//! (`shared/reference/gpu-kueue-prom.md` §1.1–1.2).
+//! (`docs/SOURCES.md` §dcgm).
 
 use crate::dcgm::DcgmReading;
 use promtext::MetricType;
@@ -27,8 +27,196 @@ enum V {
     F(f64),
 }
 
+/// One field: name, type, HELP text, and its value in a collection.
+type Field = (
+    &'static str,
+    MetricType,
+    &'static str,
+    fn(&DcgmReading) -> V,
+);
+
+/// The CSV's fields before NVLink: clocks, temperature, power, PCIe, utilization, errors, memory.
+const DEVICE_FIELDS: [Field; 15] = [
+    (
+        "DCGM_FI_DEV_SM_CLOCK",
+        MetricType::Gauge,
+        "SM clock frequency (in MHz).",
+        |r| V::I(r.sm_clock_mhz),
+    ),
+    (
+        "DCGM_FI_DEV_MEM_CLOCK",
+        MetricType::Gauge,
+        "Memory clock frequency (in MHz).",
+        |r| V::I(r.mem_clock_mhz),
+    ),
+    (
+        "DCGM_FI_DEV_MEMORY_TEMP",
+        MetricType::Gauge,
+        "Memory temperature (in C).",
+        |r| V::I(r.memory_temp_c),
+    ),
+    (
+        "DCGM_FI_DEV_GPU_TEMP",
+        MetricType::Gauge,
+        "GPU temperature (in C).",
+        |r| V::I(r.gpu_temp_c),
+    ),
+    (
+        "DCGM_FI_DEV_POWER_USAGE",
+        MetricType::Gauge,
+        "Power draw (in W).",
+        |r| V::F(r.power_w),
+    ),
+    (
+        "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
+        MetricType::Counter,
+        "Total energy consumption since boot (in mJ).",
+        |r| V::I(r.energy_mj),
+    ),
+    (
+        "DCGM_FI_DEV_PCIE_REPLAY_COUNTER",
+        MetricType::Counter,
+        "Total number of PCIe retries.",
+        |_| V::I(0),
+    ),
+    (
+        "DCGM_FI_DEV_GPU_UTIL",
+        MetricType::Gauge,
+        "GPU utilization (in %).",
+        |r| V::I(r.gpu_util),
+    ),
+    (
+        "DCGM_FI_DEV_MEM_COPY_UTIL",
+        MetricType::Gauge,
+        "Memory utilization (in %).",
+        |r| V::I(r.mem_copy_util),
+    ),
+    (
+        "DCGM_FI_DEV_ENC_UTIL",
+        MetricType::Gauge,
+        "Encoder utilization (in %).",
+        |_| V::I(0),
+    ),
+    (
+        "DCGM_FI_DEV_DEC_UTIL",
+        MetricType::Gauge,
+        "Decoder utilization (in %).",
+        |_| V::I(0),
+    ),
+    (
+        "DCGM_FI_DEV_XID_ERRORS",
+        MetricType::Gauge,
+        "Value of the last XID error encountered.",
+        |_| V::I(0),
+    ),
+    (
+        "DCGM_FI_DEV_FB_FREE",
+        MetricType::Gauge,
+        "Framebuffer memory free (in MiB).",
+        |r| V::I(r.fb_free_mib),
+    ),
+    (
+        "DCGM_FI_DEV_FB_USED",
+        MetricType::Gauge,
+        "Framebuffer memory used (in MiB).",
+        |r| V::I(r.fb_used_mib),
+    ),
+    (
+        "DCGM_FI_DEV_FB_RESERVED",
+        MetricType::Gauge,
+        "Framebuffer memory reserved (in MiB).",
+        |r| V::I(r.fb_reserved_mib),
+    ),
+];
+
+/// Exported only on GPUs with NVLink.
+const NVLINK_FIELD: Field = (
+    "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL",
+    MetricType::Counter,
+    "Total number of NVLink bandwidth counters for all lanes.",
+    |_| V::I(0),
+);
+
+/// The CSV's fields after NVLink: vGPU license, remapped rows, then the DCP (profiling) ratios.
+const LICENSE_AND_PROFILING_FIELDS: [Field; 9] = [
+    (
+        "DCGM_FI_DEV_VGPU_LICENSE_STATUS",
+        MetricType::Gauge,
+        "vGPU License status",
+        |_| V::I(0),
+    ),
+    (
+        "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
+        MetricType::Counter,
+        "Number of remapped rows for uncorrectable errors",
+        |_| V::I(0),
+    ),
+    (
+        "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS",
+        MetricType::Counter,
+        "Number of remapped rows for correctable errors",
+        |_| V::I(0),
+    ),
+    (
+        "DCGM_FI_DEV_ROW_REMAP_FAILURE",
+        MetricType::Gauge,
+        "Whether remapping of rows has failed",
+        |_| V::I(0),
+    ),
+    (
+        "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+        MetricType::Gauge,
+        "Ratio of time the graphics engine is active.",
+        |r| V::F(r.gr_engine_active),
+    ),
+    (
+        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+        MetricType::Gauge,
+        "Ratio of cycles the tensor (HMMA) pipe is active.",
+        |r| V::F(r.pipe_tensor_active),
+    ),
+    (
+        "DCGM_FI_PROF_DRAM_ACTIVE",
+        MetricType::Gauge,
+        "Ratio of cycles the device memory interface is active sending or receiving data.",
+        |r| V::F(r.dram_active),
+    ),
+    (
+        "DCGM_FI_PROF_PCIE_TX_BYTES",
+        MetricType::Gauge,
+        "The rate of data transmitted over the PCIe bus - including both protocol headers and data payloads - in bytes per second.",
+        |r| V::F(r.pcie_tx_bytes),
+    ),
+    (
+        "DCGM_FI_PROF_PCIE_RX_BYTES",
+        MetricType::Gauge,
+        "The rate of data received over the PCIe bus - including both protocol headers and data payloads - in bytes per second.",
+        |r| V::F(r.pcie_rx_bytes),
+    ),
+];
+
 /// Renders one collection.
 pub fn render(id: &GpuIdentity, r: &DcgmReading) -> String {
+    let labels = gpu_labels(id);
+    let nvlink = id.has_nvlink.then_some(&NVLINK_FIELD);
+    let fields = DEVICE_FIELDS
+        .iter()
+        .chain(nvlink)
+        .chain(&LICENSE_AND_PROFILING_FIELDS);
+    let mut out = String::with_capacity(8 * 1024);
+    let mut w = Writer::new(&mut out, FloatStyle::GoFixed6);
+    for (name, ty, help, value) in fields {
+        w.family(name, help, *ty);
+        match value(r) {
+            V::I(i) => w.sample_int(name, &labels, i),
+            V::F(f) => w.sample(name, &labels, f),
+        }
+    }
+    out
+}
+
+/// The GPU template's labels, then the pod's when the exporter maps GPUs to pods.
+fn gpu_labels(id: &GpuIdentity) -> Vec<(&str, &str)> {
     let mut labels: Vec<(&str, &str)> = vec![
         ("gpu", "0"),
         ("UUID", &id.uuid),
@@ -45,127 +233,7 @@ pub fn render(id: &GpuIdentity, r: &DcgmReading) -> String {
             ("pod", pod.as_str()),
         ]);
     }
-    let mut fields: Vec<(&str, MetricType, &str, V)> = vec![
-        (
-            "DCGM_FI_DEV_SM_CLOCK",
-            MetricType::Gauge,
-            "SM clock frequency (in MHz).",
-            V::I(r.sm_clock_mhz),
-        ),
-        (
-            "DCGM_FI_DEV_MEM_CLOCK",
-            MetricType::Gauge,
-            "Memory clock frequency (in MHz).",
-            V::I(r.mem_clock_mhz),
-        ),
-        (
-            "DCGM_FI_DEV_MEMORY_TEMP",
-            MetricType::Gauge,
-            "Memory temperature (in C).",
-            V::I(r.memory_temp_c),
-        ),
-        (
-            "DCGM_FI_DEV_GPU_TEMP",
-            MetricType::Gauge,
-            "GPU temperature (in C).",
-            V::I(r.gpu_temp_c),
-        ),
-        (
-            "DCGM_FI_DEV_POWER_USAGE",
-            MetricType::Gauge,
-            "Power draw (in W).",
-            V::F(r.power_w),
-        ),
-        (
-            "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
-            MetricType::Counter,
-            "Total energy consumption since boot (in mJ).",
-            V::I(r.energy_mj),
-        ),
-        (
-            "DCGM_FI_DEV_PCIE_REPLAY_COUNTER",
-            MetricType::Counter,
-            "Total number of PCIe retries.",
-            V::I(0),
-        ),
-        (
-            "DCGM_FI_DEV_GPU_UTIL",
-            MetricType::Gauge,
-            "GPU utilization (in %).",
-            V::I(r.gpu_util),
-        ),
-        (
-            "DCGM_FI_DEV_MEM_COPY_UTIL",
-            MetricType::Gauge,
-            "Memory utilization (in %).",
-            V::I(r.mem_copy_util),
-        ),
-        (
-            "DCGM_FI_DEV_ENC_UTIL",
-            MetricType::Gauge,
-            "Encoder utilization (in %).",
-            V::I(0),
-        ),
-        (
-            "DCGM_FI_DEV_DEC_UTIL",
-            MetricType::Gauge,
-            "Decoder utilization (in %).",
-            V::I(0),
-        ),
-        (
-            "DCGM_FI_DEV_XID_ERRORS",
-            MetricType::Gauge,
-            "Value of the last XID error encountered.",
-            V::I(0),
-        ),
-        (
-            "DCGM_FI_DEV_FB_FREE",
-            MetricType::Gauge,
-            "Framebuffer memory free (in MiB).",
-            V::I(r.fb_free_mib),
-        ),
-        (
-            "DCGM_FI_DEV_FB_USED",
-            MetricType::Gauge,
-            "Framebuffer memory used (in MiB).",
-            V::I(r.fb_used_mib),
-        ),
-        (
-            "DCGM_FI_DEV_FB_RESERVED",
-            MetricType::Gauge,
-            "Framebuffer memory reserved (in MiB).",
-            V::I(r.fb_reserved_mib),
-        ),
-    ];
-    if id.has_nvlink {
-        fields.push((
-            "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL",
-            MetricType::Counter,
-            "Total number of NVLink bandwidth counters for all lanes.",
-            V::I(0),
-        ));
-    }
-    fields.extend([
-        ("DCGM_FI_DEV_VGPU_LICENSE_STATUS", MetricType::Gauge, "vGPU License status", V::I(0)),
-        ("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", MetricType::Counter, "Number of remapped rows for uncorrectable errors", V::I(0)),
-        ("DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", MetricType::Counter, "Number of remapped rows for correctable errors", V::I(0)),
-        ("DCGM_FI_DEV_ROW_REMAP_FAILURE", MetricType::Gauge, "Whether remapping of rows has failed", V::I(0)),
-        ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", MetricType::Gauge, "Ratio of time the graphics engine is active.", V::F(r.gr_engine_active)),
-        ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", MetricType::Gauge, "Ratio of cycles the tensor (HMMA) pipe is active.", V::F(r.pipe_tensor_active)),
-        ("DCGM_FI_PROF_DRAM_ACTIVE", MetricType::Gauge, "Ratio of cycles the device memory interface is active sending or receiving data.", V::F(r.dram_active)),
-        ("DCGM_FI_PROF_PCIE_TX_BYTES", MetricType::Gauge, "The rate of data transmitted over the PCIe bus - including both protocol headers and data payloads - in bytes per second.", V::F(r.pcie_tx_bytes)),
-        ("DCGM_FI_PROF_PCIE_RX_BYTES", MetricType::Gauge, "The rate of data received over the PCIe bus - including both protocol headers and data payloads - in bytes per second.", V::F(r.pcie_rx_bytes)),
-    ]);
-    let mut out = String::with_capacity(8 * 1024);
-    let mut w = Writer::new(&mut out, FloatStyle::GoFixed6);
-    for (name, ty, help, v) in fields {
-        w.family(name, help, ty);
-        match v {
-            V::I(i) => w.sample_int(name, &labels, i),
-            V::F(f) => w.sample(name, &labels, f),
-        }
-    }
-    out
+    labels
 }
 
 #[cfg(test)]

@@ -11,12 +11,12 @@
 //! budget lasts and `running < max_num_seqs`; KV blocks of 16 tokens are allocated for this step's
 //! tokens only; when they run out the newest running request is preempted (recompute) and no new
 //! request is admitted in that step. Step time = host time + roofline GPU time
-//! (`shared/reference/simulator-model.md` §0, §1.8).
+//! (`docs/SOURCES.md` §sim-model).
 
 use crate::kv::{BlockKey, KvPool};
 use crate::preset::{EngineConfig, GpuSpec, ModelConstants, ModelSpec, Preset};
 use crate::rng::Rng;
-use crate::stats::{EngineStats, FinishReason};
+use crate::stats::{EngineStats, FinishReason, RequestHistograms};
 use crate::timeline::{GpuInterval, GpuTimeline};
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -153,6 +153,108 @@ impl Req {
             (self.prompt_key, b)
         }
     }
+
+    /// A request that arrived at `arrival`, with at most `room` output tokens and, unless it
+    /// ignores EOS, its end of sequence at `eos_at`.
+    fn new(r: &NewRequest, arrival: f64, room: u32, eos_at: Option<u32>) -> Self {
+        Req {
+            prompt: r.prompt_tokens.max(1),
+            template: r.template_tokens,
+            prompt_key: r.prompt_key,
+            max_tokens: r.max_tokens.clamp(1, room),
+            max_tokens_param: r.max_tokens_param,
+            n: r.n.max(1),
+            eos_at,
+            computed: 0,
+            output: 0,
+            shared_blocks: 0,
+            private_blocks: 0,
+            cached_hit_tokens: 0,
+            prompt_counted: false,
+            preemptions: 0,
+            arrival,
+            first_scheduled: None,
+            first_token: None,
+            last_token: arrival,
+            finished: false,
+        }
+    }
+
+    /// Full prompt blocks become shareable through the prefix cache.
+    fn promote_full_blocks(&mut self, kv: &mut KvPool, bs: u32) {
+        let full = self.computed.min(self.prompt) / bs;
+        while self.shared_blocks < full {
+            let key = self.block_key(self.shared_blocks, bs);
+            if !kv.promote(key) {
+                break;
+            }
+            self.private_blocks -= 1;
+            self.shared_blocks += 1;
+        }
+    }
+
+    /// Counts the prompt's tokens once, when its prefill completes.
+    fn count_prompt(&mut self, stats: &mut EngineStats) {
+        if !self.prompt_counted {
+            self.prompt_counted = true;
+            stats.prompt_tokens += self.prompt as u64;
+            stats.prompt_tokens_cached += self.cached_hit_tokens as u64;
+            stats.prompt_tokens_computed += (self.prompt - self.cached_hit_tokens) as u64;
+        }
+    }
+
+    /// Samples the next output token at `end`; returns its index.
+    fn sample(&mut self, stats: &mut EngineStats, end: f64) -> u32 {
+        let index = self.output;
+        self.output += 1;
+        stats.generation_tokens += 1;
+        match self.first_token {
+            None => {
+                self.first_token = Some(end);
+                stats.hist.ttft.observe(end - self.arrival);
+            }
+            Some(_) => stats.hist.itl.observe(end - self.last_token),
+        }
+        self.last_token = end;
+        index
+    }
+
+    /// Why the request ends after its latest token: EOS, or its length cap; `None` to go on.
+    fn finish_reason(&self, max_model_len: u32) -> Option<FinishReason> {
+        if self.eos_at.is_some_and(|e| self.output >= e) {
+            Some(FinishReason::Stop)
+        } else if self.output >= self.max_tokens || self.num_tokens() >= max_model_len {
+            Some(FinishReason::Length)
+        } else {
+            None
+        }
+    }
+
+    /// The per-request histograms of a request that finished at `end`.
+    fn observe_finished(&self, h: &mut RequestHistograms, end: f64) {
+        h.e2e.observe(end - self.arrival);
+        h.num_preemptions.observe(self.preemptions as f64);
+        h.params_n.observe(self.n as f64);
+        h.max_num_generation_tokens.observe(self.max_tokens as f64);
+        if let Some(p) = self.max_tokens_param {
+            h.params_max_tokens.observe(p as f64);
+        }
+        if let Some(sched) = self.first_scheduled {
+            h.inference.observe(end - sched);
+            h.prompt_tokens.observe(self.prompt as f64);
+            h.generation_tokens.observe(self.output as f64);
+            h.prefill_kv_computed_tokens
+                .observe((self.prompt - self.cached_hit_tokens) as f64);
+            if let Some(first) = self.first_token {
+                h.prefill.observe(first - sched);
+                h.decode.observe(self.last_token - first);
+                if self.output > 1 {
+                    h.tpot
+                        .observe((self.last_token - first) / (self.output - 1) as f64);
+                }
+            }
+        }
+    }
 }
 
 /// Memory layout derived from GPU, model and engine settings (what vLLM logs at start-up).
@@ -180,32 +282,18 @@ impl MemoryPlan {
         }
         let requested = cfg.gpu_memory_utilization * gpu.memory_mib;
         let weights_mib = model.weight_bytes() / MIB;
-        let activations_mib = cfg.max_num_batched_tokens as f64
-            * model.hidden as f64
-            * k.activation_bytes_per_token_hidden
-            / MIB;
+        let activations_mib = activations_mib(model, cfg, k);
         let kv_mib = match cfg.kv_cache_memory_bytes {
             Some(bytes) => bytes as f64 / MIB,
             None => requested - weights_mib - activations_mib - k.non_torch_mib,
         };
-        let block_bytes = cfg.block_size as f64 * model.kv_bytes_per_token();
-        let num_gpu_blocks = (kv_mib * MIB / block_bytes).floor();
-        if num_gpu_blocks < 2.0 {
-            return Err(EngineError::NoMemoryForKv {
-                weights_mib,
-                activations_mib,
-                utilization: cfg.gpu_memory_utilization,
-                memory_mib: gpu.memory_mib,
-            });
-        }
-        let num_gpu_blocks = num_gpu_blocks as u32;
-        let kv_tokens = num_gpu_blocks as u64 * cfg.block_size as u64;
-        if kv_tokens < cfg.max_model_len as u64 {
-            return Err(EngineError::KvSmallerThanModelLen {
-                kv_tokens,
-                max_model_len: cfg.max_model_len,
-            });
-        }
+        let num_gpu_blocks = kv_blocks(kv_mib, model, cfg).ok_or(EngineError::NoMemoryForKv {
+            weights_mib,
+            activations_mib,
+            utilization: cfg.gpu_memory_utilization,
+            memory_mib: gpu.memory_mib,
+        })?;
+        let kv_tokens = kv_tokens(num_gpu_blocks, cfg)?;
         Ok(Self {
             num_gpu_blocks,
             kv_tokens,
@@ -214,6 +302,35 @@ impl MemoryPlan {
             fb_used_mib: (k.cuda_context_mib + requested + k.cuda_graph_mib).min(gpu.memory_mib),
         })
     }
+}
+
+/// Activation memory for a full step of `max_num_batched_tokens`.
+fn activations_mib(model: &ModelSpec, cfg: &EngineConfig, k: &ModelConstants) -> f64 {
+    cfg.max_num_batched_tokens as f64 * model.hidden as f64 * k.activation_bytes_per_token_hidden
+        / MIB
+}
+
+/// How many KV blocks fit in `kv_mib`; `None` when fewer than two do.
+fn kv_blocks(kv_mib: f64, model: &ModelSpec, cfg: &EngineConfig) -> Option<u32> {
+    let block_bytes = cfg.block_size as f64 * model.kv_bytes_per_token();
+    let num_gpu_blocks = (kv_mib * MIB / block_bytes).floor();
+    if num_gpu_blocks < 2.0 {
+        return None;
+    }
+    Some(num_gpu_blocks as u32)
+}
+
+/// The tokens `num_gpu_blocks` blocks hold; an error when one request of `max_model_len` would
+/// not fit.
+fn kv_tokens(num_gpu_blocks: u32, cfg: &EngineConfig) -> Result<u64, EngineError> {
+    let kv_tokens = num_gpu_blocks as u64 * cfg.block_size as u64;
+    if kv_tokens < cfg.max_model_len as u64 {
+        return Err(EngineError::KvSmallerThanModelLen {
+            kv_tokens,
+            max_model_len: cfg.max_model_len,
+        });
+    }
+    Ok(kv_tokens)
 }
 
 /// The simulated engine.
@@ -278,30 +395,7 @@ impl Engine {
             .max_model_len
             .saturating_sub(r.prompt_tokens)
             .max(1);
-        self.reqs.insert(
-            id,
-            Req {
-                prompt: r.prompt_tokens.max(1),
-                template: r.template_tokens,
-                prompt_key: r.prompt_key,
-                max_tokens: r.max_tokens.clamp(1, room),
-                max_tokens_param: r.max_tokens_param,
-                n: r.n.max(1),
-                eos_at,
-                computed: 0,
-                output: 0,
-                shared_blocks: 0,
-                private_blocks: 0,
-                cached_hit_tokens: 0,
-                prompt_counted: false,
-                preemptions: 0,
-                arrival: now,
-                first_scheduled: None,
-                first_token: None,
-                last_token: now,
-                finished: false,
-            },
-        );
+        self.reqs.insert(id, Req::new(&r, now, room, eos_at));
         self.waiting.push_back(id);
         self.stats.waiting = self.waiting.len() as u32;
         id
@@ -364,18 +458,8 @@ impl Engine {
             let r = &self.reqs[&id];
             let q = (r.num_tokens() - r.computed).min(*budget);
             let need = (r.computed + q).div_ceil(bs).saturating_sub(r.blocks());
-            let mut self_preempted = false;
-            while !self.kv.try_alloc(need) {
-                let Some(victim) = self.running.pop() else {
-                    break;
-                };
-                self.preempt(victim, now);
-                preempted = true;
-                if victim == id {
-                    self_preempted = true;
-                    break;
-                }
-            }
+            let (any, self_preempted) = self.alloc_or_preempt(id, need, now);
+            preempted |= any;
             if self_preempted {
                 break;
             }
@@ -388,48 +472,81 @@ impl Engine {
         preempted
     }
 
+    /// Allocates `need` blocks for running request `id`, preempting the newest running requests
+    /// until they fit. Returns whether it preempted any, and whether `id` itself was preempted.
+    fn alloc_or_preempt(&mut self, id: ReqId, need: u32, now: f64) -> (bool, bool) {
+        let mut preempted = false;
+        while !self.kv.try_alloc(need) {
+            let Some(victim) = self.running.pop() else {
+                break;
+            };
+            self.preempt(victim, now);
+            preempted = true;
+            if victim == id {
+                return (true, true);
+            }
+        }
+        (preempted, false)
+    }
+
     /// Admits waiting requests FCFS while budget, `max_num_seqs` and blocks allow.
     fn schedule_waiting(&mut self, plan: &mut StepPlan, budget: &mut u32, now: f64) {
-        let bs = self.cfg.block_size;
         while *budget > 0 && (self.running.len() as u32) < self.cfg.max_num_seqs {
             let Some(&id) = self.waiting.front() else {
                 break;
             };
-            let r = &self.reqs[&id];
-            let hittable = r.prompt.min(r.num_tokens() - 1) / bs;
-            let hits = self
-                .kv
-                .cached_prefix((0..hittable).map(|b| r.block_key(b, bs)));
-            let keys: Vec<BlockKey> = (0..hits).map(|b| r.block_key(b, bs)).collect();
-            let start = hits * bs;
-            let q = (r.num_tokens() - start).min(*budget);
-            let need = (start + q).div_ceil(bs) - hits;
-            // Hit blocks that are free-but-cached also consume free blocks.
-            for key in &keys {
-                self.kv.acquire(*key);
-            }
-            if !self.kv.try_alloc(need) {
-                for key in &keys {
-                    self.kv.release(*key);
-                }
+            let Some((hits, q, need)) = self.reserve_blocks(id, *budget) else {
                 break;
-            }
+            };
             self.waiting.pop_front();
-            let first_time = r.first_scheduled.is_none();
-            let r = self.reqs.get_mut(&id).expect("waiting request exists");
-            r.computed = start;
-            r.shared_blocks = hits;
-            r.private_blocks = need;
-            if first_time {
-                r.first_scheduled = Some(now);
-                r.cached_hit_tokens = start;
-                self.stats.prefix_queries += r.prompt as u64;
-                self.stats.prefix_hits += start as u64;
-                self.stats.hist.queue.observe(now - r.arrival);
-            }
+            self.start_running(id, hits, need, now);
             self.running.push(id);
             plan.items.push((id, q));
             *budget -= q;
+        }
+    }
+
+    /// Takes the blocks a waiting request needs for up to `budget` tokens this step: its
+    /// prefix-cache hits, then new blocks for the rest. Returns (hit blocks, tokens, new blocks),
+    /// or `None`, holding nothing, when the blocks are not there.
+    fn reserve_blocks(&mut self, id: ReqId, budget: u32) -> Option<(u32, u32, u32)> {
+        let bs = self.cfg.block_size;
+        let r = &self.reqs[&id];
+        let hittable = r.prompt.min(r.num_tokens() - 1) / bs;
+        let hits = self
+            .kv
+            .cached_prefix((0..hittable).map(|b| r.block_key(b, bs)));
+        let keys: Vec<BlockKey> = (0..hits).map(|b| r.block_key(b, bs)).collect();
+        let start = hits * bs;
+        let q = (r.num_tokens() - start).min(budget);
+        let need = (start + q).div_ceil(bs) - hits;
+        // Hit blocks that are free-but-cached also consume free blocks.
+        for key in &keys {
+            self.kv.acquire(*key);
+        }
+        if !self.kv.try_alloc(need) {
+            for key in &keys {
+                self.kv.release(*key);
+            }
+            return None;
+        }
+        Some((hits, q, need))
+    }
+
+    /// Moves an admitted request's progress to its cached prefix; the first time it is
+    /// scheduled, counts its prefix-cache query and hits and its time in the queue.
+    fn start_running(&mut self, id: ReqId, hits: u32, need: u32, now: f64) {
+        let start = hits * self.cfg.block_size;
+        let r = self.reqs.get_mut(&id).expect("waiting request exists");
+        r.computed = start;
+        r.shared_blocks = hits;
+        r.private_blocks = need;
+        if r.first_scheduled.is_none() {
+            r.first_scheduled = Some(now);
+            r.cached_hit_tokens = start;
+            self.stats.prefix_queries += r.prompt as u64;
+            self.stats.prefix_hits += start as u64;
+            self.stats.hist.queue.observe(now - r.arrival);
         }
     }
 
@@ -459,18 +576,7 @@ impl Engine {
     /// Roofline GPU time + host time for the scheduled items.
     fn cost(&self, plan: &mut StepPlan) {
         let (m, g, k) = (&self.model, &self.gpu, &self.k);
-        let mut context = 0f64;
-        let mut attn = 0f64;
-        let mut samples = 0f64;
-        for &(id, q) in &plan.items {
-            let r = &self.reqs[&id];
-            let (c, q) = (r.computed as f64, q as f64);
-            context += c;
-            attn += q * (c + q / 2.0);
-            if r.computed + q as u32 == r.num_tokens() {
-                samples += 1.0;
-            }
-        }
+        let (context, attn, samples) = self.batch_shape(plan);
         let t_new: u32 = plan.items.iter().map(|(_, q)| q).sum();
         let t_new_f = t_new as f64;
         let bytes = m.weight_bytes() + m.kv_bytes_per_token() * (context + t_new_f);
@@ -496,8 +602,47 @@ impl Engine {
         plan.new_tokens = t_new;
     }
 
+    /// The batch's context tokens already in KV, its attention work (new tokens × the context
+    /// they attend to), and how many requests sample a token this step.
+    fn batch_shape(&self, plan: &StepPlan) -> (f64, f64, f64) {
+        let mut context = 0f64;
+        let mut attn = 0f64;
+        let mut samples = 0f64;
+        for &(id, q) in &plan.items {
+            let r = &self.reqs[&id];
+            let (c, q) = (r.computed as f64, q as f64);
+            context += c;
+            attn += q * (c + q / 2.0);
+            if r.computed + q as u32 == r.num_tokens() {
+                samples += 1.0;
+            }
+        }
+        (context, attn, samples)
+    }
+
     /// Applies a step that ended at `end`; pushes produced tokens into `out`.
     pub fn complete(&mut self, plan: &StepPlan, end: f64, out: &mut Vec<Emitted>) {
+        self.record_step(plan);
+        let mut any_finished = false;
+        for &(id, q) in &plan.items {
+            if let Some(e) = self.advance(id, q, end) {
+                any_finished |= e.finish.is_some();
+                out.push(e);
+            }
+        }
+        if any_finished {
+            let reqs = &self.reqs;
+            self.running
+                .retain(|id| reqs.get(id).is_some_and(|r| !r.finished));
+            self.reqs.retain(|_, r| !r.finished);
+        }
+        self.stats.running = self.running.len() as u32;
+        self.stats.waiting = self.waiting.len() as u32;
+        self.stats.kv_usage = self.kv.usage();
+    }
+
+    /// The step's GPU interval on the timeline, its size, and its estimated FLOPs and traffic.
+    fn record_step(&mut self, plan: &StepPlan) {
         let gpu_start = if self.cfg.async_scheduling {
             plan.start
         } else {
@@ -518,22 +663,6 @@ impl Engine {
         let written = self.model.kv_bytes_per_token() * plan.new_tokens as f64;
         self.stats.est_write_bytes += written;
         self.stats.est_read_bytes += plan.bytes - written;
-        let mut any_finished = false;
-        for &(id, q) in &plan.items {
-            if let Some(e) = self.advance(id, q, end) {
-                any_finished |= e.finish.is_some();
-                out.push(e);
-            }
-        }
-        if any_finished {
-            let reqs = &self.reqs;
-            self.running
-                .retain(|id| reqs.get(id).is_some_and(|r| !r.finished));
-            self.reqs.retain(|_, r| !r.finished);
-        }
-        self.stats.running = self.running.len() as u32;
-        self.stats.waiting = self.waiting.len() as u32;
-        self.stats.kv_usage = self.kv.usage();
     }
 
     /// Advances one request by `q` computed tokens; samples a token when it has caught up.
@@ -544,43 +673,13 @@ impl Engine {
             return None;
         }
         r.computed += q;
-        // Full prompt blocks become shareable through the prefix cache.
-        let full = r.computed.min(r.prompt) / bs;
-        while r.shared_blocks < full {
-            let key = r.block_key(r.shared_blocks, bs);
-            if !self.kv.promote(key) {
-                break;
-            }
-            r.private_blocks -= 1;
-            r.shared_blocks += 1;
-        }
+        r.promote_full_blocks(&mut self.kv, bs);
         if r.computed < r.num_tokens() {
             return None; // a prefill chunk that did not reach the end of the prompt
         }
-        if !r.prompt_counted {
-            r.prompt_counted = true;
-            self.stats.prompt_tokens += r.prompt as u64;
-            self.stats.prompt_tokens_cached += r.cached_hit_tokens as u64;
-            self.stats.prompt_tokens_computed += (r.prompt - r.cached_hit_tokens) as u64;
-        }
-        let index = r.output;
-        r.output += 1;
-        self.stats.generation_tokens += 1;
-        match r.first_token {
-            None => {
-                r.first_token = Some(end);
-                self.stats.hist.ttft.observe(end - r.arrival);
-            }
-            Some(_) => self.stats.hist.itl.observe(end - r.last_token),
-        }
-        r.last_token = end;
-        let finish = if r.eos_at.is_some_and(|e| r.output >= e) {
-            Some(FinishReason::Stop)
-        } else if r.output >= r.max_tokens || r.num_tokens() >= self.cfg.max_model_len {
-            Some(FinishReason::Length)
-        } else {
-            None
-        };
+        r.count_prompt(&mut self.stats);
+        let index = r.sample(&mut self.stats, end);
+        let finish = r.finish_reason(self.cfg.max_model_len);
         if let Some(reason) = finish {
             self.finish(id, reason, end);
         }
@@ -594,29 +693,7 @@ impl Engine {
             return;
         };
         r.finished = true;
-        let h = &mut self.stats.hist;
-        h.e2e.observe(end - r.arrival);
-        h.num_preemptions.observe(r.preemptions as f64);
-        h.params_n.observe(r.n as f64);
-        h.max_num_generation_tokens.observe(r.max_tokens as f64);
-        if let Some(p) = r.max_tokens_param {
-            h.params_max_tokens.observe(p as f64);
-        }
-        if let Some(sched) = r.first_scheduled {
-            h.inference.observe(end - sched);
-            h.prompt_tokens.observe(r.prompt as f64);
-            h.generation_tokens.observe(r.output as f64);
-            h.prefill_kv_computed_tokens
-                .observe((r.prompt - r.cached_hit_tokens) as f64);
-            if let Some(first) = r.first_token {
-                h.prefill.observe(first - sched);
-                h.decode.observe(r.last_token - first);
-                if r.output > 1 {
-                    h.tpot
-                        .observe((r.last_token - first) / (r.output - 1) as f64);
-                }
-            }
-        }
+        r.observe_finished(&mut self.stats.hist, end);
         self.stats.count_finished(reason);
         if reason == FinishReason::Abort {
             self.reqs.remove(&id);

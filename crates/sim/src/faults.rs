@@ -101,7 +101,7 @@ pub struct Faults {
     /// The engine hangs this long after start: it takes no more steps, while `/health` and
     /// `/metrics` keep answering — the gauges freeze where they were (arrivals still queue as
     /// waiting) and the progress counters stand still, as on a real vLLM whose worker is stuck
-    /// (`crates/core/tests/fixtures/real-stalls`).
+    /// (`crates/diagnosis/tests/fixtures/real-stalls`).
     #[cfg_attr(feature = "clap", arg(long = "fault-hang-after", value_parser = llmscope_core::duration::parse_duration, help_heading = "Fault injection"))]
     pub hang_after: Option<Duration>,
 }

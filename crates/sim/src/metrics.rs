@@ -1,17 +1,17 @@
 //! vLLM's `/metrics` page rendered from [`EngineStats`], for a chosen metrics dialect.
 //!
 //! The page follows `prometheus_client`'s exposition rules as vLLM serves them
-//! (`shared/reference/serving-metrics.md` §5): families in registration order, label names sorted,
+//! (`docs/SOURCES.md` §exposition): families in registration order, label names sorted,
 //! `floatToGoString` numbers, histogram buckets then `_count` then `_sum`, and a separate
 //! `<name>_created` gauge family after every counter and histogram. [`Dialect`] selects the name
 //! set of a vLLM version, so the rest of llmscope can be tested against the renames
 //! (`gpu_cache_usage_perc` → `kv_cache_usage_perc`, `time_per_output_token_seconds` →
 //! `inter_token_latency_seconds`, …). The newest dialect, 0.32, has exactly the `vllm:` names of
-//! real vLLM 0.32.0 pages (`crates/core/tests/fixtures/vllm-0.32.0/`) for what the simulator
+//! real vLLM 0.32.0 pages (`crates/catalog/tests/fixtures/vllm-0.32.0/`) for what the simulator
 //! models; what 0.32.0 added over 0.26.0 starts at 0.27, as in the catalog (issue 11).
 
 use crate::engine::Engine;
-use crate::stats::{EngineStats, FinishReason, Histogram};
+use crate::stats::{EngineStats, FinishReason, Histogram, RequestHistograms};
 use promtext::MetricType;
 use promtext::fmt::python_float;
 use promtext::write::{FloatStyle, Writer};
@@ -119,7 +119,7 @@ pub fn render(engine: &Engine, dialect: Dialect, created_unix: f64) -> String {
     out
 }
 
-/// Where what real 0.32.0 pages added over 0.26.0 starts (`llmscope_core::catalog::vllm::AFTER_0_26`).
+/// Where what real 0.32.0 pages added over 0.26.0 starts (`llmscope_catalog::vllm::AFTER_0_26`).
 const AFTER_0_26: u32 = 27;
 
 struct Page<'a> {
@@ -210,6 +210,20 @@ fn sorted_labels<'b>(
 }
 
 fn scheduler_gauges(p: &mut Page, s: &EngineStats, d: Dialect) {
+    queue_gauges(p, s, d);
+    if d.at_least(12, 0) {
+        p.gauge_by(
+            "vllm:engine_sleep_state",
+            "Engine sleep state; awake = 0 means engine is sleeping; awake = 1 means engine is awake; weights_offloaded = 1 means sleep level 1; discard_all = 1 means sleep level 2.",
+            "sleep_state",
+            &[("awake", 1.0), ("weights_offloaded", 0.0), ("discard_all", 0.0)],
+        );
+    }
+    kv_usage_gauges(p, s, d);
+}
+
+/// Running and waiting requests (and, from 0.20, why they wait).
+fn queue_gauges(p: &mut Page, s: &EngineStats, d: Dialect) {
     p.gauge(
         "vllm:num_requests_running",
         "Number of requests in model execution batches.",
@@ -228,14 +242,10 @@ fn scheduler_gauges(p: &mut Page, s: &EngineStats, d: Dialect) {
             &[("capacity", s.waiting as f64), ("deferred", 0.0)],
         );
     }
-    if d.at_least(12, 0) {
-        p.gauge_by(
-            "vllm:engine_sleep_state",
-            "Engine sleep state; awake = 0 means engine is sleeping; awake = 1 means engine is awake; weights_offloaded = 1 means sleep level 1; discard_all = 1 means sleep level 2.",
-            "sleep_state",
-            &[("awake", 1.0), ("weights_offloaded", 0.0), ("discard_all", 0.0)],
-        );
-    }
+}
+
+/// KV-cache usage under its old name (before 0.11), its new one (from 0.9.2), or both.
+fn kv_usage_gauges(p: &mut Page, s: &EngineStats, d: Dialect) {
     if d.before(11, 0) {
         p.gauge(
             "vllm:gpu_cache_usage_perc",
@@ -253,6 +263,20 @@ fn scheduler_gauges(p: &mut Page, s: &EngineStats, d: Dialect) {
 }
 
 fn cache_counters(p: &mut Page, s: &EngineStats, d: Dialect) {
+    prefix_cache_counters(p, s, d);
+    if d.at_least(12, 0) {
+        unused_cache_counters(p);
+    }
+    p.counter(
+        "vllm:num_preemptions",
+        "Cumulative number of preemption from the engine.",
+        s.preemptions as f64,
+    );
+}
+
+/// Prefix-cache queries and hits under their old names (before 0.11), new ones (from 0.9.2), or
+/// both.
+fn prefix_cache_counters(p: &mut Page, s: &EngineStats, d: Dialect) {
     if d.before(11, 0) {
         p.counter(
             "vllm:gpu_prefix_cache_queries",
@@ -277,28 +301,39 @@ fn cache_counters(p: &mut Page, s: &EngineStats, d: Dialect) {
             s.prefix_hits as f64,
         );
     }
-    if d.at_least(12, 0) {
-        p.counter("vllm:external_prefix_cache_queries", "External prefix cache queries from KV connector cross-instance cache sharing, in terms of number of queried tokens.", 0.0);
-        p.counter("vllm:external_prefix_cache_hits", "External prefix cache hits from KV connector cross-instance cache sharing, in terms of number of cached tokens.", 0.0);
-        p.counter(
-            "vllm:mm_cache_queries",
-            "Multi-modal cache queries, in terms of number of queried items.",
-            0.0,
-        );
-        p.counter(
-            "vllm:mm_cache_hits",
-            "Multi-modal cache hits, in terms of number of cached items.",
-            0.0,
-        );
-    }
+}
+
+/// The external (KV connector) and multi-modal caches, which the simulator does not have: 0.
+fn unused_cache_counters(p: &mut Page) {
+    p.counter("vllm:external_prefix_cache_queries", "External prefix cache queries from KV connector cross-instance cache sharing, in terms of number of queried tokens.", 0.0);
+    p.counter("vllm:external_prefix_cache_hits", "External prefix cache hits from KV connector cross-instance cache sharing, in terms of number of cached tokens.", 0.0);
     p.counter(
-        "vllm:num_preemptions",
-        "Cumulative number of preemption from the engine.",
-        s.preemptions as f64,
+        "vllm:mm_cache_queries",
+        "Multi-modal cache queries, in terms of number of queried items.",
+        0.0,
+    );
+    p.counter(
+        "vllm:mm_cache_hits",
+        "Multi-modal cache hits, in terms of number of cached items.",
+        0.0,
     );
 }
 
 fn token_counters(p: &mut Page, s: &EngineStats, d: Dialect) {
+    prompt_token_counters(p, s, d);
+    p.counter(
+        "vllm:generation_tokens",
+        "Number of generation tokens processed.",
+        s.generation_tokens as f64,
+    );
+    request_success(p, s, d);
+    if d.at_least(AFTER_0_26, 0) {
+        admission_rejections(p);
+    }
+}
+
+/// Prompt tokens, and from 0.16 how many were computed or came from the cache.
+fn prompt_token_counters(p: &mut Page, s: &EngineStats, d: Dialect) {
     p.counter(
         "vllm:prompt_tokens",
         "Number of prefill tokens processed.",
@@ -322,25 +357,29 @@ fn token_counters(p: &mut Page, s: &EngineStats, d: Dialect) {
         );
     }
     if d.at_least(AFTER_0_26, 0) {
-        // The simulator has one cache tier, the device's.
-        p.counter_by(
-            "vllm:prompt_tokens_cached_by_source",
-            "Prefix-cache hit tokens by the cache tier that supplied them.",
-            Some("source"),
-            &[
-                ("device", s.prefix_hits as f64),
-                ("host", 0.0),
-                ("p2p", 0.0),
-                ("disk", 0.0),
-                ("external_unspecified", 0.0),
-            ],
-        );
+        cached_prompt_tokens_by_tier(p, s);
     }
-    p.counter(
-        "vllm:generation_tokens",
-        "Number of generation tokens processed.",
-        s.generation_tokens as f64,
+}
+
+/// Cached prompt tokens by the cache tier that held them. The simulator has one cache tier, the
+/// device's.
+fn cached_prompt_tokens_by_tier(p: &mut Page, s: &EngineStats) {
+    p.counter_by(
+        "vllm:prompt_tokens_cached_by_source",
+        "Prefix-cache hit tokens by the cache tier that supplied them.",
+        Some("source"),
+        &[
+            ("device", s.prefix_hits as f64),
+            ("host", 0.0),
+            ("p2p", 0.0),
+            ("disk", 0.0),
+            ("external_unspecified", 0.0),
+        ],
     );
+}
+
+/// Finished requests by reason; `error` from 0.13, `repetition` from 0.17.
+fn request_success(p: &mut Page, s: &EngineStats, d: Dialect) {
     let reasons: Vec<(&str, f64)> = FinishReason::ALL
         .iter()
         .zip(s.finished)
@@ -357,9 +396,6 @@ fn token_counters(p: &mut Page, s: &EngineStats, d: Dialect) {
         Some("finished_reason"),
         &reasons,
     );
-    if d.at_least(AFTER_0_26, 0) {
-        admission_rejections(p);
-    }
 }
 
 /// The frontend's admission refusals: labelled by model and reason only (no `engine`: counted
@@ -383,7 +419,16 @@ fn admission_rejections(p: &mut Page) {
 }
 
 fn request_histograms(p: &mut Page, s: &EngineStats, d: Dialect) {
-    let h = &s.hist;
+    token_count_histograms(p, &s.hist);
+    request_param_histograms(p, &s.hist);
+    latency_histograms(p, &s.hist, d);
+    e2e_histogram(p, &s.hist, d);
+    phase_histograms(p, &s.hist);
+    per_request_histograms(p, &s.hist, d);
+}
+
+/// Prompt and answer tokens per request, and tokens per engine step.
+fn token_count_histograms(p: &mut Page, h: &RequestHistograms) {
     p.histogram(
         "vllm:request_prompt_tokens",
         "Number of prefill tokens processed.",
@@ -399,6 +444,10 @@ fn request_histograms(p: &mut Page, s: &EngineStats, d: Dialect) {
         "Histogram of number of tokens per engine_step.",
         &h.iteration_tokens,
     );
+}
+
+/// What requests asked for: `max_tokens` (as given, and as the engine ran it) and `n`.
+fn request_param_histograms(p: &mut Page, h: &RequestHistograms) {
     p.histogram(
         "vllm:request_max_num_generation_tokens",
         "Histogram of maximum number of requested generation tokens.",
@@ -414,6 +463,11 @@ fn request_histograms(p: &mut Page, s: &EngineStats, d: Dialect) {
         "Histogram of the max_tokens request parameter.",
         &h.params_max_tokens,
     );
+}
+
+/// What a client sees: time to the first token, and between tokens under the names of each
+/// dialect.
+fn latency_histograms(p: &mut Page, h: &RequestHistograms, d: Dialect) {
     p.histogram(
         "vllm:time_to_first_token_seconds",
         "Histogram of time to first token in seconds.",
@@ -438,8 +492,12 @@ fn request_histograms(p: &mut Page, s: &EngineStats, d: Dialect) {
             &h.tpot,
         );
     }
-    // Absent from the page a real vLLM 0.26.0 served (shared/reference/vllm-0.26.0-metric-names.txt),
-    // present again on real 0.32.0 pages; neither boundary is pinned down (issue 11).
+}
+
+/// The whole request's latency: absent from the page a real vLLM 0.26.0 served
+/// (tests/fixtures/vllm-0.26.0-metric-names.txt), present again on real 0.32.0 pages; neither boundary is
+/// pinned down (issue 11).
+fn e2e_histogram(p: &mut Page, h: &RequestHistograms, d: Dialect) {
     if d.before(26, 0) || d.at_least(AFTER_0_26, 0) {
         p.histogram(
             "vllm:e2e_request_latency_seconds",
@@ -447,6 +505,10 @@ fn request_histograms(p: &mut Page, s: &EngineStats, d: Dialect) {
             &h.e2e,
         );
     }
+}
+
+/// Where a request's time went: queue, running, prefill, decode.
+fn phase_histograms(p: &mut Page, h: &RequestHistograms) {
     p.histogram(
         "vllm:request_queue_time_seconds",
         "Histogram of time spent in WAITING phase for request.",
@@ -467,6 +529,10 @@ fn request_histograms(p: &mut Page, s: &EngineStats, d: Dialect) {
         "Histogram of time spent in DECODE phase for request.",
         &h.decode,
     );
+}
+
+/// What a request cost the engine: preemptions, and prompt tokens it had to compute.
+fn per_request_histograms(p: &mut Page, h: &RequestHistograms, d: Dialect) {
     if d.at_least(AFTER_0_26, 0) {
         p.histogram(
             "vllm:request_num_preemptions",
@@ -483,56 +549,69 @@ fn request_histograms(p: &mut Page, s: &EngineStats, d: Dialect) {
     }
 }
 
-fn cache_config_info(p: &mut Page, e: &Engine) {
+/// The values both CacheConfig label sets take from the engine, as label text.
+struct CacheConfigText {
+    block_size: String,
+    utilization: String,
+    blocks: String,
+    prefix_caching: &'static str,
+}
+
+impl CacheConfigText {
+    fn new(e: &Engine) -> Self {
+        let mut utilization = String::new();
+        python_float(&mut utilization, e.cfg.gpu_memory_utilization);
+        CacheConfigText {
+            block_size: e.cfg.block_size.to_string(),
+            utilization,
+            blocks: e.memory.num_gpu_blocks.to_string(),
+            prefix_caching: if e.cfg.enable_prefix_caching {
+                "True"
+            } else {
+                "False"
+            },
+        }
+    }
+}
+
+/// The `vllm:cache_config_info` family: one sample, 1, carrying the configuration as labels.
+fn write_cache_config(p: &mut Page, labels: &[(&str, &str)]) {
     let name = "vllm:cache_config_info";
     p.w.family(
         name,
         "Information of the LLMEngine CacheConfig",
         MetricType::Gauge,
     );
-    let block_size = e.cfg.block_size.to_string();
-    let mut util = String::new();
-    python_float(&mut util, e.cfg.gpu_memory_utilization);
-    let blocks = e.memory.num_gpu_blocks.to_string();
-    let prefix = if e.cfg.enable_prefix_caching {
-        "True"
-    } else {
-        "False"
-    };
+    p.w.sample(name, labels, 1.0);
+}
+
+fn cache_config_info(p: &mut Page, e: &Engine) {
+    let c = CacheConfigText::new(e);
     let labels = [
-        ("block_size", block_size.as_str()),
+        ("block_size", c.block_size.as_str()),
         ("cache_dtype", "auto"),
         ("calculate_kv_scales", "False"),
         ("cpu_offload_gb", "0"),
-        ("enable_prefix_caching", prefix),
+        ("enable_prefix_caching", c.prefix_caching),
         ("engine", "0"),
-        ("gpu_memory_utilization", util.as_str()),
+        ("gpu_memory_utilization", c.utilization.as_str()),
         ("is_attention_free", "False"),
         ("num_cpu_blocks", "None"),
-        ("num_gpu_blocks", blocks.as_str()),
+        ("num_gpu_blocks", c.blocks.as_str()),
         ("num_gpu_blocks_override", "None"),
         ("prefix_caching_hash_algo", "sha256"),
         ("sliding_window", "None"),
         ("swap_space", "4"),
         ("swap_space_bytes", "4294967296"),
     ];
-    p.w.sample(name, &labels, 1.0);
+    write_cache_config(p, &labels);
 }
 
 /// 0.32's CacheConfig labels (as real 0.32.0 pages carry them). The sizes come from the
 /// simulator's KV model; fields it does not model carry the values a plain dense-model server
 /// shows.
 fn cache_config_info_0_32(p: &mut Page, e: &Engine) {
-    let name = "vllm:cache_config_info";
-    p.w.family(
-        name,
-        "Information of the LLMEngine CacheConfig",
-        MetricType::Gauge,
-    );
-    let block_size = e.cfg.block_size.to_string();
-    let mut util = String::new();
-    python_float(&mut util, e.cfg.gpu_memory_utilization);
-    let blocks = e.memory.num_gpu_blocks.to_string();
+    let c = CacheConfigText::new(e);
     let tokens = e.memory.kv_tokens.to_string();
     // vLLM labels the bytes only when the pool was given in bytes (--kv-cache-memory-bytes, or
     // VLLM_CPU_KVCACHE_SPACE on the CPU build); a pool sized by memory utilisation says None.
@@ -545,21 +624,16 @@ fn cache_config_info_0_32(p: &mut Page, e: &Engine) {
         &mut concurrency,
         e.memory.kv_tokens as f64 / f64::from(e.cfg.max_model_len),
     );
-    let prefix = if e.cfg.enable_prefix_caching {
-        "True"
-    } else {
-        "False"
-    };
     let labels = [
         ("_block_size_resolved", "True"),
-        ("block_size", block_size.as_str()),
+        ("block_size", c.block_size.as_str()),
         ("cache_dtype", "auto"),
         ("cache_hit_alignment_tokens", "None"),
-        ("effective_attention_block_size", block_size.as_str()),
+        ("effective_attention_block_size", c.block_size.as_str()),
         ("enable_mamba_shared_prefix_checkpoint", "False"),
-        ("enable_prefix_caching", prefix),
+        ("enable_prefix_caching", c.prefix_caching),
         ("engine", "0"),
-        ("gpu_memory_utilization", util.as_str()),
+        ("gpu_memory_utilization", c.utilization.as_str()),
         ("hash_block_size", "None"),
         ("is_attention_free", "False"),
         ("kv_cache_dtype_skip_layers", "[]"),
@@ -576,7 +650,7 @@ fn cache_config_info_0_32(p: &mut Page, e: &Engine) {
         ("mamba_page_size_padded", "None"),
         ("mamba_ssm_cache_dtype", "float32"),
         ("num_cpu_blocks", "None"),
-        ("num_gpu_blocks", blocks.as_str()),
+        ("num_gpu_blocks", c.blocks.as_str()),
         ("num_gpu_blocks_override", "None"),
         ("prefix_cache_retention_interval", "0"),
         ("prefix_caching_hash_algo", "sha256"),
@@ -589,7 +663,7 @@ fn cache_config_info_0_32(p: &mut Page, e: &Engine) {
         ("use_replayssm", "False"),
         ("user_specified_block_size", "False"),
     ];
-    p.w.sample(name, &labels, 1.0);
+    write_cache_config(p, &labels);
 }
 
 fn mfu_counters(p: &mut Page, s: &EngineStats) {
@@ -624,9 +698,9 @@ mod tests {
     }
 
     const REAL_0_32: [&str; 3] = [
-        include_str!("../../core/tests/fixtures/vllm-0.32.0/vllm-0.32.0-cpu-idle.prom"),
-        include_str!("../../core/tests/fixtures/vllm-0.32.0/vllm-0.32.0-cpu-batch-limit.prom"),
-        include_str!("../../core/tests/fixtures/vllm-0.32.0/vllm-0.32.0-cpu-kv-starved.prom"),
+        include_str!("../../catalog/tests/fixtures/vllm-0.32.0/vllm-0.32.0-cpu-idle.prom"),
+        include_str!("../../catalog/tests/fixtures/vllm-0.32.0/vllm-0.32.0-cpu-batch-limit.prom"),
+        include_str!("../../catalog/tests/fixtures/vllm-0.32.0/vllm-0.32.0-cpu-kv-starved.prom"),
     ];
 
     #[test]

@@ -6,7 +6,7 @@
 
 use crate::dcgm::{DcgmReading, DcgmState};
 use crate::engine::{Emitted, Engine, NewRequest};
-use llmscope_core::diagnose::{Concept, EngineFacts, Input, KvCacheConfig, LoadFacts, Signal};
+use llmscope_diagnosis::{Concept, EngineFacts, Input, KvCacheConfig, LoadFacts, Signal};
 
 /// A closed-loop workload.
 #[derive(Debug, Clone, PartialEq)]
@@ -29,7 +29,7 @@ pub struct ClosedLoop {
 }
 
 impl ClosedLoop {
-    /// The reference case of DESIGN §2 for `duration_s`: 32 closed-loop clients, the short
+    /// The reference case of `docs/METHOD.md` for `duration_s`: 32 closed-loop clients, the short
     /// Korean prompt (~55 tokens with the chat template), max_tokens 512, 1 s scrapes.
     pub fn reference_case(duration_s: f64) -> ClosedLoop {
         ClosedLoop {
@@ -141,20 +141,7 @@ impl Scraper {
 /// Runs `w` on `engine`: idle baseline, closed-loop load, drain, idle after.
 pub fn run_closed_loop(engine: &mut Engine, w: &ClosedLoop) -> Trace {
     let mut key = 0u64;
-    let mut request = || NewRequest {
-        prompt_tokens: w.prompt_tokens,
-        template_tokens: w.template_tokens,
-        prompt_key: if w.unique_prompts {
-            key += 1;
-            key
-        } else {
-            1
-        },
-        max_tokens: w.max_tokens,
-        max_tokens_param: Some(w.max_tokens),
-        ignore_eos: w.ignore_eos,
-        n: 1,
-    };
+    let mut request = || next_request(w, &mut key);
     let (start, stop) = (w.idle_s, w.idle_s + w.duration_s);
     let mut trace = Trace {
         samples: Vec::new(),
@@ -166,11 +153,45 @@ pub fn run_closed_loop(engine: &mut Engine, w: &ClosedLoop) -> Trace {
     for _ in 0..w.clients {
         engine.add(start, request());
     }
+    let now = run_until_drained(engine, &mut scraper, &mut trace, &mut request);
+    scraper.until(engine, now + w.idle_s, &mut trace);
+    trace
+}
+
+/// The workload's next request: all share prompt key 1 unless every prompt is unique, when
+/// `key` counts them.
+fn next_request(w: &ClosedLoop, key: &mut u64) -> NewRequest {
+    NewRequest {
+        prompt_tokens: w.prompt_tokens,
+        template_tokens: w.template_tokens,
+        prompt_key: if w.unique_prompts {
+            *key += 1;
+            *key
+        } else {
+            1
+        },
+        max_tokens: w.max_tokens,
+        max_tokens_param: Some(w.max_tokens),
+        ignore_eos: w.ignore_eos,
+        n: 1,
+    }
+}
+
+/// Steps the engine from the start of the load until it has nothing left to run, scraping as
+/// it goes; until the load window closes, each finished request is replaced by a new one.
+/// Returns when it drained.
+fn run_until_drained(
+    engine: &mut Engine,
+    scraper: &mut Scraper,
+    trace: &mut Trace,
+    request: &mut impl FnMut() -> NewRequest,
+) -> f64 {
+    let (start, stop) = trace.load_window;
     let mut now = start;
     let mut out: Vec<Emitted> = Vec::new();
     while let Some(plan) = engine.schedule(now) {
         let end = now + plan.duration;
-        scraper.until(engine, end.min(stop.max(now)).max(now), &mut trace);
+        scraper.until(engine, end.min(stop.max(now)).max(now), trace);
         out.clear();
         engine.complete(&plan, end, &mut out);
         let finished = out.iter().filter(|e| e.finish.is_some()).count();
@@ -181,86 +202,92 @@ pub fn run_closed_loop(engine: &mut Engine, w: &ClosedLoop) -> Trace {
             }
         }
         now = end;
-        scraper.until(engine, now, &mut trace);
+        scraper.until(engine, now, trace);
     }
-    scraper.until(engine, now + w.idle_s, &mut trace);
-    trace
+    now
+}
+
+/// The engine's settings as the diagnosis reads them from a real server's flags and pages.
+fn engine_facts(engine: &Engine) -> EngineFacts {
+    EngineFacts {
+        max_num_seqs: Some(engine.cfg.max_num_seqs),
+        max_num_batched_tokens: Some(engine.cfg.max_num_batched_tokens),
+        time_sliced: false,
+        kv_cache: Some(KvCacheConfig {
+            block_size: Some(engine.cfg.block_size),
+            num_blocks: Some(u64::from(engine.memory.num_gpu_blocks)),
+            size_tokens: Some(engine.memory.kv_tokens),
+            gpu_memory_utilization: Some(engine.cfg.gpu_memory_utilization),
+            prefix_caching: Some(engine.cfg.enable_prefix_caching),
+            memory_bytes: engine.cfg.kv_cache_memory_bytes,
+            ..KvCacheConfig::default()
+        }),
+    }
 }
 
 /// A concept, the metric it stands for, and how to read it from a [`Sample`].
 type SampleField = (Concept, &'static str, fn(&Sample) -> f64);
 
+/// The series a trace gives the diagnosis.
+const SAMPLE_FIELDS: [SampleField; 13] = [
+    (Concept::Running, "vllm:num_requests_running", |s| {
+        s.running as f64
+    }),
+    (Concept::Waiting, "vllm:num_requests_waiting", |s| {
+        s.waiting as f64
+    }),
+    (Concept::KvUsage, "vllm:kv_cache_usage_perc", |s| s.kv_usage),
+    (Concept::Preemptions, "vllm:num_preemptions_total", |s| {
+        s.preemptions as f64
+    }),
+    (
+        Concept::GeneratedTokens,
+        "vllm:generation_tokens_total",
+        |s| s.generation_tokens as f64,
+    ),
+    (
+        Concept::StepTokensSum,
+        "vllm:iteration_tokens_total_sum",
+        |s| s.step_tokens_sum,
+    ),
+    (
+        Concept::StepCount,
+        "vllm:iteration_tokens_total_count",
+        |s| s.step_count as f64,
+    ),
+    (Concept::GpuUtil, "DCGM_FI_DEV_GPU_UTIL", |s| {
+        s.dcgm.gpu_util as f64
+    }),
+    (Concept::MemCopyUtil, "DCGM_FI_DEV_MEM_COPY_UTIL", |s| {
+        s.dcgm.mem_copy_util as f64
+    }),
+    (
+        Concept::GrEngineActive,
+        "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+        |s| s.dcgm.gr_engine_active,
+    ),
+    (Concept::DramActive, "DCGM_FI_PROF_DRAM_ACTIVE", |s| {
+        s.dcgm.dram_active
+    }),
+    (
+        Concept::TensorActive,
+        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+        |s| s.dcgm.pipe_tensor_active,
+    ),
+    (Concept::PowerWatts, "DCGM_FI_DEV_POWER_USAGE", |s| {
+        s.dcgm.power_w
+    }),
+];
+
 /// The trace as the diagnosis reads it (what `llmscope run` builds from scrapes).
 pub fn to_input(trace: &Trace, engine: &Engine, load: LoadFacts) -> Input {
     let mut input = Input {
-        engine: EngineFacts {
-            max_num_seqs: Some(engine.cfg.max_num_seqs),
-            max_num_batched_tokens: Some(engine.cfg.max_num_batched_tokens),
-            time_sliced: false,
-            kv_cache: Some(KvCacheConfig {
-                block_size: Some(engine.cfg.block_size),
-                num_blocks: Some(u64::from(engine.memory.num_gpu_blocks)),
-                size_tokens: Some(engine.memory.kv_tokens),
-                gpu_memory_utilization: Some(engine.cfg.gpu_memory_utilization),
-                prefix_caching: Some(engine.cfg.enable_prefix_caching),
-                memory_bytes: engine.cfg.kv_cache_memory_bytes,
-                ..KvCacheConfig::default()
-            }),
-        },
+        engine: engine_facts(engine),
         load,
         scrape_interval_s: trace.samples.get(1).map(|s| s.t - trace.samples[0].t),
         ..Input::default()
     };
-    let series: [SampleField; 13] = [
-        (Concept::Running, "vllm:num_requests_running", |s| {
-            s.running as f64
-        }),
-        (Concept::Waiting, "vllm:num_requests_waiting", |s| {
-            s.waiting as f64
-        }),
-        (Concept::KvUsage, "vllm:kv_cache_usage_perc", |s| s.kv_usage),
-        (Concept::Preemptions, "vllm:num_preemptions_total", |s| {
-            s.preemptions as f64
-        }),
-        (
-            Concept::GeneratedTokens,
-            "vllm:generation_tokens_total",
-            |s| s.generation_tokens as f64,
-        ),
-        (
-            Concept::StepTokensSum,
-            "vllm:iteration_tokens_total_sum",
-            |s| s.step_tokens_sum,
-        ),
-        (
-            Concept::StepCount,
-            "vllm:iteration_tokens_total_count",
-            |s| s.step_count as f64,
-        ),
-        (Concept::GpuUtil, "DCGM_FI_DEV_GPU_UTIL", |s| {
-            s.dcgm.gpu_util as f64
-        }),
-        (Concept::MemCopyUtil, "DCGM_FI_DEV_MEM_COPY_UTIL", |s| {
-            s.dcgm.mem_copy_util as f64
-        }),
-        (
-            Concept::GrEngineActive,
-            "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
-            |s| s.dcgm.gr_engine_active,
-        ),
-        (Concept::DramActive, "DCGM_FI_PROF_DRAM_ACTIVE", |s| {
-            s.dcgm.dram_active
-        }),
-        (
-            Concept::TensorActive,
-            "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
-            |s| s.dcgm.pipe_tensor_active,
-        ),
-        (Concept::PowerWatts, "DCGM_FI_DEV_POWER_USAGE", |s| {
-            s.dcgm.power_w
-        }),
-    ];
-    for (concept, name, f) in series {
+    for (concept, name, f) in SAMPLE_FIELDS {
         let points = trace.samples.iter().map(|s| (s.t, f(s))).collect();
         input
             .signals
@@ -274,7 +301,7 @@ mod tests {
     use super::*;
     use crate::preset::preset;
 
-    /// The reference case of DESIGN §2: L4 + Qwen2.5-3B, --max-num-seqs 16, 32 closed-loop
+    /// The reference case of `docs/METHOD.md`: L4 + Qwen2.5-3B, --max-num-seqs 16, 32 closed-loop
     /// clients, the short Korean prompt (~55 tokens with the chat template), max_tokens 512.
     #[test]
     fn l4_reference_case_is_reproduced() {
@@ -295,7 +322,7 @@ mod tests {
 
     #[test]
     fn a_healthy_host_keeps_the_gpu_busy() {
-        // Same load with vLLM's normal host overhead: ~90 % util (simulator-model.md §6, A').
+        // Same load with vLLM's normal host overhead: ~90 % util (`docs/SOURCES.md` §sim-l4, A').
         let mut p = preset("l4-qwen2.5-3b").unwrap();
         p.constants.host_step_s = 0.003;
         let mut e = Engine::new(&p, 1).unwrap();
@@ -307,7 +334,7 @@ mod tests {
 
     #[test]
     fn long_prompts_and_answers_fill_the_kv_cache() {
-        // Scenario C of simulator-model.md §6: KV-bound, preemptions.
+        // Scenario C of `docs/SOURCES.md` §sim-l4: KV-bound, preemptions.
         let mut p = preset("l4-qwen2.5-3b").unwrap();
         p.engine.max_num_seqs = 64;
         p.constants.host_step_s = 0.003;

@@ -2,7 +2,7 @@
 //!
 //! Requests are decoded with serde into [`ChatRequest`] / [`CompletionRequest`] (unknown fields
 //! ignored, as vLLM's pydantic models do for most). Responses are written by hand into `String`s in
-//! vLLM's field order (`shared/reference/serving-metrics.md` §6) — the stream path builds one small
+//! vLLM's field order (`docs/SOURCES.md` §openai-http) — the stream path builds one small
 //! string per chunk, so it stays cheap at hundreds of thousands of chunks per second.
 
 use serde::Deserialize;
@@ -132,13 +132,7 @@ impl ChunkHead {
             Endpoint::Completion => "text_completion",
         };
         let mut prefix = String::with_capacity(128);
-        prefix.push_str("{\"id\":");
-        json_str(&mut prefix, id);
-        let _ = write!(
-            prefix,
-            ",\"object\":\"{object}\",\"created\":{created},\"model\":"
-        );
-        json_str(&mut prefix, model);
+        push_head(&mut prefix, id, object, created, model);
         prefix.push(',');
         Self { endpoint, prefix }
     }
@@ -212,6 +206,17 @@ impl ChunkHead {
     }
 }
 
+/// `{"id":…,"object":…,"created":…,"model":…`: how every response and chunk starts.
+fn push_head(out: &mut String, id: &str, object: &str, created: u64, model: &str) {
+    out.push_str("{\"id\":");
+    json_str(out, id);
+    let _ = write!(
+        out,
+        ",\"object\":\"{object}\",\"created\":{created},\"model\":"
+    );
+    json_str(out, model);
+}
+
 fn push_finish(out: &mut String, finish: Option<&str>) {
     out.push_str("\"finish_reason\":");
     match finish {
@@ -251,30 +256,13 @@ pub fn full_response(
         completion,
     } = *done;
     let mut out = String::with_capacity(256 + text.len());
-    out.push_str("{\"id\":");
-    json_str(&mut out, id);
     let object = match endpoint {
         Endpoint::Chat => "chat.completion",
         Endpoint::Completion => "text_completion",
     };
-    let _ = write!(
-        out,
-        ",\"object\":\"{object}\",\"created\":{created},\"model\":"
-    );
-    json_str(&mut out, model);
+    push_head(&mut out, id, object, created, model);
     out.push_str(",\"choices\":[{\"index\":0,");
-    match endpoint {
-        Endpoint::Chat => {
-            out.push_str("\"message\":{\"role\":\"assistant\",\"content\":");
-            json_str(&mut out, text);
-            out.push_str(",\"refusal\":null,\"annotations\":null,\"audio\":null,\"function_call\":null,\"tool_calls\":[],\"reasoning\":null},\"logprobs\":null,");
-        }
-        Endpoint::Completion => {
-            out.push_str("\"text\":");
-            json_str(&mut out, text);
-            out.push_str(",\"logprobs\":null,");
-        }
-    }
+    push_answer(&mut out, endpoint, text);
     push_finish(&mut out, Some(finish));
     let _ = write!(
         out,
@@ -282,6 +270,22 @@ pub fn full_response(
         prompt + completion
     );
     out
+}
+
+/// The choice's answer: a chat `message`, or a completion's `text`.
+fn push_answer(out: &mut String, endpoint: Endpoint, text: &str) {
+    match endpoint {
+        Endpoint::Chat => {
+            out.push_str("\"message\":{\"role\":\"assistant\",\"content\":");
+            json_str(out, text);
+            out.push_str(",\"refusal\":null,\"annotations\":null,\"audio\":null,\"function_call\":null,\"tool_calls\":[],\"reasoning\":null},\"logprobs\":null,");
+        }
+        Endpoint::Completion => {
+            out.push_str("\"text\":");
+            json_str(out, text);
+            out.push_str(",\"logprobs\":null,");
+        }
+    }
 }
 
 /// `{"error":{"message","type","param","code"}}` as vLLM ≥ 0.10.1 returns it.

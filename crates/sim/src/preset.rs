@@ -2,7 +2,7 @@
 //!
 //! A preset is a [`GpuSpec`] + [`ModelSpec`] + [`EngineConfig`] + [`ModelConstants`]. GPU and model
 //! figures are public datasheet / `config.json` values (sources in
-//! `shared/reference/simulator-model.md` §2). The constants are shared by every preset
+//! `docs/SOURCES.md` §sim-model, §sim-l4). The constants are shared by every preset
 //! ([`ModelConstants::default`]); a preset only overrides one where it reproduces a measured
 //! deployment (the L4 reference case ran on a host that needed ~55 ms of CPU time per step).
 //! Every constant is also a command-line flag, so a user can re-fit them to their own runs.
@@ -364,8 +364,8 @@ pub fn presets() -> Vec<Preset> {
                 ..small_gpu_defaults(4096)
             },
             // Calibrated to the reference run: GPU util ≈ 32 % at batch 16 needs ~55 ms of host
-            // time per step (simulator-model.md §6). KV ≈ 2.2 % mean / 2.9 % max needs answers of
-            // ~100 tokens on average: every client sends the same prompt, so prefix caching shares
+            // time per step (`docs/SOURCES.md` §sim-l4). KV ≈ 2.2 % mean / 2.9 % max needs answers
+            // of ~100 tokens on average: every client sends the same prompt, so prefix caching shares
             // its full blocks and each running request holds only its answer's blocks
             // (`cargo run -p llmscope-sim --example calibrate`).
             constants: ModelConstants {

@@ -157,27 +157,6 @@ impl SimHandle {
     }
 }
 
-/// Waits until the process is told to stop (Ctrl-C / SIGTERM) — for `llmscope sim`.
-pub async fn wait_for_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        let mut term =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(t) => t,
-                Err(_) => {
-                    let _ = ctrl_c.await;
-                    return;
-                }
-            };
-        tokio::select! { _ = ctrl_c => {}, _ = term.recv() => {} }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = ctrl_c.await;
-    }
-}
-
 /// Wall-clock anchor: engine time is seconds since `start`.
 #[derive(Debug, Clone, Copy)]
 struct Clock {
@@ -261,43 +240,11 @@ pub async fn start(cfg: SimConfig) -> Result<SimHandle, SimError> {
     let dcgm_listener = bind(cfg.listen, cfg.dcgm_port).await?;
     let (cmd_tx, cmd_rx) = mpsc::channel();
     let identity = gpu_identity(&cfg);
-    let shared = Arc::new(Shared {
-        model_id: engine.model.id.to_owned(),
-        stream_interval: engine.cfg.stream_interval.max(1),
-        engine: Mutex::new(engine),
-        clock: Clock {
-            start: Instant::now(),
-        },
-        cmd: Mutex::new(cmd_tx),
-        dialect: cfg.dialect,
-        faults: cfg.faults.clone(),
-        rng: Mutex::new(Rng::new(cfg.seed ^ 0xFA17)),
-        created_unix: unix_ns() as f64 / 1e9,
-        next_id: AtomicU64::new(1),
-        dcgm_text: Mutex::new(Arc::new(String::new())),
-        hang_at: cfg.faults.hang_after.map(|d| d.as_secs_f64()),
-    });
-    let engine_shared = shared.clone();
-    let engine_thread = std::thread::Builder::new()
-        .name("llmscope-sim-engine".into())
-        .spawn(move || engine_loop(&engine_shared, &cmd_rx))
-        .map_err(|source| SimError::Bind {
-            addr: SocketAddr::from(([0, 0, 0, 0], 0)),
-            source,
-        })?;
+    let shared = Arc::new(shared_state(&cfg, engine, cmd_tx));
+    let engine_thread = spawn_engine(shared.clone(), cmd_rx)?;
     let (stop, stop_rx) = watch::channel(false);
-    let vllm_addr = vllm_listener
-        .local_addr()
-        .map_err(|source| SimError::Bind {
-            addr: SocketAddr::new(cfg.listen, cfg.port),
-            source,
-        })?;
-    let dcgm_addr = dcgm_listener
-        .local_addr()
-        .map_err(|source| SimError::Bind {
-            addr: SocketAddr::new(cfg.listen, cfg.dcgm_port),
-            source,
-        })?;
+    let vllm_addr = local_addr(&vllm_listener, cfg.listen, cfg.port)?;
+    let dcgm_addr = local_addr(&dcgm_listener, cfg.listen, cfg.dcgm_port)?;
     let mut state = DcgmState::new(&lock(&shared.engine));
     refresh_dcgm(
         &shared,
@@ -317,20 +264,7 @@ pub async fn start(cfg: SimConfig) -> Result<SimHandle, SimError> {
             stop_rx.clone(),
         )),
     ];
-    let mut cluster_addr = None;
-    if let Some(teams) = cfg.cluster.clone() {
-        let listener = bind(cfg.listen, cfg.cluster_port).await?;
-        let addr = listener.local_addr().map_err(|source| SimError::Bind {
-            addr: SocketAddr::new(cfg.listen, cfg.cluster_port),
-            source,
-        })?;
-        cluster_addr = Some(addr);
-        servers.push(tokio::spawn(serve(
-            listener,
-            cluster_router(teams),
-            stop_rx.clone(),
-        )));
-    }
+    let cluster_addr = serve_cluster(&cfg, &mut servers, &stop_rx).await?;
     servers.push(tokio::spawn(dcgm_collector(
         shared.clone(),
         state,
@@ -347,6 +281,70 @@ pub async fn start(cfg: SimConfig) -> Result<SimHandle, SimError> {
         engine_thread: Some(engine_thread),
         servers,
     })
+}
+
+/// What the HTTP handlers and the engine thread share.
+fn shared_state(cfg: &SimConfig, engine: Engine, cmd_tx: mpsc::Sender<Cmd>) -> Shared {
+    Shared {
+        model_id: engine.model.id.to_owned(),
+        stream_interval: engine.cfg.stream_interval.max(1),
+        engine: Mutex::new(engine),
+        clock: Clock {
+            start: Instant::now(),
+        },
+        cmd: Mutex::new(cmd_tx),
+        dialect: cfg.dialect,
+        faults: cfg.faults.clone(),
+        rng: Mutex::new(Rng::new(cfg.seed ^ 0xFA17)),
+        created_unix: unix_ns() as f64 / 1e9,
+        next_id: AtomicU64::new(1),
+        dcgm_text: Mutex::new(Arc::new(String::new())),
+        hang_at: cfg.faults.hang_after.map(|d| d.as_secs_f64()),
+    }
+}
+
+/// The engine's own thread: it steps the model and answers the handlers' commands.
+fn spawn_engine(
+    shared: Arc<Shared>,
+    cmd_rx: mpsc::Receiver<Cmd>,
+) -> Result<std::thread::JoinHandle<()>, SimError> {
+    std::thread::Builder::new()
+        .name("llmscope-sim-engine".into())
+        .spawn(move || engine_loop(&shared, &cmd_rx))
+        .map_err(|source| SimError::Bind {
+            addr: SocketAddr::from(([0, 0, 0, 0], 0)),
+            source,
+        })
+}
+
+fn local_addr(
+    listener: &tokio::net::TcpListener,
+    ip: IpAddr,
+    port: u16,
+) -> Result<SocketAddr, SimError> {
+    listener.local_addr().map_err(|source| SimError::Bind {
+        addr: SocketAddr::new(ip, port),
+        source,
+    })
+}
+
+/// The Kueue / kube-state-metrics cluster page, when the config asks for one.
+async fn serve_cluster(
+    cfg: &SimConfig,
+    servers: &mut Vec<tokio::task::JoinHandle<()>>,
+    stop_rx: &watch::Receiver<bool>,
+) -> Result<Option<SocketAddr>, SimError> {
+    let Some(teams) = cfg.cluster.clone() else {
+        return Ok(None);
+    };
+    let listener = bind(cfg.listen, cfg.cluster_port).await?;
+    let addr = local_addr(&listener, cfg.listen, cfg.cluster_port)?;
+    servers.push(tokio::spawn(serve(
+        listener,
+        cluster_router(teams),
+        stop_rx.clone(),
+    )));
+    Ok(Some(addr))
 }
 
 async fn bind(ip: IpAddr, port: u16) -> Result<tokio::net::TcpListener, SimError> {
@@ -371,25 +369,8 @@ async fn serve(listener: tokio::net::TcpListener, router: Router, mut stop: watc
 }
 
 fn gpu_identity(cfg: &SimConfig) -> GpuIdentity {
-    let mut rng = Rng::new(cfg.seed ^ 0x6D5);
-    let h = |rng: &mut Rng, n: usize| {
-        let v = rng.next_u64();
-        format!("{v:016x}")[..n].to_owned()
-    };
-    let parts = [
-        h(&mut rng, 8),
-        h(&mut rng, 4),
-        h(&mut rng, 4),
-        h(&mut rng, 4),
-        h(&mut rng, 8),
-        h(&mut rng, 4),
-    ];
-    let uuid = format!(
-        "GPU-{}-{}-{}-{}-{}{}",
-        parts[0], parts[1], parts[2], parts[3], parts[4], parts[5]
-    );
     GpuIdentity {
-        uuid,
+        uuid: gpu_uuid(cfg.seed),
         model_name: cfg.preset.gpu.model_name.to_owned(),
         hostname: cfg.hostname.clone(),
         driver_version: "580.126.09".to_owned(),
@@ -403,6 +384,27 @@ fn gpu_identity(cfg: &SimConfig) -> GpuIdentity {
     }
 }
 
+/// `GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`, drawn from the seed.
+fn gpu_uuid(seed: u64) -> String {
+    let mut rng = Rng::new(seed ^ 0x6D5);
+    let h = |rng: &mut Rng, n: usize| {
+        let v = rng.next_u64();
+        format!("{v:016x}")[..n].to_owned()
+    };
+    let parts = [
+        h(&mut rng, 8),
+        h(&mut rng, 4),
+        h(&mut rng, 4),
+        h(&mut rng, 4),
+        h(&mut rng, 8),
+        h(&mut rng, 4),
+    ];
+    format!(
+        "GPU-{}-{}-{}-{}-{}{}",
+        parts[0], parts[1], parts[2], parts[3], parts[4], parts[5]
+    )
+}
+
 // ---------------------------------------------------------------- engine thread
 
 fn engine_loop(sh: &Shared, rx: &mpsc::Receiver<Cmd>) {
@@ -411,50 +413,73 @@ fn engine_loop(sh: &Shared, rx: &mpsc::Receiver<Cmd>) {
     let mut last_prune = 0.0;
     loop {
         let idle = !lock(&sh.engine).has_work();
-        if idle {
-            match rx.recv() {
-                Ok(cmd) => {
-                    if !accept(sh, cmd, &mut senders) {
-                        return;
-                    }
-                }
-                Err(_) => return,
-            }
-        }
-        loop {
-            match rx.try_recv() {
-                Ok(cmd) => {
-                    if !accept(sh, cmd, &mut senders) {
-                        return;
-                    }
-                }
-                Err(mpsc::TryRecvError::Empty) => break,
-                Err(mpsc::TryRecvError::Disconnected) => return,
-            }
+        if !take_commands(sh, rx, &mut senders, idle) {
+            return;
         }
         // Clients that went away: checked a few times a second, not every step (cheap at 5k streams).
         if sh.clock.now() - last_prune > 0.05 {
             abort_closed(sh, &mut senders);
             last_prune = sh.clock.now();
         }
-        let now = sh.clock.now();
-        if sh.hang_at.is_some_and(|at| now >= at) {
-            // Hung: requests are still accepted (they wait) and clients that leave are still
-            // pruned, but no step is taken again.
-            std::thread::sleep(Duration::from_millis(5));
-            continue;
-        }
-        let plan = lock(&sh.engine).schedule(now);
-        let Some(plan) = plan else {
-            std::thread::sleep(Duration::from_millis(1));
-            continue;
-        };
-        sh.clock.sleep_until(now + plan.duration);
-        let end = sh.clock.now();
-        out.clear();
-        lock(&sh.engine).complete(&plan, end, &mut out);
-        deliver(sh, &out, &mut senders, end);
+        step(sh, &mut out, &mut senders);
     }
+}
+
+/// Registers the queued commands, first waiting for one when the engine is `idle`; false means
+/// shut down.
+fn take_commands(
+    sh: &Shared,
+    rx: &mpsc::Receiver<Cmd>,
+    senders: &mut IdMap<tmpsc::UnboundedSender<Tok>>,
+    idle: bool,
+) -> bool {
+    if idle {
+        match rx.recv() {
+            Ok(cmd) => {
+                if !accept(sh, cmd, senders) {
+                    return false;
+                }
+            }
+            Err(_) => return false,
+        }
+    }
+    loop {
+        match rx.try_recv() {
+            Ok(cmd) => {
+                if !accept(sh, cmd, senders) {
+                    return false;
+                }
+            }
+            Err(mpsc::TryRecvError::Empty) => return true,
+            Err(mpsc::TryRecvError::Disconnected) => return false,
+        }
+    }
+}
+
+/// Runs one step in real time (schedule, sleep for its duration, complete) and delivers its
+/// tokens; only sleeps a little when there is nothing to run or the engine hangs.
+fn step(
+    sh: &Shared,
+    out: &mut Vec<crate::engine::Emitted>,
+    senders: &mut IdMap<tmpsc::UnboundedSender<Tok>>,
+) {
+    let now = sh.clock.now();
+    if sh.hang_at.is_some_and(|at| now >= at) {
+        // Hung: requests are still accepted (they wait) and clients that leave are still
+        // pruned, but no step is taken again.
+        std::thread::sleep(Duration::from_millis(5));
+        return;
+    }
+    let plan = lock(&sh.engine).schedule(now);
+    let Some(plan) = plan else {
+        std::thread::sleep(Duration::from_millis(1));
+        return;
+    };
+    sh.clock.sleep_until(now + plan.duration);
+    let end = sh.clock.now();
+    out.clear();
+    lock(&sh.engine).complete(&plan, end, out);
+    deliver(sh, out, senders, end);
 }
 
 /// Registers a command; false means shut down.
@@ -478,9 +503,18 @@ fn abort_closed(sh: &Shared, senders: &mut IdMap<tmpsc::UnboundedSender<Tok>>) {
     if closed.is_empty() {
         return;
     }
-    let now = sh.clock.now();
+    abort_gone(sh, senders, closed, sh.clock.now());
+}
+
+/// Requests whose client went away: forgets their channels and aborts them at `now`.
+fn abort_gone(
+    sh: &Shared,
+    senders: &mut IdMap<tmpsc::UnboundedSender<Tok>>,
+    gone: Vec<ReqId>,
+    now: f64,
+) {
     let mut engine = lock(&sh.engine);
-    for id in closed {
+    for id in gone {
         senders.remove(&id);
         engine.abort(id, now);
     }
@@ -517,11 +551,7 @@ fn deliver(
         }
     }
     if !gone.is_empty() {
-        let mut engine = lock(&sh.engine);
-        for id in gone {
-            senders.remove(&id);
-            engine.abort(id, end);
-        }
+        abort_gone(sh, senders, gone, end);
     }
 }
 
@@ -612,14 +642,7 @@ struct Generation {
 async fn chat(State(sh): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
     let req: ChatRequest = match serde_json::from_slice(&body) {
         Ok(r) => r,
-        Err(e) => {
-            return json_error(
-                StatusCode::BAD_REQUEST,
-                &format!("invalid request body: {e}"),
-                "Bad Request",
-                None,
-            );
-        }
+        Err(e) => return invalid_body(&e),
     };
     if let Some(r) = check_model(&sh, req.model.as_deref(), req.n) {
         return r;
@@ -644,14 +667,7 @@ async fn chat(State(sh): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) ->
 async fn completions(State(sh): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
     let req: CompletionRequest = match serde_json::from_slice(&body) {
         Ok(r) => r,
-        Err(e) => {
-            return json_error(
-                StatusCode::BAD_REQUEST,
-                &format!("invalid request body: {e}"),
-                "Bad Request",
-                None,
-            );
-        }
+        Err(e) => return invalid_body(&e),
     };
     if let Some(r) = check_model(&sh, req.model.as_deref(), req.n) {
         return r;
@@ -672,6 +688,16 @@ async fn completions(State(sh): State<Arc<Shared>>, headers: HeaderMap, body: By
         include_usage: req.stream_options.is_some_and(|o| o.include_usage),
     };
     generate(sh, g, &headers).await
+}
+
+/// The 400 for a body that is not the request's JSON.
+fn invalid_body(e: &serde_json::Error) -> Response {
+    json_error(
+        StatusCode::BAD_REQUEST,
+        &format!("invalid request body: {e}"),
+        "Bad Request",
+        None,
+    )
 }
 
 /// A chat prompt's tokens as the engine sees them: the chat template (or, with a system message,
@@ -754,17 +780,39 @@ fn check_model(sh: &Shared, model: Option<&str>, n: Option<u32>) -> Option<Respo
 }
 
 async fn generate(sh: Arc<Shared>, g: Generation, headers: &HeaderMap) -> Response {
+    let (max_tokens, expected) = match token_budget(&sh, &g) {
+        Ok(budget) => budget,
+        Err(message) => return too_long(&message),
+    };
+    let fault = sh.faults.draw(&mut lock(&sh.rng), expected);
+    if let Some(r) = fault_response(fault) {
+        return r;
+    }
+    let seq = sh.next_id.fetch_add(1, Ordering::Relaxed);
+    let id = response_id(g.endpoint, seq);
+    let Some(rx) = submit(&sh, &g, max_tokens) else {
+        return engine_down();
+    };
+    let head = ChunkHead::new(g.endpoint, &id, sh.created_unix as u64, &sh.model_id);
+    if !g.stream {
+        return full_body(rx, &head, &id, &sh, &g, seq).await;
+    }
+    let timestamps = headers
+        .get("x-llmscope-timestamps")
+        .is_some_and(|v| v.as_bytes() == b"1");
+    let stream = SseStream::new(&sh, &g, head, rx, seq, fault, timestamps);
+    event_stream(stream)
+}
+
+/// The engine's `max_tokens` for the request and the answer length it expects (what the fault
+/// draw sizes a mid-stream fault by), or vLLM's message when the prompt does not fit.
+fn token_budget(sh: &Shared, g: &Generation) -> Result<(u32, u32), String> {
     let (max_model_len, mean_out) = {
         let e = lock(&sh.engine);
         (e.cfg.max_model_len, e.k.output_mean_tokens)
     };
     if let Some(err) = length_error(g.prompt_tokens, g.max_tokens, max_model_len) {
-        return json_error(
-            StatusCode::BAD_REQUEST,
-            &err,
-            "BadRequestError",
-            Some("input_tokens"),
-        );
+        return Err(err);
     }
     let max_tokens = g.max_tokens.unwrap_or(max_model_len - g.prompt_tokens);
     let expected = if g.ignore_eos {
@@ -772,39 +820,63 @@ async fn generate(sh: Arc<Shared>, g: Generation, headers: &HeaderMap) -> Respon
     } else {
         max_tokens.min(mean_out as u32)
     };
-    let fault = sh.faults.draw(&mut lock(&sh.rng), expected);
-    match fault {
-        RequestFault::Http500 => {
-            return json_error(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "simulated internal error",
-                "InternalServerError",
-                None,
-            );
-        }
-        RequestFault::Http429 => {
-            return json_error(
-                StatusCode::TOO_MANY_REQUESTS,
-                "simulated rate limit: too many requests",
-                "RateLimitError",
-                None,
-            );
-        }
-        RequestFault::Http400 => {
-            return json_error(
-                StatusCode::BAD_REQUEST,
-                "simulated rejection (--fault-400): the server refused this request",
-                "BadRequestError",
-                None,
-            );
-        }
-        _ => {}
-    }
-    let seq = sh.next_id.fetch_add(1, Ordering::Relaxed);
-    let id = match g.endpoint {
+    Ok((max_tokens, expected))
+}
+
+/// vLLM's 400 for a prompt that does not fit `max_model_len`.
+fn too_long(message: &str) -> Response {
+    json_error(
+        StatusCode::BAD_REQUEST,
+        message,
+        "BadRequestError",
+        Some("input_tokens"),
+    )
+}
+
+/// The 503 once the engine thread has stopped.
+fn engine_down() -> Response {
+    json_error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "engine is shut down",
+        "ServiceUnavailable",
+        None,
+    )
+}
+
+/// The error answer of a fault drawn before streaming starts; `None` for the others.
+fn fault_response(fault: RequestFault) -> Option<Response> {
+    let (status, message, kind) = match fault {
+        RequestFault::Http500 => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "simulated internal error",
+            "InternalServerError",
+        ),
+        RequestFault::Http429 => (
+            StatusCode::TOO_MANY_REQUESTS,
+            "simulated rate limit: too many requests",
+            "RateLimitError",
+        ),
+        RequestFault::Http400 => (
+            StatusCode::BAD_REQUEST,
+            "simulated rejection (--fault-400): the server refused this request",
+            "BadRequestError",
+        ),
+        _ => return None,
+    };
+    Some(json_error(status, message, kind, None))
+}
+
+/// `chatcmpl-…` or `cmpl-…`: the sequence number, scrambled.
+fn response_id(endpoint: Endpoint, seq: u64) -> String {
+    match endpoint {
         Endpoint::Chat => format!("chatcmpl-{:016x}", seq.wrapping_mul(0x9E37_79B9_7F4A_7C15)),
         Endpoint::Completion => format!("cmpl-{:016x}", seq.wrapping_mul(0x9E37_79B9_7F4A_7C15)),
-    };
+    }
+}
+
+/// Hands the request to the engine thread; its tokens come back on the returned channel. `None`
+/// when the engine thread has stopped.
+fn submit(sh: &Shared, g: &Generation, max_tokens: u32) -> Option<tmpsc::UnboundedReceiver<Tok>> {
     let (tx, rx) = tmpsc::unbounded_channel();
     let req = NewRequest {
         prompt_tokens: g.prompt_tokens,
@@ -820,38 +892,11 @@ async fn generate(sh: Arc<Shared>, g: Generation, headers: &HeaderMap) -> Respon
         arrival: sh.clock.now(),
         tx,
     });
-    if sent.is_err() {
-        return json_error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "engine is shut down",
-            "ServiceUnavailable",
-            None,
-        );
-    }
-    let head = ChunkHead::new(g.endpoint, &id, sh.created_unix as u64, &sh.model_id);
-    let timestamps = headers
-        .get("x-llmscope-timestamps")
-        .is_some_and(|v| v.as_bytes() == b"1");
-    if !g.stream {
-        return full_body(rx, &head, &id, &sh, &g, seq).await;
-    }
-    let stream = SseStream {
-        head,
-        rx,
-        phase: if g.endpoint == Endpoint::Chat {
-            Phase::Role
-        } else {
-            Phase::Tokens
-        },
-        produced: 0,
-        seed: seq,
-        fault,
-        stalled: false,
-        stall_for: sh.faults.stall_for,
-        include_usage: g.include_usage,
-        timestamps,
-        prompt: g.prompt_tokens,
-    };
+    sent.is_ok().then_some(rx)
+}
+
+/// The `text/event-stream` response that `stream` writes.
+fn event_stream(stream: SseStream) -> Response {
     let body = Body::from_stream(futures_util::stream::unfold(stream, SseStream::next));
     let mut resp = Response::new(body);
     resp.headers_mut().insert(
@@ -895,14 +940,7 @@ async fn full_body(
                 prompt: g.prompt_tokens,
                 completion: n,
             };
-            let body = openai::full_response(
-                head.endpoint,
-                id,
-                sh.created_unix as u64,
-                &sh.model_id,
-                &done,
-            );
-            return ([(header::CONTENT_TYPE, "application/json")], body).into_response();
+            return completed(sh, head.endpoint, id, &done);
         }
     }
     json_error(
@@ -911,6 +949,12 @@ async fn full_body(
         "InternalServerError",
         None,
     )
+}
+
+/// The JSON body of a finished non-streaming request.
+fn completed(sh: &Shared, endpoint: Endpoint, id: &str, done: &openai::Completed) -> Response {
+    let body = openai::full_response(endpoint, id, sh.created_unix as u64, &sh.model_id, done);
+    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -940,6 +984,35 @@ struct SseStream {
 type Chunk = Result<Bytes, std::io::Error>;
 
 impl SseStream {
+    /// A stream for request `seq` of `g`, reading tokens from `rx`; `fault` was drawn for it.
+    fn new(
+        sh: &Shared,
+        g: &Generation,
+        head: ChunkHead,
+        rx: tmpsc::UnboundedReceiver<Tok>,
+        seq: u64,
+        fault: RequestFault,
+        timestamps: bool,
+    ) -> Self {
+        SseStream {
+            head,
+            rx,
+            phase: if g.endpoint == Endpoint::Chat {
+                Phase::Role
+            } else {
+                Phase::Tokens
+            },
+            produced: 0,
+            seed: seq,
+            fault,
+            stalled: false,
+            stall_for: sh.faults.stall_for,
+            include_usage: g.include_usage,
+            timestamps,
+            prompt: g.prompt_tokens,
+        }
+    }
+
     async fn next(mut self) -> Option<(Chunk, Self)> {
         let mut out = String::with_capacity(320);
         let stamp = |on: bool| on.then(unix_ns);
@@ -970,47 +1043,18 @@ impl SseStream {
 
     /// Waits for the next token(s) and writes one content chunk; an error ends the connection.
     async fn tokens(&mut self, out: &mut String) -> Option<std::io::Error> {
-        let Some(mut last) = self.rx.recv().await else {
+        let Some(last) = self.recv_coalesced().await else {
             return Some(std::io::Error::other("engine stopped"));
         };
-        // Tokens that queued up while the client was slow go out in one chunk, as in vLLM.
-        while last.finish.is_none() {
-            match self.rx.try_recv() {
-                Ok(t) => last = t,
-                Err(_) => break,
-            }
-        }
         let finish = last.finish;
-        let mut text = String::new();
-        for i in self.produced..=last.index {
-            text.push_str(tokenizer::piece(self.seed, i));
-        }
+        let text = self.text_through(last.index);
         let count = last.index + 1 - self.produced;
         let before = self.produced;
         self.produced += count;
-        match self.fault {
-            RequestFault::DisconnectAfter(k) if self.produced >= k => {
-                return Some(std::io::Error::new(
-                    std::io::ErrorKind::ConnectionReset,
-                    "simulated disconnect",
-                ));
-            }
-            RequestFault::StallAfter(k) if self.produced >= k && !self.stalled => {
-                self.stalled = true;
-                tokio::time::sleep(self.stall_for).await;
-            }
-            _ => {}
+        if let Some(err) = self.mid_stream_fault().await {
+            return Some(err);
         }
-        if let RequestFault::MalformedAt(k) = self.fault
-            && before < k
-            && self.produced >= k
-        {
-            self.head.malformed_event(out);
-        } else {
-            let emit = self.timestamps.then(unix_ns);
-            self.head
-                .content_event(out, &text, finish.map(FinishReason::as_str), emit);
-        }
+        self.content_chunk(out, &text, finish, before);
         if finish.is_some() {
             self.phase = if self.include_usage {
                 Phase::Usage
@@ -1019,6 +1063,65 @@ impl SseStream {
             };
         }
         None
+    }
+
+    /// The next token; tokens that queued up while the client was slow come with it (the last
+    /// of them is returned), as in vLLM. `None` when the engine stopped.
+    async fn recv_coalesced(&mut self) -> Option<Tok> {
+        let mut last = self.rx.recv().await?;
+        while last.finish.is_none() {
+            match self.rx.try_recv() {
+                Ok(t) => last = t,
+                Err(_) => break,
+            }
+        }
+        Some(last)
+    }
+
+    /// The text of the tokens not yet sent, through token `index`.
+    fn text_through(&self, index: u32) -> String {
+        let mut text = String::new();
+        for i in self.produced..=index {
+            text.push_str(tokenizer::piece(self.seed, i));
+        }
+        text
+    }
+
+    /// A disconnect (the error that ends the connection) or a stall, once enough tokens went out.
+    async fn mid_stream_fault(&mut self) -> Option<std::io::Error> {
+        match self.fault {
+            RequestFault::DisconnectAfter(k) if self.produced >= k => Some(std::io::Error::new(
+                std::io::ErrorKind::ConnectionReset,
+                "simulated disconnect",
+            )),
+            RequestFault::StallAfter(k) if self.produced >= k && !self.stalled => {
+                self.stalled = true;
+                tokio::time::sleep(self.stall_for).await;
+                None
+            }
+            _ => None,
+        }
+    }
+
+    /// The content chunk of tokens `before..produced`, or the malformed event when the fault
+    /// falls among them.
+    fn content_chunk(
+        &self,
+        out: &mut String,
+        text: &str,
+        finish: Option<FinishReason>,
+        before: u32,
+    ) {
+        if let RequestFault::MalformedAt(k) = self.fault
+            && before < k
+            && self.produced >= k
+        {
+            self.head.malformed_event(out);
+        } else {
+            let emit = self.timestamps.then(unix_ns);
+            self.head
+                .content_event(out, text, finish.map(FinishReason::as_str), emit);
+        }
     }
 }
 

@@ -100,20 +100,7 @@ impl Store {
                (SELECT count(*) FROM scrapes WHERE source_id = so.id AND up = 0)
              FROM sources so WHERE so.run_id = ?1 ORDER BY so.id",
         )?;
-        let rows = stmt.query_map([run], |r| {
-            let id: i64 = r.get(0)?;
-            let stats = SourceStats {
-                name: r.get(1)?,
-                kind: r.get(2)?,
-                url: r.get(3)?,
-                series: count(r, 4)?,
-                samples: count(r, 5)?,
-                gaps: 0,
-                scrapes: count(r, 6)?,
-                failed_scrapes: count(r, 7)?,
-            };
-            Ok((id, stats))
-        })?;
+        let rows = stmt.query_map([run], source_stats_row)?;
         let mut out = Vec::new();
         for row in rows {
             let (id, mut stats) = row?;
@@ -150,18 +137,12 @@ impl Store {
              WHERE so.run_id = ?1 AND (?2 IS NULL OR so.name = ?2) ORDER BY so.id",
         )?;
         let rows = stmt.query_map(params![run, source], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, i64>(1)?,
-                r.get::<_, String>(2)?,
-                r.get::<_, String>(3)?,
-                r.get::<_, i64>(4)?,
-            ))
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
         })?;
-        let mut out = Vec::new();
+        let mut out: Vec<(String, Series)> = Vec::new();
         let mut points_of: Option<(i64, SeriesPoints)> = None;
         for row in rows {
-            let (source, id, name, labels, source_id) = row?;
+            let (source, id, name, labels, source_id): (String, i64, String, String, i64) = row?;
             let labels: Labels = serde_json::from_str(&labels)?;
             if points_of.as_ref().is_none_or(|(s, _)| *s != source_id) {
                 points_of = Some((source_id, self.source_points(source_id)?));
@@ -170,13 +151,8 @@ impl Store {
                 .as_mut()
                 .map(|(_, p)| p.take(id))
                 .unwrap_or_default();
-            out.push((
-                source,
-                Series {
-                    key: SeriesKey::new(name, labels),
-                    points,
-                },
-            ));
+            let key = SeriesKey::new(name, labels);
+            out.push((source, Series { key, points }));
         }
         out.sort_by(|a, b| (&a.0, &a.1.key).cmp(&(&b.0, &b.1.key)));
         Ok(out)
@@ -234,6 +210,22 @@ impl Store {
             |r| count(r, 0),
         )?)
     }
+}
+
+/// A source's counts (all but its gaps) and its id, from a `source_stats` row.
+fn source_stats_row(r: &Row<'_>) -> rusqlite::Result<(i64, SourceStats)> {
+    let id: i64 = r.get(0)?;
+    let stats = SourceStats {
+        name: r.get(1)?,
+        kind: r.get(2)?,
+        url: r.get(3)?,
+        series: count(r, 4)?,
+        samples: count(r, 5)?,
+        gaps: 0,
+        scrapes: count(r, 6)?,
+        failed_scrapes: count(r, 7)?,
+    };
+    Ok((id, stats))
 }
 
 fn run_summary(r: &Row<'_>) -> rusqlite::Result<Result<RunSummary, StoreError>> {

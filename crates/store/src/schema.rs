@@ -151,42 +151,63 @@ fn v2(tx: &Transaction<'_>) -> Result<(), StoreError> {
          );
          CREATE INDEX blocks_by_source ON blocks (source_id);",
     )?;
-    const MAX: i64 = 65_536;
+    samples_to_blocks(tx)?;
+    tx.execute_batch("DROP TABLE samples;")?;
+    Ok(())
+}
+
+/// Packs every sample, source by source and series by series in time order, into blocks.
+fn samples_to_blocks(tx: &Transaction<'_>) -> Result<(), StoreError> {
     let mut read = tx.prepare(
         "SELECT se.source_id, sa.series_id, sa.t, sa.v FROM samples sa
          JOIN series se ON se.id = sa.series_id ORDER BY se.source_id, sa.series_id, sa.t",
     )?;
-    let mut insert = tx.prepare("INSERT INTO blocks (source_id, n, data) VALUES (?1, ?2, ?3)")?;
-    let mut flush =
-        |source: i64, n: &mut i64, buf: &mut block::Encoder| -> Result<(), StoreError> {
-            if *n > 0 {
-                insert.execute(rusqlite::params![source, *n, buf.bytes()])?;
-            }
-            buf.start();
-            *n = 0;
-            Ok(())
-        };
-    let (mut buf, mut n, mut current) = (block::Encoder::default(), 0i64, None);
-    buf.start();
+    let mut w = BlockWriter {
+        insert: tx.prepare("INSERT INTO blocks (source_id, n, data) VALUES (?1, ?2, ?3)")?,
+        buf: block::Encoder::default(),
+        n: 0,
+    };
+    w.buf.start();
+    let mut current = None;
     let mut rows = read.query([])?;
     while let Some(r) = rows.next()? {
         let (source, series, t): (i64, i64, f64) = (r.get(0)?, r.get(1)?, r.get(2)?);
         let v: Option<f64> = r.get(3)?;
-        if current.is_some_and(|c| c != source) || n == MAX {
-            flush(current.unwrap_or(source), &mut n, &mut buf)?;
+        if current.is_some_and(|c| c != source) || w.n == BlockWriter::MAX {
+            w.flush(current.unwrap_or(source))?;
         }
         current = Some(source);
         let v = v.unwrap_or(f64::NAN); // v1 stored NaN as NULL
-        buf.push(series, Point { t, v });
-        n += 1;
+        w.buf.push(series, Point { t, v });
+        w.n += 1;
     }
     if let Some(source) = current {
-        flush(source, &mut n, &mut buf)?;
+        w.flush(source)?;
     }
-    drop(rows);
-    drop(read);
-    tx.execute_batch("DROP TABLE samples;")?;
     Ok(())
+}
+
+/// The block being filled and how to store it.
+struct BlockWriter<'a> {
+    insert: rusqlite::Statement<'a>,
+    buf: block::Encoder,
+    /// Points in `buf`.
+    n: i64,
+}
+
+impl BlockWriter<'_> {
+    const MAX: i64 = 65_536;
+
+    /// Stores the block (if it holds any point) as `source`'s, and starts the next.
+    fn flush(&mut self, source: i64) -> Result<(), StoreError> {
+        if self.n > 0 {
+            self.insert
+                .execute(rusqlite::params![source, self.n, self.buf.bytes()])?;
+        }
+        self.buf.start();
+        self.n = 0;
+        Ok(())
+    }
 }
 
 /// Brings the store up to [`CURRENT_VERSION`]; returns the version it found.

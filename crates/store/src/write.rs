@@ -97,6 +97,22 @@ impl Store {
     /// process) `interrupted`, at its last heartbeat; returns their ids. [`Store::open`] calls it.
     /// Runs without a recorded owner (stored before schema v3) are left as they are.
     pub fn mark_abandoned_runs(&mut self) -> Result<Vec<RunId>, StoreError> {
+        let gone = self.abandoned_runs()?;
+        for &id in &gone {
+            // Another process opening the store at the same time may have done it already.
+            self.conn.execute(
+                "UPDATE runs SET status = 'interrupted',
+                   interrupted_at = coalesce(heartbeat_at, started_at),
+                   ended_at = coalesce(ended_at, heartbeat_at, started_at)
+                 WHERE id = ?1 AND status = 'running'",
+                [id],
+            )?;
+        }
+        Ok(gone)
+    }
+
+    /// The `running` runs whose owner process is gone.
+    fn abandoned_runs(&self) -> Result<Vec<RunId>, StoreError> {
         let mut stmt = self.conn.prepare(
             "SELECT id, owner_pid, owner_start, owner_boot FROM runs
              WHERE status = 'running' AND owner_pid IS NOT NULL",
@@ -115,17 +131,6 @@ impl Store {
             if !owner.is_alive() {
                 gone.push(id);
             }
-        }
-        drop(stmt);
-        for &id in &gone {
-            // Another process opening the store at the same time may have done it already.
-            self.conn.execute(
-                "UPDATE runs SET status = 'interrupted',
-                   interrupted_at = coalesce(heartbeat_at, started_at),
-                   ended_at = coalesce(ended_at, heartbeat_at, started_at)
-                 WHERE id = ?1 AND status = 'running'",
-                [id],
-            )?;
         }
         Ok(gone)
     }

@@ -497,13 +497,13 @@ fn matrix_kv_far_too_small() {
     m.done();
 }
 
-/// The committed fixtures (`crates/core/tests/fixtures/real-matrix`) carry the oracle's verdict as
+/// The committed fixtures (`crates/diagnosis/tests/fixtures/real-matrix`) carry the oracle's verdict as
 /// the oracle reads their scrapes now: a change to the oracle that would move a cell fails here,
 /// without the engine. `LLMSCOPE_MATRIX_REJUDGE=1` rewrites their `# oracle:` and `# expect:` lines
 /// instead (after a deliberate change to the oracle; review the diff).
 #[test]
 fn the_committed_fixtures_carry_the_oracles_verdict() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../core/tests/fixtures/real-matrix");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../diagnosis/tests/fixtures/real-matrix");
     let rewrite = std::env::var("LLMSCOPE_MATRIX_REJUDGE").is_ok_and(|v| v == "1");
     let mut moved = Vec::new();
     let mut files = 0;

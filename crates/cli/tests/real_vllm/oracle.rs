@@ -2,7 +2,7 @@
 //!
 //! A [`Scraper`] thread reads the engine's page every 0.5 s while `llmscope run` loads it, with
 //! its own few lines of parsing (no llmscope code). [`judge`] then applies the method of
-//! DESIGN §2 step 8 as a person would, to the engine's own numbers over the loaded window:
+//! `docs/METHOD.md` step 8 as a person would, to the engine's own numbers over the loaded window:
 //!
 //! - requests turned away (`vllm:admission_rejections_total` grew) → `failing_requests`;
 //! - a scheduler queue (mean waiting ≥ 0.5 by Little's law from
@@ -319,7 +319,7 @@ fn verdict(r: &Reading, set: Setting) -> &'static str {
     "unexplained_no_queue"
 }
 
-/// The cell's scrapes as a diagnosis fixture (`crates/core/tests/fixtures/real-matrix`): the
+/// The cell's scrapes as a diagnosis fixture (`crates/diagnosis/tests/fixtures/real-matrix`): the
 /// format of `real-runs` (facts, the oracle's verdict as `# expect:`, a TSV of the page's numbers).
 pub fn fixture(
     scrapes: &[Scrape],

@@ -8,7 +8,9 @@
 //! selectors still run. API warnings (Thanos partial responses) are kept in the report.
 
 use super::PromClient;
-use crate::source::{BoxFuture, ProblemLog, Sink, Source, SourceError, SourceReport, Stop, Window};
+use crate::source::{
+    BoxFuture, ProblemLog, Sink, Source, SourceError, SourceReport, Stop, Window, blank_health,
+};
 use crate::time::{format_rfc3339, unix_now};
 use llmscope_core::series::{Batch, FailureKind, ScrapeHealth, Series, is_dcgm_blank};
 use std::time::{Duration, Instant};
@@ -49,49 +51,57 @@ impl PromSource {
         warnings: &mut Vec<String>,
     ) {
         for m in &self.matchers {
-            let t = unix_now();
-            let began = Instant::now();
-            let result = self
-                .client
-                .query_range(m, from, to, self.step.as_secs_f64())
-                .await;
-            let mut health = ScrapeHealth {
-                t,
-                up: result.is_ok(),
-                duration_s: began.elapsed().as_secs_f64(),
-                bytes: 0,
-                samples: 0,
-                failure: None,
-                status: None,
-                message: None,
-            };
-            let series = match result {
-                Ok(r) => {
-                    for w in r.warnings {
-                        warnings.push(format!("{}: `{m}`: {w}", self.name));
-                    }
-                    r.data
-                }
-                Err(e) => {
-                    health.failure = Some(e.kind());
-                    health.message = Some(self.message(m, &e.to_string()));
-                    Vec::new()
-                }
-            };
+            let (series, health) = self.query(m, from, to, warnings).await;
             if health.up && series.is_empty() {
                 let why = format!(
                     "matched no series between {} and {}",
                     format_rfc3339(from),
                     format_rfc3339(to)
                 );
-                log.note(FailureKind::NoData, self.message(m, &why), t);
+                log.note(FailureKind::NoData, self.message(m, &why), health.t);
             }
-            health.samples = series.iter().map(|s| s.points.len() as u64).sum();
             log.record(&health);
             if !self.send(series, health, sink) {
                 return;
             }
         }
+    }
+
+    /// Selector `m`'s series over the window (none when the query failed), and the query's
+    /// health; the API's warnings go to `warnings`.
+    async fn query(
+        &self,
+        m: &str,
+        from: f64,
+        to: f64,
+        warnings: &mut Vec<String>,
+    ) -> (Vec<Series>, ScrapeHealth) {
+        let t = unix_now();
+        let began = Instant::now();
+        let result = self
+            .client
+            .query_range(m, from, to, self.step.as_secs_f64())
+            .await;
+        let mut health = ScrapeHealth {
+            up: result.is_ok(),
+            duration_s: began.elapsed().as_secs_f64(),
+            ..blank_health(t)
+        };
+        let series = match result {
+            Ok(r) => {
+                for w in r.warnings {
+                    warnings.push(format!("{}: `{m}`: {w}", self.name));
+                }
+                r.data
+            }
+            Err(e) => {
+                health.failure = Some(e.kind());
+                health.message = Some(self.message(m, &e.to_string()));
+                Vec::new()
+            }
+        };
+        health.samples = series.iter().map(|s| s.points.len() as u64).sum();
+        (series, health)
     }
 
     /// Sends the series of one query, DCGM sentinels dropped, health in the last batch.
@@ -151,14 +161,7 @@ impl Source for PromSource {
                     why: "no --match selector to read".into(),
                 });
             }
-            let (from, to, stopped) = match window {
-                Window::Past { from, to } => (from, to, false),
-                Window::Live { duration } => {
-                    let from = unix_now();
-                    let stopped = stop.sleep(duration).await;
-                    (from, unix_now(), stopped)
-                }
-            };
+            let (from, to, stopped) = window_bounds(window, &mut stop).await;
             let version = self.client.buildinfo().await.ok();
             let mut log = ProblemLog::default();
             let mut warnings = Vec::new();
@@ -175,5 +178,17 @@ impl Source for PromSource {
                 stopped,
             })
         })
+    }
+}
+
+/// The window to read: a past one as given; a live one waited out (or until stopped).
+async fn window_bounds(window: Window, stop: &mut Stop) -> (f64, f64, bool) {
+    match window {
+        Window::Past { from, to } => (from, to, false),
+        Window::Live { duration } => {
+            let from = unix_now();
+            let stopped = stop.sleep(duration).await;
+            (from, unix_now(), stopped)
+        }
     }
 }

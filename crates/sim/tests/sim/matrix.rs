@@ -4,10 +4,10 @@
 //!
 //! Each cell's expected verdict comes from an oracle that reads the simulated engine's own state
 //! at each scrape (running, waiting, KV, preemptions, tokens per step, the GPU's busy time) and
-//! applies DESIGN §2 step 8 — never from llmscope's signals or findings. `LLMSCOPE_MATRIX_TABLE`
-//! appends the table to a file (`scripts/bench-regime-matrix.sh` prints it beside the real one).
+//! applies `docs/METHOD.md` step 8 — never from llmscope's signals or findings.
+//! `LLMSCOPE_MATRIX_TABLE` appends the table to a file (`scripts/bench-regime-matrix.sh` prints it beside the real one).
 
-use llmscope_core::diagnose::{LoadFacts, diagnose};
+use llmscope_diagnosis::{LoadFacts, diagnose};
 use llmscope_sim::engine::Engine;
 use llmscope_sim::offline::{ClosedLoop, Sample, Trace, run_closed_loop, to_input};
 use llmscope_sim::preset::preset;
@@ -72,7 +72,8 @@ fn read(t: &Trace, from: f64, to: f64) -> Reading {
     }
 }
 
-/// DESIGN §2 step 8 on the engine's own state: a queue and what stopped admission, or no queue.
+/// `docs/METHOD.md` step 8 on the engine's own state: a queue and what stopped admission, or no
+/// queue.
 fn oracle(r: &Reading, c: &Cell, cpu: bool) -> &'static str {
     let cap = f64::from(c.cap);
     if r.waiting >= 0.5 && r.waiting_share >= 0.5 {

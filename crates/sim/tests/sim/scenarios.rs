@@ -5,7 +5,7 @@
 //! The simulator runs offline (simulated time), scraped every second with dcgm collecting every
 //! 5 s, with 20 s of idle baseline before and after — the shape of a real `llmscope run`.
 
-use llmscope_core::diagnose::{LoadFacts, diagnose};
+use llmscope_diagnosis::{LoadFacts, diagnose};
 use llmscope_sim::engine::Engine;
 use llmscope_sim::offline::{ClosedLoop, run_closed_loop, to_input};
 use llmscope_sim::preset::preset;
