@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# DESIGN §6: "diagnosis of 24 h × 100 pods from Prometheus: seconds, not minutes".
+# Target: diagnosing 24 h × 100 pods read from Prometheus takes seconds, not minutes.
 #
 #   scripts/bench-diagnose.sh [PODS] [HOURS] [STEP]        (defaults 100 24 15s)
 #

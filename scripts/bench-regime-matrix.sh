@@ -8,7 +8,7 @@
 #   scripts/bench-regime-matrix.sh --sim      the simulator's matrix only (seconds)
 #
 # The real side needs `scripts/real-vllm.sh install`. LLMSCOPE_MATRIX_FIXTURES=DIR also writes each
-# real cell as a diagnosis fixture (crates/core/tests/fixtures/real-matrix holds the committed ones).
+# real cell as a diagnosis fixture (crates/diagnosis/tests/fixtures/real-matrix holds the committed ones).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=$(mktemp -d)

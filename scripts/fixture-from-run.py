@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Cuts a diagnosis fixture from a stored run: the engine series the diagnosis reads, as a TSV.
 
-    scripts/fixture-from-run.py llmscope.db RUN_ID 'source text' > crates/core/tests/fixtures/real-runs/NAME.tsv
+    scripts/fixture-from-run.py llmscope.db RUN_ID 'source text' > crates/diagnosis/tests/fixtures/real-runs/NAME.tsv
 
 The fixture keeps what `llmscope run` stored: every point of the named vLLM series, the run's
 facts (--max-num-seqs, concurrency, the concurrency the client kept) and the labels of

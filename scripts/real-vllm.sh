@@ -13,7 +13,7 @@
 # Everything is written under $LLMSCOPE_REAL_VLLM_HOME (default ~/.cache/llmscope/real-vllm-0.32.0):
 # the venv, the model, vLLM's and torch's caches, temp files, and each server's folder
 # (servers/NAME/{log,pid,port}). Telemetry is off and the model hub offline. The server binds
-# 127.0.0.1 only. Facts behind each step: ../shared/reference/real-vllm-cpu.md.
+# 127.0.0.1 only. Facts behind each step: docs/SOURCES.md §real-vllm.
 set -euo pipefail
 
 VLLM_VERSION=0.32.0
