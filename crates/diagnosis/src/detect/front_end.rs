@@ -43,35 +43,45 @@ impl Detector for FrontEndQueue {
         // requests it never saw were held by the API server, which is then the limit.
         let primary =
             !cx.queue_sustained() && cx.batch_cap().is_some() && !concurrency_within_cap(cx);
-        let mut msg = format!(
-            "{outside:.1} of the {achieved:.1} requests in flight at the client were neither running nor waiting in the engine on average: they queued in front of the scheduler (the API server process or the way to it) — a host short of CPU, or a saturated API server"
-        );
-        if primary {
-            msg += &format!(
-                "; the scheduler itself held no queue (mean waiting {:.1}) and ran {:.1} on average: the front end, not the engine, limits this deployment",
-                waiting.value, running.value
-            );
-        }
+        let msg = message(outside, achieved, primary.then_some((waiting, running)));
         let severity = if primary {
             Severity::Error
         } else {
             Severity::Warning
         };
-        // Whether the scheduler held a queue was read from its own queue-time counter, or only
-        // from a gauge.
-        let confidence = if cx.little_waiting().is_some() {
-            0.75
-        } else {
-            0.6
-        };
         Some(finding(
             self.id(),
             severity,
             primary.then_some(Bottleneck::FrontEnd),
-            confidence,
+            confidence(cx),
             msg,
             ev,
         ))
+    }
+}
+
+/// What the client held that the engine never saw; where the front end is the limit (`primary`:
+/// the scheduler's mean waiting and running), that too.
+fn message(outside: f64, achieved: f64, primary: Option<(Level, Level)>) -> String {
+    let mut msg = format!(
+        "{outside:.1} of the {achieved:.1} requests in flight at the client were neither running nor waiting in the engine on average: they queued in front of the scheduler (the API server process or the way to it) — a host short of CPU, or a saturated API server"
+    );
+    if let Some((waiting, running)) = primary {
+        msg += &format!(
+            "; the scheduler itself held no queue (mean waiting {:.1}) and ran {:.1} on average: the front end, not the engine, limits this deployment",
+            waiting.value, running.value
+        );
+    }
+    msg
+}
+
+/// Whether the scheduler held a queue was read from its own queue-time counter, or only from a
+/// gauge.
+fn confidence(cx: &Context) -> f64 {
+    if cx.little_waiting().is_some() {
+        0.75
+    } else {
+        0.6
     }
 }
 
