@@ -8,6 +8,7 @@
 
 pub mod advice;
 pub mod build;
+pub mod capacity;
 pub mod detect;
 pub mod edges;
 pub mod signal;

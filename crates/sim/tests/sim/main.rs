@@ -1,6 +1,7 @@
 //! End-to-end tests of the simulated stack: real sockets on 127.0.0.1:0, a minimal HTTP/1.1
 //! client, the pages parsed back with `promtext`; and the diagnosis scenarios ([`scenarios`]).
 
+mod capacity;
 mod matrix;
 mod scenarios;
 
