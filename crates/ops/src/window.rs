@@ -29,8 +29,11 @@ pub struct WindowRead {
     pub names: usize,
     pub series: usize,
     pub points: u64,
-    /// The server's warnings (e.g. Thanos partial responses), each once.
+    /// The server's warnings (e.g. Thanos partial responses), each once, in the order first seen.
     pub warnings: Vec<String>,
+    /// The same warnings as a set: each new one is checked in constant time, so a server
+    /// answering tens of thousands of warnings costs linear, not quadratic, time.
+    seen: std::collections::HashSet<String>,
 }
 
 /// `--from`/`--to` as users write them (`-30m`, `now`, RFC 3339, Unix seconds), read at `now`;
@@ -121,7 +124,7 @@ impl WindowRead {
 
     fn add_warnings(&mut self, warnings: Vec<String>) {
         for warning in warnings {
-            if !self.warnings.contains(&warning) {
+            if self.seen.insert(warning.clone()) {
                 self.warnings.push(warning);
             }
         }
@@ -164,6 +167,23 @@ async fn read_name(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each warning once, in the order first seen, across names; 80,000 distinct warnings (a
+    /// 3.8 MB answer took 76 s when each was searched for in the list) are all kept.
+    #[test]
+    fn warnings_are_kept_once_each_in_order() {
+        let mut read = WindowRead::default();
+        read.add(&[], vec!["b".into(), "a".into(), "b".into()]);
+        read.add(&[], vec!["a".into(), "c".into()]);
+        assert_eq!(read.warnings, ["b", "a", "c"]);
+        let many: Vec<String> = (0..80_000)
+            .map(|i| format!("partial response {i}"))
+            .collect();
+        read.add(&[], many.clone());
+        read.add(&[], many);
+        assert_eq!(read.warnings.len(), 80_003);
+        assert_eq!(read.names, 0, "a name without series is no name read");
+    }
 
     #[test]
     fn one_selector_per_name_and_matcher() {
