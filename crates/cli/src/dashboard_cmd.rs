@@ -92,7 +92,10 @@ pub fn run(args: DashboardArgs) -> Result<ExitCode> {
 /// Writes `text` to `path`, or to stdout.
 pub fn emit(path: Option<&PathBuf>, text: &str) -> Result<()> {
     match path {
-        Some(p) => std::fs::write(p, text).with_context(|| format!("writing {}", p.display())),
+        Some(p) => {
+            llmscope_store::guard::refuse_database(p)?;
+            std::fs::write(p, text).with_context(|| format!("writing {}", p.display()))
+        }
         None => Ok(std::io::stdout().lock().write_all(text.as_bytes())?),
     }
 }

@@ -90,6 +90,9 @@ pub fn run(args: LoadArgs) -> Result<ExitCode> {
 }
 
 async fn load(args: &LoadArgs) -> Result<LoadReport> {
+    if let Some(path) = &args.records {
+        llmscope_store::guard::refuse_database(path)?;
+    }
     let plan = llmscope_loadgen::resolve(&args.flags.spec()).await?;
     for note in &plan.notes {
         eprintln!("note: {}", llmscope_core::safe::clean(note));

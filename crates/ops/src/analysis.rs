@@ -209,6 +209,7 @@ impl Analysed {
     /// Writes the self-contained HTML report under `title` to a file at `path`.
     pub fn write_html_file(&self, title: &str, path: &std::path::Path) -> Result<(), OpsError> {
         let shown = || path.display().to_string();
+        llmscope_store::guard::refuse_database(path)?;
         let file = std::fs::File::create(path).map_err(|source| OpsError::Create {
             path: shown(),
             source,

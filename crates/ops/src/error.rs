@@ -55,6 +55,9 @@ pub enum OpsError {
     Runtime(std::io::Error),
     #[error("{0}")]
     Task(String),
+    /// An output path that is a database (the store itself, most likely).
+    #[error(transparent)]
+    WouldOverwrite(#[from] llmscope_store::guard::WouldOverwrite),
     #[error("creating {path}: {source}")]
     Create {
         path: String,

@@ -18,6 +18,7 @@
 //! they get here.
 
 mod block;
+pub mod guard;
 pub mod owner;
 mod read;
 pub mod schema;

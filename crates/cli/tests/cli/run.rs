@@ -68,6 +68,25 @@ fn default_run_finds_the_batch_limit_and_stores_it() {
         "compare", &run_id, &run_id, "--db", db_s, "--format", "json",
     ]);
     assert_eq!(json(&cmp)["after"]["bottleneck"], "batch_limit");
+
+    // An output pointed at the store is refused, and the store keeps its runs.
+    let target = closed_port().to_string();
+    let target = format!("http://127.0.0.1:{target}");
+    for args in [
+        vec!["report", &run_id, "--db", db_s, "--html", db_s],
+        vec!["load", "--target", &target, "--records", db_s],
+        vec!["dashboard", "--engine", "vllm@0.26", "--output", db_s],
+    ] {
+        let out = llmscope(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("refusing to write") && stderr.contains("SQLite database"),
+            "{args:?}: {stderr}"
+        );
+    }
+    let again = llmscope(&["report", &run_id, "--db", db_s, "--format", "json"]);
+    assert_eq!(json(&again)["verdict"]["bottleneck"], "batch_limit");
     std::fs::remove_dir_all(&dir).ok();
 }
 
