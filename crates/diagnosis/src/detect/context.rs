@@ -32,16 +32,20 @@ impl Context<'_> {
 
     /// GPU busy fraction: GR_ENGINE_ACTIVE when exported (it works on MIG too), else GPU_UTIL.
     pub fn busy(&self) -> Option<Level> {
-        [Concept::GrEngineActive, Concept::GpuUtil]
-            .into_iter()
-            .find_map(|c| {
-                let s = self.stat(c)?;
-                Some(Level {
-                    concept: c,
-                    value: s.mean_nonzero / c.full_scale()?,
-                    statistic: "mean_nonzero",
-                })
+        self.first_fraction(&[Concept::GrEngineActive, Concept::GpuUtil])
+    }
+
+    /// The mean (of non-zero samples) of the first of `concepts` the window has, as a 0..1
+    /// fraction of its full scale.
+    fn first_fraction(&self, concepts: &[Concept]) -> Option<Level> {
+        concepts.iter().find_map(|&c| {
+            let s = self.stat(c)?;
+            Some(Level {
+                concept: c,
+                value: s.mean_nonzero / c.full_scale()?,
+                statistic: "mean_nonzero",
             })
+        })
     }
 
     pub fn kv(&self) -> Option<(f64, f64)> {
@@ -173,17 +177,9 @@ impl Context<'_> {
         Some(achieved - running - waiting)
     }
 
+    /// DRAM activity as a fraction: DRAM_ACTIVE when exported, else MEM_COPY_UTIL.
     pub fn dram(&self) -> Option<Level> {
-        [Concept::DramActive, Concept::MemCopyUtil]
-            .into_iter()
-            .find_map(|c| {
-                let s = self.stat(c)?;
-                Some(Level {
-                    concept: c,
-                    value: s.mean_nonzero / c.full_scale()?,
-                    statistic: "mean_nonzero",
-                })
-            })
+        self.first_fraction(&[Concept::DramActive, Concept::MemCopyUtil])
     }
 
     pub fn tensor(&self) -> Option<f64> {
