@@ -45,6 +45,21 @@ pub struct ReportOutput {
 }
 
 impl ReportOutput {
+    /// Refuses, before any work, an HTML path that is the store (or any database): written at
+    /// the end, it would truncate every run after the minutes the run took.
+    pub fn check(&self) -> Result<()> {
+        if let Some(html) = &self.html {
+            llmscope_store::guard::refuse_database(html)?;
+            if html == &self.db {
+                anyhow::bail!(
+                    "refusing to write {}: it is the run store given by --db (an SQLite database); choose another --html path",
+                    html.display()
+                );
+            }
+        }
+        Ok(())
+    }
+
     /// Renders `a` under `title` and gives the exit code `--fail-on` asks for.
     pub fn finish(&self, a: &Analysed, title: &str) -> Result<std::process::ExitCode> {
         if let Some(path) = &self.html {

@@ -100,6 +100,7 @@ pub struct DiagnoseArgs {
 }
 
 pub fn diagnose(args: DiagnoseArgs) -> Result<ExitCode> {
+    args.out.check()?;
     let Some(client) = args.prom.client()? else {
         let run = args.run.context("give a RUN id or --prometheus")?;
         return report(ReportArgs { run, out: args.out });

@@ -108,6 +108,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
 }
 
 async fn run_async(args: RunArgs) -> Result<ExitCode> {
+    args.out.check()?;
     let request = args.request()?;
     let (plan, sim) = request.resolve(&Say).await?;
     let client = HttpClient::new(None).context("setting up the HTTP client")?;

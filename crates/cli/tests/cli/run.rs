@@ -90,6 +90,24 @@ fn default_run_finds_the_batch_limit_and_stores_it() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// `--html` naming the store is refused before the run starts, not after its minutes: the store
+/// is never created, let alone truncated.
+#[test]
+fn an_html_path_that_is_the_store_is_refused_before_the_run() {
+    let dir = temp_dir("run-html-store");
+    let db = dir.join("runs.db");
+    let db_s = db.to_str().unwrap();
+    let out = llmscope(&["run", "--db", db_s, "--html", db_s]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("refusing to write") && stderr.contains("--db"),
+        "{stderr}"
+    );
+    assert!(!db.exists(), "no run was started");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 /// A real target whose metrics do not answer stops the run before any baseline or load.
 #[test]
 fn an_unreachable_engine_is_refused_before_the_run() {
