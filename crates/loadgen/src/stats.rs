@@ -133,6 +133,9 @@ impl StageStats {
     pub fn add(&mut self, r: &RequestRecord, slo: &Slo) {
         if r.warmup {
             self.requests.warmup += 1;
+            // Its tokens still arrive inside the measured window: the rate the server sustained
+            // counts every token that arrived while sending, whichever request it belongs to.
+            self.add_arrivals(r);
             return;
         }
         self.requests.sent += 1;
@@ -510,6 +513,25 @@ mod tests {
             m.report(&StageMeta::default(), &Slo::default())
         };
         assert_eq!(merged.throughput.sending_output_tokens_per_s, Some(sending));
+    }
+
+    #[test]
+    fn a_warmup_requests_tokens_that_arrive_while_sending_count_and_nothing_else_of_it() {
+        // Long answers sent in the warm-up stream through the measured window: without their
+        // tokens a closed loop of long requests reads a fraction of what the server served.
+        let mut s = StageStats::default();
+        let slo = Slo::default();
+        let mut warm = rec(0, 50, 2_050, 200);
+        warm.gaps_us = vec![10_000; 199];
+        warm.warmup = true;
+        s.add(&warm, &slo);
+        // The window is [1 s, 2 s) (end of warm-up to the last send): tokens at 1.00 … 1.99 s.
+        s.close_sending_window(1_000_000_000, 2_000_000_000);
+        let r = s.report(&StageMeta::default(), &slo);
+        let sending = r.throughput.sending_output_tokens_per_s.unwrap();
+        assert!((sending - 100.0).abs() < 1e-9, "{sending}");
+        assert_eq!((r.requests.sent, r.requests.warmup), (0, 1));
+        assert_eq!(r.latency_ms.ttft.count, 0, "its latencies stay out");
     }
 
     #[test]
