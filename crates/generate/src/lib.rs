@@ -9,7 +9,11 @@
 //! [`rules::build`] (a [`promrules::RuleFile`], optionally wrapped in a `PrometheusRule`) →
 //! [`output`] writes JSON or YAML with a stable key order and no timestamps.
 //! Everything is pure: no I/O, no clock.
+//!
+//! [`autoscaling`] turns a measured per-replica capacity (requests in flight within the SLO) into
+//! a KEDA `ScaledObject`, or an `autoscaling/v2` HPA with the prometheus-adapter rule behind it.
 
+pub mod autoscaling;
 pub mod dashboard;
 pub mod grafana;
 pub mod output;

@@ -1,11 +1,14 @@
 //! Integration tests of `llmscope-generate`: golden files (full-text diffs; `UPDATE_GOLDEN=1`
 //! rewrites them), parse-back, and the real oracles — `promtool check rules`, `promtool test
 //! rules` (unit tests in `tests/promtool/`), `llmscope check` against the simulator's inventory
-//! for every metrics dialect, and a real Prometheus scraping the loaded simulator.
+//! for every metrics dialect, and a real Prometheus scraping the loaded simulator; the
+//! autoscaling objects against the real schemas ([`autoscaling`]).
 //!
 //! Tests needing `promtool` or `prometheus` fail under `CI=true` when the binary is missing and
 //! skip with a message otherwise.
 #![allow(clippy::print_stderr)]
+
+mod autoscaling;
 
 use llmscope_check::inventory::snapshot::Snapshot;
 use llmscope_check::{Inventories, Severity, input};
