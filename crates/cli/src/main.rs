@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 mod args;
+mod capacity_cmd;
 mod check_cmd;
 mod cost_cmd;
 mod dashboard_cmd;
@@ -37,6 +38,8 @@ struct Cli {
 enum Command {
     /// The whole method: baseline, load, observe, diagnose, report (simulated stack by default).
     Run(Box<run_cmd::RunArgs>),
+    /// Find the knee: how much a deployment serves within its SLO, and what limits it there.
+    Capacity(Box<capacity_cmd::CapacityArgs>),
     /// Diagnose a stored run again (its series, through the current diagnosis).
     Diagnose(report_cmd::DiagnoseArgs),
     /// Render a stored run: terminal, JSON, Markdown, HTML.
@@ -71,6 +74,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(args) => run_cmd::run(*args),
+        Command::Capacity(args) => capacity_cmd::run(*args),
         Command::Diagnose(args) => report_cmd::diagnose(args),
         Command::Report(args) => report_cmd::report(args),
         Command::Compare(args) => report_cmd::compare(args),

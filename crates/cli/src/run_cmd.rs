@@ -12,6 +12,7 @@ use llmscope_collect::HttpClient;
 use llmscope_loadgen::TokenSpec;
 use llmscope_ops::run::{self, RunRequest};
 use llmscope_sim::options::EngineOptions;
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -32,6 +33,30 @@ load the window is read from Prometheus (step = --interval, so give its scrape i
 Exit: 0, or 1 when a finding reaches --fail-on or the load stopped early because no request
 succeeded; 2 on errors.")]
 pub struct RunArgs {
+    #[command(flatten)]
+    pub stack: StackArgs,
+    /// Closed-loop workers (each sends its next request when the last one ends).
+    #[arg(long, default_value_t = 32, help_heading = "Load")]
+    pub concurrency: u32,
+    /// Open-loop requests per second instead (concurrency then caps in-flight requests).
+    #[arg(long, help_heading = "Load")]
+    pub rate: Option<f64>,
+    /// How long the load runs.
+    #[arg(long, default_value = "45s", value_parser = crate::args::duration, help_heading = "Load")]
+    pub duration: Duration,
+    /// Idle baseline before the load.
+    #[arg(long, default_value = "10s", value_parser = crate::args::duration, help_heading = "Load")]
+    pub baseline: Duration,
+    #[command(flatten)]
+    pub shape: ShapeArgs,
+    #[command(flatten)]
+    pub out: ReportOutput,
+}
+
+/// Where the load goes and where the metrics come from: a target and its pages (or Prometheus),
+/// or the simulated stack; shared by `run` and `capacity`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct StackArgs {
     /// Base URL of an OpenAI-compatible server; without it the simulated stack is started.
     #[arg(long)]
     pub target: Option<String>,
@@ -49,18 +74,23 @@ pub struct RunArgs {
     pub prom: PromFlags,
     #[command(flatten)]
     pub engine: EngineOptions,
-    /// Closed-loop workers (each sends its next request when the last one ends).
-    #[arg(long, default_value_t = 32, help_heading = "Load")]
-    pub concurrency: u32,
-    /// Open-loop requests per second instead (concurrency then caps in-flight requests).
-    #[arg(long, help_heading = "Load")]
-    pub rate: Option<f64>,
-    /// How long the load runs.
-    #[arg(long, default_value = "45s", value_parser = crate::args::duration, help_heading = "Load")]
-    pub duration: Duration,
-    /// Idle baseline before the load.
-    #[arg(long, default_value = "10s", value_parser = crate::args::duration, help_heading = "Load")]
-    pub baseline: Duration,
+    /// Scrape interval of the metrics targets (with --prometheus: the query step).
+    #[arg(long, default_value = "1s", value_parser = crate::args::duration, help_heading = "Observe")]
+    pub interval: Duration,
+    /// dcgm-exporter's collect interval: the simulated one's [default: 5s, scaled down from the
+    /// real 30 s; `capacity`: 1s], or the real one's, so the run observes long enough after the
+    /// load for GPU values to fall [default: 30s].
+    #[arg(long, value_parser = crate::args::duration, help_heading = "Observe")]
+    pub dcgm_interval: Option<Duration>,
+    /// Longest wait for the server to go idle after the load.
+    #[arg(long, default_value = "60s", value_parser = crate::args::duration, help_heading = "Observe")]
+    pub drain_timeout: Duration,
+}
+
+/// What each request is: its prompt, its answer's length, the model; shared by `run` and
+/// `capacity`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ShapeArgs {
     /// Prompt text [default: the reference Korean prompt].
     #[arg(long, help_heading = "Load")]
     pub prompt: Option<String>,
@@ -70,9 +100,9 @@ pub struct RunArgs {
     /// Exactly M output tokens (sends max_tokens and ignore_eos).
     #[arg(long, help_heading = "Load")]
     pub output_tokens: Option<u32>,
-    /// max_tokens of each request.
-    #[arg(long, default_value_t = 512, help_heading = "Load")]
-    pub max_tokens: u32,
+    /// max_tokens of each request [default: run 512, capacity 64].
+    #[arg(long, help_heading = "Load")]
+    pub max_tokens: Option<u32>,
     /// Model name [default: the first in /v1/models].
     #[arg(long, help_heading = "Load")]
     pub model: Option<String>,
@@ -84,19 +114,53 @@ pub struct RunArgs {
         help_heading = "Load"
     )]
     pub api_key: Option<String>,
-    /// Scrape interval of the metrics targets (with --prometheus: the query step).
-    #[arg(long, default_value = "1s", value_parser = crate::args::duration, help_heading = "Observe")]
-    pub interval: Duration,
-    /// dcgm-exporter's collect interval: the simulated one's [default: 5s, scaled down from the
-    /// real 30 s], or the real one's, so the run observes long enough after the load for GPU
-    /// values to fall [default: 30s].
-    #[arg(long, value_parser = crate::args::duration, help_heading = "Observe")]
-    pub dcgm_interval: Option<Duration>,
-    /// Longest wait for the server to go idle after the load.
-    #[arg(long, default_value = "60s", value_parser = crate::args::duration, help_heading = "Observe")]
-    pub drain_timeout: Duration,
-    #[command(flatten)]
-    pub out: ReportOutput,
+}
+
+/// The load of one run as `run` and each capacity stage hold it.
+#[derive(Debug, Clone, Copy)]
+pub struct Held {
+    pub concurrency: u32,
+    pub rate: Option<f64>,
+    pub duration: Duration,
+    pub baseline: Duration,
+    /// The command's max_tokens when `--max-tokens` is not given.
+    pub max_tokens: u32,
+}
+
+impl StackArgs {
+    /// The flags as `llmscope_ops::run` takes them.
+    pub fn request(&self, shape: &ShapeArgs, held: Held, db: &Path) -> Result<RunRequest> {
+        let prometheus = match self.prom.client()? {
+            Some(client) => {
+                let url =
+                    llmscope_collect::url::redact(self.prom.prometheus.as_deref().unwrap_or(""));
+                Some((client, url))
+            }
+            None => None,
+        };
+        Ok(RunRequest {
+            target: self.target.clone(),
+            metrics_url: self.metrics_url.clone(),
+            gpu_metrics: self.gpu_metrics.clone(),
+            matchers: self.matchers.clone(),
+            prometheus,
+            engine: self.engine.clone(),
+            concurrency: held.concurrency,
+            rate: held.rate,
+            duration: held.duration,
+            baseline: held.baseline,
+            prompt: shape.prompt.clone(),
+            input_tokens: shape.input_tokens,
+            output_tokens: shape.output_tokens,
+            max_tokens: shape.max_tokens.unwrap_or(held.max_tokens),
+            model: shape.model.clone(),
+            api_key: shape.api_key.clone(),
+            interval: self.interval,
+            dcgm_interval: self.dcgm_interval,
+            drain_timeout: self.drain_timeout,
+            db: db.to_path_buf(),
+        })
+    }
 }
 
 pub fn run(args: RunArgs) -> Result<ExitCode> {
@@ -110,12 +174,12 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
 async fn run_async(args: RunArgs) -> Result<ExitCode> {
     args.out.check()?;
     let request = args.request()?;
-    let (plan, sim) = request.resolve(&Say).await?;
+    let (plan, sim) = request.resolve(&Say("run")).await?;
     let client = HttpClient::new(None).context("setting up the HTTP client")?;
-    run::preflight(&plan, &client, &Say).await?;
-    let load_plan = request.prepare_load(&plan.target, &Say).await?;
+    run::preflight(&plan, &client, &Say("run")).await?;
+    let load_plan = request.prepare_load(&plan.target, &Say("run")).await?;
     let cancel = crate::signals::cancel_on_ctrl_c(said_stopping, Some(exit_at_once));
-    let outcome = run::execute(&plan, &load_plan, &cancel, &client, &Say).await;
+    let outcome = run::execute(&plan, &load_plan, &cancel, &client, &Say("run")).await;
     if let Some(sim) = sim {
         sim.shutdown().await;
     }
@@ -136,45 +200,23 @@ async fn run_async(args: RunArgs) -> Result<ExitCode> {
 impl RunArgs {
     /// The flags as `llmscope_ops::run` takes them.
     fn request(&self) -> Result<RunRequest> {
-        let prometheus = match self.prom.client()? {
-            Some(client) => {
-                let url =
-                    llmscope_collect::url::redact(self.prom.prometheus.as_deref().unwrap_or(""));
-                Some((client, url))
-            }
-            None => None,
-        };
-        Ok(RunRequest {
-            target: self.target.clone(),
-            metrics_url: self.metrics_url.clone(),
-            gpu_metrics: self.gpu_metrics.clone(),
-            matchers: self.matchers.clone(),
-            prometheus,
-            engine: self.engine.clone(),
+        let held = Held {
             concurrency: self.concurrency,
             rate: self.rate,
             duration: self.duration,
             baseline: self.baseline,
-            prompt: self.prompt.clone(),
-            input_tokens: self.input_tokens,
-            output_tokens: self.output_tokens,
-            max_tokens: self.max_tokens,
-            model: self.model.clone(),
-            api_key: self.api_key.clone(),
-            interval: self.interval,
-            dcgm_interval: self.dcgm_interval,
-            drain_timeout: self.drain_timeout,
-            db: self.out.db.clone(),
-        })
+            max_tokens: 512,
+        };
+        self.stack.request(&self.shape, held, &self.out.db)
     }
 }
 
-/// `run`'s narrator: every line on stderr.
-struct Say;
+/// A command's narrator: every line on stderr, the command's name before progress lines.
+pub struct Say(pub &'static str);
 
 impl run::Narrator for Say {
     fn say(&self, line: &str) {
-        say(line);
+        eprintln!("llmscope {}: {line}", self.0);
     }
     fn warn(&self, line: &str) {
         eprintln!("warning: {line}");

@@ -8,7 +8,7 @@ use crate::OpsError;
 use llmscope_core::outcome::ClientSummary;
 use llmscope_core::outcome::RequestOutcome;
 use llmscope_diagnosis::build::{Resolution, signals_from_series};
-use llmscope_diagnosis::{Diagnosis, EngineFacts, Input, LoadFacts, Severity, diagnose};
+use llmscope_diagnosis::{Concept, Diagnosis, EngineFacts, Input, LoadFacts, Severity, diagnose};
 use llmscope_loadgen::LoadReport;
 use llmscope_render::{Interruption, Report, html, json, markdown, terminal};
 use llmscope_store::{Finding, RunId, RunStatus, RunSummary, Store};
@@ -48,8 +48,10 @@ pub struct Analysed {
     pub facts: RunFacts,
     pub input: Input,
     pub diagnosis: Diagnosis,
-    /// Which metric name each concept was read from.
+    /// Which metric name each concept was read from (`running ← vllm:num_requests_running`).
     pub used: Vec<String>,
+    /// The same, typed.
+    pub names: Vec<(Concept, &'static str)>,
     /// When and how far, if the run was stopped before its end.
     pub interrupted: Option<Interruption>,
 }
@@ -124,6 +126,7 @@ pub fn analyse_input(
         input,
         diagnosis,
         used,
+        names: res.used.clone(),
         interrupted: None,
     })
 }

@@ -51,6 +51,8 @@ pub enum OpsError {
     Limit(#[from] llmscope_loadgen::limits::LimitError),
     #[error(transparent)]
     Generate(#[from] llmscope_generate::GenerateError),
+    #[error("autoscaling objects: {0}")]
+    Autoscaling(#[from] llmscope_generate::autoscaling::AutoscalingError),
     #[error("cannot start an async runtime: {0}")]
     Runtime(std::io::Error),
     #[error("{0}")]

@@ -19,6 +19,8 @@
 //!   operation watches signals itself.
 //! - [`run`]: the whole method on a resolved plan — pre-flight, baseline, load while observing,
 //!   drain, diagnose, record — telling a [`run::Narrator`] what happens.
+//! - [`capacity`]: a search of the load axis in short stages, each a `run` of its own, for the
+//!   knee, the goodput under an SLO and the verdict where the curve bends.
 //! - [`inventory`]: what a Prometheus holds, for linting.
 //! - [`observe`]: record a window of sources into a run.
 //! - [`exporter_page`]: a metrics page and the engine version behind it.
@@ -30,6 +32,7 @@
 
 pub mod analysis;
 pub mod cancel;
+pub mod capacity;
 pub mod check;
 pub mod compare;
 pub mod cost;

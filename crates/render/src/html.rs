@@ -15,7 +15,7 @@ use llmscope_diagnosis::{Concept, DECISION_TABLE, Signal};
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
-const STYLE: &str = "body{font:14px/1.45 system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#1b1f24}\
+pub(crate) const STYLE: &str = "body{font:14px/1.45 system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#1b1f24}\
 h1{font-size:1.5em}h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid #ddd}\
 .verdict{font-size:1.25em;padding:.6em .9em;background:#fff4e5;border-left:5px solid #e8590c}\
 table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ddd;padding:.25em .6em;text-align:right}\

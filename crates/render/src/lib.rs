@@ -10,6 +10,7 @@
 //! - [`cost_report::write`]: `llmscope cost`'s table, CSV or JSON.
 //! - [`html::write`]: one self-contained page with inline SVG charts; every label value escaped.
 
+pub mod capacity;
 pub mod cost_report;
 pub mod html;
 pub mod json;

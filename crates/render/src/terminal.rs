@@ -98,7 +98,7 @@ fn evidence(r: &Report, out: &mut impl Write, Bold(b, e): Bold) -> io::Result<()
 }
 
 /// ` < 0.5`: the test the value was put to, when it has one.
-fn test(ev: &Evidence) -> String {
+pub(crate) fn test(ev: &Evidence) -> String {
     match ev.threshold {
         Some(t) if !ev.test.is_empty() => format!(" {} {}", ev.test, num(t)),
         _ => String::new(),

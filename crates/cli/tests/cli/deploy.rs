@@ -10,7 +10,7 @@ use crate::common::{llmscope, temp_dir};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn repo() -> PathBuf {
+pub fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
@@ -30,7 +30,7 @@ const MANIFESTS: [&str; 4] = [
 ];
 
 /// The venv's python, or `None` (and a message) when the validator is not installed.
-fn validator() -> Option<PathBuf> {
+pub fn validator() -> Option<PathBuf> {
     let home = std::env::var_os("LLMSCOPE_K8S_VALIDATE_HOME")
         .map(PathBuf::from)
         .or_else(|| {
@@ -58,15 +58,21 @@ fn validator() -> Option<PathBuf> {
 /// Runs the validator on `files`: (success, its report).
 fn validate(python: &Path, files: &[PathBuf]) -> (bool, String) {
     let crds = deploy("validate/crds");
-    let out = Command::new(python)
-        .arg(deploy("validate/validate.py"))
-        .arg("--crd")
-        .arg(crds.join("monitoring.coreos.com_servicemonitors.yaml"))
-        .arg("--crd")
-        .arg(crds.join("monitoring.coreos.com_prometheusrules.yaml"))
-        .args(files)
-        .output()
-        .expect("run validate.py");
+    let operator = [
+        crds.join("monitoring.coreos.com_servicemonitors.yaml"),
+        crds.join("monitoring.coreos.com_prometheusrules.yaml"),
+    ];
+    validate_with(python, &operator, files)
+}
+
+/// Runs the validator on `files` with these CRDs: (success, its report).
+pub fn validate_with(python: &Path, crds: &[PathBuf], files: &[PathBuf]) -> (bool, String) {
+    let mut cmd = Command::new(python);
+    cmd.arg(deploy("validate/validate.py"));
+    for crd in crds {
+        cmd.arg("--crd").arg(crd);
+    }
+    let out = cmd.args(files).output().expect("run validate.py");
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),

@@ -4,6 +4,7 @@
 
 mod common;
 
+mod capacity;
 mod check;
 mod connect;
 mod deploy;

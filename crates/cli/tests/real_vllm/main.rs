@@ -13,6 +13,7 @@
 //! `CI=true` they fail, naming the command that installs it.
 #![allow(clippy::print_stderr)] // a tier's verdicts and skips are said on stderr
 
+mod capacity;
 mod matrix;
 mod oracle;
 

@@ -17,6 +17,10 @@
 //! bisects** between the largest load below the knee share and the smallest at it, until they
 //! are one unit apart, so a knee at 12 is not reported as "8 or 16".
 
+pub mod answer;
+
+pub use answer::{Answer, Axis, Ended, Stage};
+
 use std::collections::BTreeMap;
 
 /// Share of the peak throughput at which the knee is reached.

@@ -53,6 +53,8 @@ pub trait Narrator: Sync {
 /// What `run` will do, resolved (targets named, the simulated stack already started).
 #[derive(Debug, Clone)]
 pub struct RunPlan {
+    /// What the run is stored as (`run`; `capacity` for a stage of a capacity search).
+    pub kind: &'static str,
     /// The OpenAI-compatible server's base URL.
     pub target: String,
     /// Scraped directly for the whole run (the engine first).
@@ -85,6 +87,8 @@ pub struct RunOutcome {
     pub analysed: Analysed,
     /// Why the load stopped before its end, when it did (no request succeeded).
     pub stopped_early: Option<String>,
+    /// What the client measured.
+    pub report: LoadReport,
 }
 
 /// Runs the method on `plan` with the load `load`, and records and diagnoses the run;
@@ -108,6 +112,7 @@ pub async fn execute(
     Ok(RunOutcome {
         analysed: judge(record, run_facts(plan, &report), status)?,
         stopped_early: report.stopped_early.clone(),
+        report,
     })
 }
 
@@ -133,7 +138,7 @@ fn begin(plan: &RunPlan, http: &HttpClient) -> Result<Recording, OpsError> {
     let sources = scrapers(plan, http);
     let mut specs: Vec<SourceSpec> = sources.iter().map(|s| source_spec(s.as_ref())).collect();
     specs.extend(plan.prom.as_ref().map(|(_, url)| prometheus_spec(url)));
-    let mut meta = RunMeta::new("run", plan.config.clone());
+    let mut meta = RunMeta::new(plan.kind, plan.config.clone());
     meta.planned_s = Some(plan.duration.as_secs_f64());
     let mut recording = Recording::begin(store, &meta, &specs)?;
     for s in sources {

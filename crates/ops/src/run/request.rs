@@ -96,6 +96,7 @@ impl RunRequest {
     /// The plan on `t`, and the simulated stack when it was started.
     fn plan(&self, t: Targets) -> (RunPlan, Option<SimHandle>) {
         let plan = RunPlan {
+            kind: "run",
             config: self.config_json(&t),
             target: t.target,
             scrape: t.scrape,

@@ -2,12 +2,15 @@
 //! through it against the simulator (started here on free ports), completed and cancelled.
 //! Waits poll to deadlines; nothing sleeps in place of an assertion.
 
+mod capacity;
 mod observe;
 mod record;
 mod run;
 
+use llmscope_ops::run::Narrator;
 use llmscope_store::{RunSummary, Store};
 use std::path::Path;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// A generous deadline: the machine may be a loaded 2-core one.
@@ -38,4 +41,33 @@ pub async fn simulator() -> llmscope_sim::serve::SimHandle {
     let mut cfg = llmscope_sim::serve::SimConfig::new(preset);
     cfg.dcgm_interval = Duration::from_millis(200);
     llmscope_sim::serve::start(cfg).await.unwrap()
+}
+
+/// Keeps what an operation says, for the assertions.
+#[derive(Default)]
+pub struct Heard(pub Mutex<Vec<String>>);
+
+impl Narrator for Heard {
+    fn say(&self, line: &str) {
+        self.0.lock().unwrap().push(line.to_owned());
+    }
+    fn warn(&self, line: &str) {
+        self.say(&format!("warning: {line}"));
+    }
+    fn note(&self, line: &str) {
+        self.say(&format!("note: {line}"));
+    }
+}
+
+impl Heard {
+    /// Whether a line said so far contains `part`.
+    pub fn said(&self, part: &str) -> bool {
+        self.count(part) > 0
+    }
+
+    /// How many lines said so far contain `part`.
+    pub fn count(&self, part: &str) -> usize {
+        let lines = self.0.lock().unwrap();
+        lines.iter().filter(|l| l.contains(part)).count()
+    }
 }

@@ -1,39 +1,16 @@
 //! `run` through the lifecycle on the in-process simulator: recorded end to end, and
 //! cancelled mid-load (what was recorded is kept, diagnosed and stored `interrupted`).
 
-use crate::{DEADLINE, only_run, poll};
+use crate::{DEADLINE, Heard, only_run, poll};
 use llmscope_collect::HttpClient;
 use llmscope_ops::analysis::interruption;
 use llmscope_ops::cancel::Cancel;
-use llmscope_ops::run::{self, Narrator, RunOutcome, RunRequest};
+use llmscope_ops::run::{self, RunOutcome, RunRequest};
 use llmscope_sim::options::EngineOptions;
 use llmscope_sim::serve::SimHandle;
 use llmscope_store::{RunStatus, Store};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::Duration;
-
-/// Keeps what the run says, for the assertions.
-#[derive(Default)]
-struct Heard(Mutex<Vec<String>>);
-
-impl Narrator for Heard {
-    fn say(&self, line: &str) {
-        self.0.lock().unwrap().push(line.to_owned());
-    }
-    fn warn(&self, line: &str) {
-        self.say(&format!("warning: {line}"));
-    }
-    fn note(&self, line: &str) {
-        self.say(&format!("note: {line}"));
-    }
-}
-
-impl Heard {
-    fn said(&self, part: &str) -> bool {
-        self.0.lock().unwrap().iter().any(|l| l.contains(part))
-    }
-}
 
 /// A short run on the simulated stack (no target): 32 clients, short answers.
 fn request(db: &Path, duration: Duration) -> RunRequest {
