@@ -86,15 +86,6 @@ fn oracle_cause(stages: &[EngineStage], knee: u32, cap: u32) -> &'static str {
     }
 }
 
-/// Whether the cause is checked, or only said: a stage at or under the cap with the KV pool
-/// full, preemptions and a queue is still called `load_not_reached` by the stage's own verdict
-/// (issue 23 stays open on it), so on the KV-starved server the cause is said, not asserted.
-#[derive(Clone, Copy, PartialEq)]
-pub enum Cause {
-    Checked,
-    SaidOnly,
-}
-
 /// Runs the search on `server` (at `--max-num-seqs cap`, answers of `answers` tokens, up to
 /// `max` clients) and checks it against the engine.
 pub fn check(
@@ -102,7 +93,6 @@ pub fn check(
     checks: &mut Checks,
     name: &str,
     (cap, answers, max): (u32, u32, u32),
-    cause: Cause,
 ) {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db");
@@ -165,17 +155,27 @@ pub fn check(
         || table.clone(),
     );
     let got = a["knee"]["bottleneck"].as_str().unwrap_or("none");
-    if cause == Cause::SaidOnly {
-        eprintln!(
-            "  {name}: cause past the knee: engine {expect}, llmscope {got} (said, not checked)"
-        );
-        return;
-    }
     checks.expect(
         &format!("{name}: the cause past the knee is {expect} (engine), llmscope says {got}"),
         expect == got,
         || format!("{table}\ncause: {}", a["cause"]["sentence"]),
     );
+    if expect == "kv_cache_capacity" {
+        // Where preemptions start, by the engine's counter, against where llmscope says KV binds.
+        let first = engine
+            .iter()
+            .filter(|e| e.preemptions > 0.0)
+            .map(|e| e.load)
+            .min();
+        let binds = a["cause"]["binds_from"].as_u64().map(|b| b as u32);
+        checks.expect(
+            &format!(
+                "{name}: KV binds from {binds:?}, the engine's preemptions start at {first:?}"
+            ),
+            matches!((binds, first), (Some(b), Some(f)) if rung(&a, b, f)),
+            || table.clone(),
+        );
+    }
     checks.expect(
         &format!("{name}: within the budget ({took:.0} s)"),
         took < 300.0,

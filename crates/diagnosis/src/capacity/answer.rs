@@ -190,6 +190,10 @@ pub struct Cause {
     pub evidence: Vec<Evidence>,
     /// The verdict at the knee itself.
     pub at_knee: Bottleneck,
+    /// The smallest load whose own verdict is this cause: where it starts to bind (KV
+    /// capacity: where preemptions and a queue begin, which may be below the knee when output
+    /// still creeps up under preemption).
+    pub binds_from: Option<u32>,
 }
 
 /// The most goodput under the SLO, and the load where it was reached.
@@ -232,14 +236,25 @@ impl Answer {
         (budget_s, elapsed_s): (f64, f64),
     ) -> Answer {
         let mut knee = search.knee().and_then(|k| knee(axis, &stages, &k, &ended));
-        let cause = knee.as_ref().and_then(|k| cause(axis, &stages, k));
+        let cause = knee
+            .as_ref()
+            .and_then(|k| cause(axis, &stages, k))
+            .map(|c| Cause {
+                binds_from: binds_from(&stages, c.bottleneck),
+                ..c
+            });
         if let (Some(k), Some(c)) = (&mut knee, &cause) {
             k.bottleneck = c.bottleneck;
         }
         let max_goodput = slo.as_ref().and_then(|_| max_goodput(axis, &stages));
+        // Without an SLO: the knee, or where its cause starts to bind if that is below it (past
+        // it requests queue or are preempted, however output creeps up).
+        let binds = cause.as_ref().and_then(|c| c.binds_from);
         let per_replica = match (&max_goodput, &knee) {
             (Some(g), _) => Some(g.load.value()),
-            (None, Some(k)) if !k.at_least => Some(k.load.value()),
+            (None, Some(k)) if !k.at_least => {
+                Some(binds.map_or(k.load.value(), |b| b.min(k.load.value())))
+            }
             _ => None,
         };
         Answer {
@@ -290,6 +305,17 @@ fn knee(axis: Axis, stages: &[Stage], k: &Knee, ended: &Ended) -> Option<KneeAns
     })
 }
 
+/// The smallest counted load whose verdict is `b` (not for "no limit" verdicts).
+fn binds_from(stages: &[Stage], b: Bottleneck) -> Option<u32> {
+    if matches!(b, Bottleneck::LoadNotReached | Bottleneck::None) {
+        return None;
+    }
+    let loads = stages.iter().map(|s| s.load.value());
+    loads
+        .filter(|l| counted(stages, *l).is_some_and(|s| s.verdict.bottleneck == b))
+        .min()
+}
+
 /// The smallest counted stage above `load`.
 fn past(stages: &[Stage], load: u32) -> Option<&Stage> {
     let above = stages.iter().map(|s| s.load.value()).filter(|l| *l > load);
@@ -320,6 +346,7 @@ fn verdict_cause(axis: Axis, word: &str, load: u32, from: &Stage, at: &Stage) ->
         run_id: from.run_id,
         evidence: from.verdict.evidence.clone(),
         at_knee: at.verdict.bottleneck,
+        binds_from: None,
     }
 }
 
@@ -375,6 +402,7 @@ fn compute(axis: Axis, load: u32, at: &Stage, p: &Stage) -> Option<Cause> {
             ev("output_tok_s_past_knee", p.output_tok_s, p),
         ],
         at_knee: at.verdict.bottleneck,
+        binds_from: None,
     })
 }
 
@@ -563,6 +591,61 @@ mod tests {
             (300.0, 60.0),
         );
         assert_eq!(a.cause.unwrap().bottleneck, Bottleneck::LoadNotReached);
+    }
+
+    #[test]
+    fn kv_capacity_binding_below_the_knee_sets_the_replica_load() {
+        // The real CPU vLLM with a 2,048-token pool and 384-token answers: preemptions from 8
+        // clients on, output still creeping up to 16 — the knee by output is 14, but past 8
+        // requests are preempted and wait.
+        let mut search = Search::new(1, 16);
+        let mut stages = Vec::new();
+        for (l, tok) in [
+            (1, 99.0),
+            (2, 172.0),
+            (4, 233.0),
+            (8, 259.0),
+            (16, 310.0),
+            (12, 291.0),
+            (14, 303.0),
+            (13, 291.0),
+        ] {
+            let b = if l >= 8 {
+                Bottleneck::KvCacheCapacity
+            } else {
+                Bottleneck::LoadNotReached
+            };
+            stages.push(stage(l, tok, b, None));
+            search.record(
+                l,
+                Served {
+                    output_tok_s: tok,
+                    goodput_rps: None,
+                },
+            );
+        }
+        let found = Ended::Found {
+            stop: StopReason::MaxLoad,
+        };
+        let a = Answer::assemble(
+            Axis::Concurrency,
+            None,
+            stages,
+            &search,
+            found,
+            (300.0, 170.0),
+        );
+        let c = a.cause.unwrap();
+        assert_eq!(
+            (a.knee.unwrap().load.value(), c.bottleneck),
+            (14, Bottleneck::KvCacheCapacity)
+        );
+        assert_eq!(c.binds_from, Some(8));
+        assert_eq!(
+            a.per_replica,
+            Some(8),
+            "not the knee: past 8 requests are preempted"
+        );
     }
 
     #[test]

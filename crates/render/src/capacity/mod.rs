@@ -184,13 +184,30 @@ fn per_replica_line(a: &Answer) -> String {
         };
         return format!("Per replica: none named: {why}");
     };
-    let from = if a.max_goodput.is_some() {
-        "where goodput peaked under the SLO"
-    } else {
-        "the knee"
+    let binds = a.cause.as_ref().filter(|c| c.binds_from == Some(load));
+    let from = match (a.max_goodput.is_some(), binds) {
+        (true, _) => "where goodput peaked under the SLO".to_owned(),
+        (false, Some(c)) if a.knee.as_ref().is_some_and(|k| k.load.value() != load) => {
+            format!(
+                "where {} starts to bind, below the knee",
+                label(c.bottleneck)
+            )
+        }
+        _ => "the knee".to_owned(),
     };
     let at = a.axis.describe(load);
     format!("Per replica: {at} — scale out above it ({from})")
+}
+
+/// `KV-cache capacity binds from concurrency 8`: where the cause's verdict first appears.
+fn binds_line(a: &Answer) -> Option<String> {
+    let c = a.cause.as_ref()?;
+    let from = c.binds_from?;
+    Some(format!(
+        "{} binds from {} (the first stage it was the verdict of)",
+        label(c.bottleneck),
+        a.axis.describe(from)
+    ))
 }
 
 /// `Elapsed 100 s of a 300 s budget, 9 stages; ended: throughput stopped growing`.
@@ -327,6 +344,9 @@ fn why_text(a: &Answer, out: &mut impl Write) -> io::Result<()> {
         return Ok(());
     };
     writeln!(out, "Why: {}", clean(&c.sentence))?;
+    if let Some(from) = binds_line(a) {
+        writeln!(out, "  {from}")?;
+    }
     for ev in &c.evidence {
         writeln!(out, "  {}", clean(&evidence_line(ev)))?;
     }
@@ -401,6 +421,9 @@ fn why_html(a: &Answer, s: &mut String) {
         return;
     };
     let _ = write!(s, "<h2>Why</h2><p>{}</p>", esc(&c.sentence));
+    if let Some(from) = binds_line(a) {
+        let _ = write!(s, "<p>{}</p>", esc(&from));
+    }
     if !c.evidence.is_empty() {
         s.push_str("<table><tr><th>signal</th><th>statistic</th><th>value</th><th>test</th><th>source</th></tr>");
         for ev in &c.evidence {
@@ -638,9 +661,13 @@ mod tests {
         );
         assert_eq!(
             lines[2],
+            "  the batch limit (--max-num-seqs) binds from concurrency 16 (the first stage it was the verdict of)"
+        );
+        assert_eq!(
+            lines[3],
             "  vllm:num_requests_running max = 16 >= 16   [prometheus]"
         );
-        assert_eq!(lines[3], "  (run 32: llmscope report 32)");
+        assert_eq!(lines[4], "  (run 32: llmscope report 32)");
     }
 
     #[test]
