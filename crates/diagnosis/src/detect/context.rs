@@ -154,30 +154,15 @@ impl Context<'_> {
     }
 
     /// Whether the queue-time counter can speak for the settled window on its own. It counts a
-    /// request's first wait, when the request finishes. A preempted request waits again, and
-    /// vLLM counts that wait as inference time, not queue time: with preemptions in the window
-    /// the waiting gauge sees a queue the counter never will (a real vLLM 0.32 with a
-    /// 2,048-token KV pool, 16 clients: 6.4 waiting in every scrape and 14 preemptions while the
-    /// queue-time counter grew by 0.2/s). And where the requests that finished spent longer in
-    /// the engine than the window lasts, they were admitted before it, so a queue that built up
-    /// inside it shows on the gauge alone.
+    /// request's first wait. A preempted request waits again, and vLLM counts that wait as
+    /// inference time, not queue time: with preemptions in the window the waiting gauge sees a
+    /// queue the counter never will (a real vLLM 0.32 with a 2,048-token KV pool, 16 clients:
+    /// 6.4 waiting in every scrape and 14 preemptions while the queue-time counter grew by
+    /// 0.2/s).
     pub fn counters_cover_window(&self) -> bool {
-        if self
+        !self
             .settled_rate(Concept::Preemptions)
             .is_some_and(|r| r > 0.0)
-        {
-            return false;
-        }
-        let (Some((a, b)), Some(q), Some(r), Some(n)) = (
-            self.phases.steady,
-            self.settled_rate(Concept::QueuedSeconds),
-            self.settled_rate(Concept::RunningSeconds),
-            self.settled_rate(Concept::RequestsFinished),
-        ) else {
-            return true;
-        };
-        let settled = (b - a) * 0.75;
-        n > 0.0 && (q + r) / n <= settled
     }
 
     /// The load kept more requests than the batch cap in the system — in the scheduler's queue,
