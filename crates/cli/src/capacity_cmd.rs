@@ -131,7 +131,7 @@ async fn capacity_async(mut args: CapacityArgs) -> Result<ExitCode> {
     let held = Held {
         concurrency: args
             .max_concurrency
-            .max(args.max_in_flight * u32::from(args.rate)),
+            .max(args.max_in_flight.saturating_mul(u32::from(args.rate))),
         rate: None,
         duration: args.warmup + args.stage,
         baseline: args.baseline,
@@ -174,6 +174,9 @@ impl CapacityArgs {
                 self.start,
                 self.max_concurrency
             );
+        }
+        if self.stage.is_zero() {
+            bail!("--stage 0s measures nothing: give each stage a few seconds (e.g. --stage 6s)");
         }
         if self.rate && self.autoscaling.autoscaling_out.is_some() {
             bail!(

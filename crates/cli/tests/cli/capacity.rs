@@ -184,3 +184,11 @@ fn autoscaling_from_a_rate_search_is_refused_before_anything_is_written() {
     assert!(text.contains("drop --rate"), "{text}");
     assert!(!k8s.exists());
 }
+
+#[test]
+fn a_stage_of_no_time_is_refused_before_anything_starts() {
+    let out = llmscope(&["capacity", "--stage", "0s"]);
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(text.contains("--stage 0s measures nothing"), "{text}");
+}

@@ -8,7 +8,7 @@
 //! the objects also go through it: a second, independent oracle. Without it that test skips and
 //! says so, except under `CI=true`, where it fails.
 
-use super::{dir, golden};
+use super::{dir, golden, run};
 use llmscope_check::promql::{label_matchers, metric_names, parse::parse};
 use llmscope_generate::autoscaling::{
     self, ADAPTER_FILE, AdapterConfig, AutoscalingSpec, HPA_FILE, HorizontalPodAutoscaler,
@@ -458,19 +458,12 @@ fn manifest_validator() -> Option<PathBuf> {
 /// Runs `deploy/validate/validate.py` (KEDA's CRD given) on `files`: (success, its report).
 fn validate_py(python: &Path, files: &[PathBuf]) -> (bool, String) {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let out = Command::new(python)
-        .arg(repo.join("deploy/validate/validate.py"))
+    let mut cmd = Command::new(python);
+    cmd.arg(repo.join("deploy/validate/validate.py"))
         .arg("--crd")
         .arg(schemas("keda.sh_scaledobjects.yaml"))
-        .args(files)
-        .output()
-        .expect("run validate.py");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
+        .args(files);
+    run(&mut cmd)
 }
 
 #[test]

@@ -105,7 +105,7 @@ pub async fn search(
             break end;
         }
         let outcome = stage(plan, load, cap, load_at, s.stages.len(), cancel, http, n).await?;
-        if let Some(end) = s.take(load_at, &outcome, cancel, started, n) {
+        if let Some(end) = s.take(load_at, &outcome, cancel, n) {
             break end;
         }
     };
@@ -178,10 +178,9 @@ impl Searching<'_> {
         load: u32,
         o: &RunOutcome,
         cancel: &Cancel,
-        started: Instant,
         n: &dyn Narrator,
     ) -> Option<Ended> {
-        let seconds = stage_seconds(started, &self.stages);
+        let seconds = stage_seconds(self.started, &self.stages);
         self.gauges.read(&o.analysed.names);
         let stage = measured(self.cap, load, o, seconds, cancel.is_cancelled());
         n.say(&stage_line(self.stages.len() + 1, self.cap.axis, &stage));
@@ -227,10 +226,12 @@ fn stage_end(load: u32, stage: &Stage, o: &RunOutcome) -> Option<Ended> {
 
 /// The server's own words for its failures: the first messages it answered with.
 fn failing_words(o: &RunOutcome) -> String {
-    let bodies =
-        o.report.total.failures.iter().flat_map(|(kind, samples)| {
-            samples.bodies.iter().map(move |b| format!("{kind:?}: {b}"))
-        });
+    let bodies = o
+        .report
+        .total
+        .failures
+        .iter()
+        .flat_map(|(kind, samples)| samples.bodies.iter().map(move |b| format!("{kind}: {b}")));
     let bodies: Vec<String> = bodies.take(3).collect();
     let said = o.stopped_early.clone();
     let summary = &o.analysed.diagnosis.verdict.summary;

@@ -3,7 +3,7 @@
 //! every stage a stored run; Ctrl-C keeping the finished stages; failing requests ending the
 //! search with the server's words; the budget stopping it.
 
-use crate::{DEADLINE, Heard, poll};
+use crate::{DEADLINE, Heard, poll, sim_request};
 use llmscope_collect::HttpClient;
 use llmscope_core::bottleneck::Bottleneck;
 use llmscope_diagnosis::capacity::{Axis, Ended};
@@ -27,24 +27,10 @@ fn request(db: &Path, cap: u32, target: Option<String>) -> RunRequest {
     RunRequest {
         metrics_url: target.as_ref().map(|t| format!("{t}/metrics")),
         target,
-        gpu_metrics: Vec::new(),
-        matchers: Vec::new(),
-        prometheus: None,
         engine,
         concurrency: 16,
-        rate: None,
-        duration: Duration::from_secs(2),
-        baseline: Duration::from_millis(300),
-        prompt: None,
-        input_tokens: None,
         output_tokens: Some(32),
-        max_tokens: 32,
-        model: None,
-        api_key: None,
-        interval: Duration::from_millis(200),
-        dcgm_interval: Some(Duration::from_millis(200)),
-        drain_timeout: Duration::from_secs(30),
-        db: db.to_path_buf(),
+        ..sim_request(db, Duration::from_secs(2))
     }
 }
 

@@ -7,7 +7,8 @@ mod observe;
 mod record;
 mod run;
 
-use llmscope_ops::run::Narrator;
+use llmscope_ops::run::{Narrator, RunRequest};
+use llmscope_sim::options::EngineOptions;
 use llmscope_store::{RunSummary, Store};
 use std::path::Path;
 use std::sync::Mutex;
@@ -69,5 +70,31 @@ impl Heard {
     pub fn count(&self, part: &str) -> usize {
         let lines = self.0.lock().unwrap();
         lines.iter().filter(|l| l.contains(part)).count()
+    }
+}
+
+/// A short run on the simulated stack (no target): 32 clients, short answers.
+pub fn sim_request(db: &Path, duration: Duration) -> RunRequest {
+    RunRequest {
+        target: None,
+        metrics_url: None,
+        gpu_metrics: Vec::new(),
+        matchers: Vec::new(),
+        prometheus: None,
+        engine: EngineOptions::default(),
+        concurrency: 32,
+        rate: None,
+        duration,
+        baseline: Duration::from_millis(300),
+        prompt: None,
+        input_tokens: None,
+        output_tokens: None,
+        max_tokens: 32,
+        model: None,
+        api_key: None,
+        interval: Duration::from_millis(200),
+        dcgm_interval: Some(Duration::from_millis(200)),
+        drain_timeout: Duration::from_secs(30),
+        db: db.to_path_buf(),
     }
 }

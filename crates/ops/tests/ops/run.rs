@@ -1,42 +1,15 @@
 //! `run` through the lifecycle on the in-process simulator: recorded end to end, and
 //! cancelled mid-load (what was recorded is kept, diagnosed and stored `interrupted`).
 
-use crate::{DEADLINE, Heard, only_run, poll};
+use crate::{DEADLINE, Heard, only_run, poll, sim_request as request};
 use llmscope_collect::HttpClient;
 use llmscope_ops::analysis::interruption;
 use llmscope_ops::cancel::Cancel;
 use llmscope_ops::run::{self, RunOutcome, RunRequest};
-use llmscope_sim::options::EngineOptions;
 use llmscope_sim::serve::SimHandle;
 use llmscope_store::{RunStatus, Store};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
-
-/// A short run on the simulated stack (no target): 32 clients, short answers.
-fn request(db: &Path, duration: Duration) -> RunRequest {
-    RunRequest {
-        target: None,
-        metrics_url: None,
-        gpu_metrics: Vec::new(),
-        matchers: Vec::new(),
-        prometheus: None,
-        engine: EngineOptions::default(),
-        concurrency: 32,
-        rate: None,
-        duration,
-        baseline: Duration::from_millis(300),
-        prompt: None,
-        input_tokens: None,
-        output_tokens: None,
-        max_tokens: 32,
-        model: None,
-        api_key: None,
-        interval: Duration::from_millis(200),
-        dcgm_interval: Some(Duration::from_millis(200)),
-        drain_timeout: Duration::from_secs(30),
-        db: db.to_path_buf(),
-    }
-}
 
 /// Resolves and runs `request` until it ends or `cancel` fires; the simulator is shut down.
 async fn run(request: RunRequest, cancel: Cancel, heard: &Heard) -> RunOutcome {
