@@ -104,8 +104,9 @@ pub struct Stage {
     pub waiting_mean: Option<f64>,
     /// Wall-clock seconds the stage took (baseline, load, drain, tail).
     pub seconds: f64,
-    /// The measured window, Unix seconds `[from, to]`: the end of the warm-up to the last send
-    /// (what the figures cover; a dashboard's time range for this stage).
+    /// The measured window, Unix seconds `[from, to]`: the end of the warm-up to the end of
+    /// sending as planned (a stage cut short by Ctrl-C ended earlier); a dashboard's time range
+    /// for this stage.
     pub window: Option<(f64, f64)>,
     pub verdict: StageVerdict,
     /// Why the client could not keep this load, when it could not (its reading is then the
