@@ -6,7 +6,7 @@
 //!
 //! The engine's throughputs give the oracle's knee (the same rule: the smallest load at 95 % of
 //! the most any stage reached); the engine's state past that knee gives the cause it expects:
-//! the batch pinned at the cap with a queue behind it is the batch limit; preemptions, or a KV
+//! the batch seen at the cap with a queue behind it is the batch limit; preemptions, or a KV
 //! pool nearly full while the batch stays under the cap, is KV-cache capacity; a batch that grew
 //! half again with no queue and no more output is the engine's compute.
 
@@ -20,6 +20,7 @@ struct EngineStage {
     load: u32,
     tok_s: f64,
     running: f64,
+    running_max: f64,
     waiting: f64,
     preemptions: f64,
     kv_max: f64,
@@ -39,6 +40,10 @@ fn engine_stage(scrapes: &[Scrape], load: u32, (from, to): (f64, f64)) -> Option
         load,
         tok_s: (v(b, "vllm:generation_tokens_total") - v(a, "vllm:generation_tokens_total")) / dt,
         running: mean("vllm:num_requests_running"),
+        running_max: inside
+            .iter()
+            .map(|s| v(s, "vllm:num_requests_running"))
+            .fold(0.0, f64::max),
         waiting: mean("vllm:num_requests_waiting"),
         preemptions: v(b, "vllm:num_preemptions_total") - v(a, "vllm:num_preemptions_total"),
         kv_max: inside
@@ -57,8 +62,8 @@ fn oracle_knee(stages: &[EngineStage]) -> Option<EngineStage> {
 }
 
 /// The cause the engine shows past the knee (at the knee when nothing was measured past it):
-/// preemptions, or a KV pool nearly full with the batch under the cap, is KV capacity; the batch
-/// at the cap with a queue is the batch limit; a batch half again larger with no queue and no
+/// preemptions, or a KV pool nearly full with the batch under the cap, is KV capacity; a queue
+/// with the batch seen at the cap is the batch limit; a batch half again larger with no queue and no
 /// more output is the engine's compute (each step slowed in proportion to the batch).
 fn oracle_cause(stages: &[EngineStage], knee: u32, cap: u32) -> &'static str {
     let at = stages.iter().find(|s| s.load == knee);
@@ -73,7 +78,11 @@ fn oracle_cause(stages: &[EngineStage], knee: u32, cap: u32) -> &'static str {
     if s.preemptions > 0.0 || (s.kv_max >= 0.9 && s.running < 0.9 * cap) {
         return "kv_cache_capacity";
     }
-    if s.running >= 0.75 * cap && s.waiting >= 0.5 {
+    // vLLM's scheduler admits a waiting request at its next step unless the batch is full (or
+    // the KV pool, ruled out above): a queue with the batch seen at the cap is the cap binding,
+    // however low the gauge's mean reads between the waves of a closed loop (a cap of 8 with 7.7
+    // waiting read 5.7 running on average).
+    if s.running_max >= cap && s.waiting >= 0.5 {
         return "batch_limit";
     }
     match (at, past) {

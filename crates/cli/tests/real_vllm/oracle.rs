@@ -20,7 +20,10 @@
 //!
 //! Counters, not the gauges, carry the time averages: vLLM 0.32's CPU build reads 0 running and
 //! 0 waiting in most scrapes under load (its gauges are overwritten between steps), while the
-//! per-request time histograms and token counters account for every request.
+//! per-request time histograms and token counters account for every request — once it finishes.
+//! Where the requests finishing in the window lived more than half of it, the counters have not
+//! seen the waits behind them yet, and the gauges' means speak beside them (the larger is taken:
+//! a gauge can read low between two steps, never high).
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -146,14 +149,22 @@ pub struct Reading {
     pub outside: f64,
     /// A queue in one half of the window and none in the other: two regimes, not one.
     pub unsteady: bool,
+    /// The window held two lifetimes of the requests finishing in it, so the time counters
+    /// speak for it alone; else the gauges' means speak beside them.
+    pub counters_cover: bool,
 }
 
 impl Reading {
     pub fn line(&self) -> String {
         format!(
-            "waiting {:.1} running {:.1} (gauge max {:.0}, reads 0 in {:.0}% of scrapes) KV max {:.1}% preempt {:.0} rejected {:.0} tok/step {:.1} out {:.0} tok/s outside {:.1}{}",
+            "waiting {:.1} running {:.1}{} (gauge max {:.0}, reads 0 in {:.0}% of scrapes) KV max {:.1}% preempt {:.0} rejected {:.0} tok/step {:.1} out {:.0} tok/s outside {:.1}{}",
             self.waiting,
             self.running,
+            if self.counters_cover {
+                ""
+            } else {
+                " with the gauges (requests outlive the window)"
+            },
             self.running_max,
             self.zero_share * 100.0,
             self.kv_max * 100.0,
@@ -255,6 +266,23 @@ pub fn judge(scrapes: &[Scrape], set: Setting) -> Reading {
         itl: mean_of(&delta, "vllm:inter_token_latency_seconds"),
         ..Reading::default()
     };
+    // The time counters grow when a request finishes. Requests living half the window or more
+    // are mostly not in them yet — those finishing inside it were admitted first, without a wait
+    // (a starved host, cap 16, 32 clients: requests lived 9 s, 15 waited in every scrape while
+    // the queue-time counter stood still). The gauges, read each scrape, then speak too: they
+    // can read low between two steps, never high.
+    let done = delta("vllm:request_success_total");
+    let life = (done > 0.0).then(|| {
+        (delta("vllm:request_queue_time_seconds_sum")
+            + delta("vllm:request_inference_time_seconds_sum"))
+            / done
+    });
+    r.counters_cover = life.is_some_and(|l| dt >= 2.0 * l);
+    if !r.counters_cover {
+        let mean = |n: &str| inside.iter().map(|s| get(s, n)).sum::<f64>() / inside.len() as f64;
+        r.waiting = r.waiting.max(mean("vllm:num_requests_waiting"));
+        r.running = r.running.max(mean("vllm:num_requests_running"));
+    }
     r.outside = f64::from(set.clients) - r.running - r.waiting;
     // One regime through the window, or two: the mean queue of each half (a 4 MiB KV pool queued
     // 25 requests for its first 3 s, then the starved API server let one request at a time through).
@@ -270,7 +298,21 @@ pub fn judge(scrapes: &[Scrape], set: Setting) -> Reading {
                 / span
         })
     };
-    let halves = (half(first, &scrapes[mid]), half(&scrapes[mid], last));
+    // Where the counters do not cover the window, neither do they its halves: the gauge's.
+    let gauge_half = |from: usize, to: usize| {
+        let part = &scrapes[from..=to];
+        Some(
+            part.iter()
+                .map(|s| get(s, "vllm:num_requests_waiting"))
+                .sum::<f64>()
+                / part.len() as f64,
+        )
+    };
+    let halves = if r.counters_cover {
+        (half(first, &scrapes[mid]), half(&scrapes[mid], last))
+    } else {
+        (gauge_half(a, mid), gauge_half(mid, b))
+    };
     r.unsteady = matches!(halves, (Some(w1), Some(w2))
         if (w1 >= QUEUE_UNCLEAR.1 && w2 < QUEUE_UNCLEAR.0) || (w1 < QUEUE_UNCLEAR.0 && w2 >= QUEUE_UNCLEAR.1));
     r.expect = if r.output_tok_s <= 0.0 {

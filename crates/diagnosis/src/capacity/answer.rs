@@ -142,6 +142,8 @@ pub enum StopReason {
     Plateau,
     /// Goodput under the SLO fell.
     GoodputFell,
+    /// The engine held its batch at `--max-num-seqs` with a queue: more load could only queue.
+    Saturated,
     /// `--max-concurrency` (or `--max-rate`) was measured.
     MaxLoad,
 }
@@ -151,6 +153,7 @@ impl From<Stop> for StopReason {
         match s {
             Stop::Plateau => StopReason::Plateau,
             Stop::GoodputFell => StopReason::GoodputFell,
+            Stop::Saturated => StopReason::Saturated,
             Stop::MaxLoad => StopReason::MaxLoad,
         }
     }
@@ -493,6 +496,7 @@ mod tests {
                 Served {
                     output_tok_s: tok,
                     goodput_rps: goodput,
+                    saturated: false,
                 },
             );
         }
@@ -556,6 +560,7 @@ mod tests {
                 Served {
                     output_tok_s: tok,
                     goodput_rps: None,
+                    saturated: false,
                 },
             );
         }
@@ -622,6 +627,7 @@ mod tests {
                 Served {
                     output_tok_s: tok,
                     goodput_rps: None,
+                    saturated: false,
                 },
             );
         }
@@ -683,6 +689,7 @@ mod tests {
                 Served {
                     output_tok_s: 100.0 * f64::from(l),
                     goodput_rps: None,
+                    saturated: false,
                 },
             );
         }

@@ -13,7 +13,12 @@
 //!
 //! **The ladder** doubles the load from `start` until one of: the last doubling added less
 //! than [`PLATEAU_GAIN`] of output (throughput stopped growing), goodput under the SLO fell
-//! by more than [`GOODPUT_DROP`] from the rung below, or `max` was measured. **Then it
+//! by more than [`GOODPUT_DROP`] from the rung below, the last rung's verdict is the batch
+//! limit ([`Served::saturated`]: the batch cannot grow past the cap, so added load only queues), or
+//! `max` was measured. The verdict stop is what keeps the answer where the cause is on an
+//! engine whose throughput wanders by more than [`PLATEAU_GAIN`] from stage to stage (a CPU
+//! engine sharing two cores with its client read 147, 157, 167 tok/s at 4, 8, 16 clients with
+//! its batch pinned at a cap of 2: each doubling "grew", and the ladder climbed into noise). **Then it
 //! bisects** between the largest load below the knee share and the smallest at it, until they
 //! are one unit apart, so a knee at 12 is not reported as "8 or 16".
 
@@ -37,6 +42,11 @@ pub struct Served {
     pub output_tok_s: f64,
     /// Requests per second meeting every objective, when an SLO was given.
     pub goodput_rps: Option<f64>,
+    /// The stage's verdict is the batch limit: the batch at `--max-num-seqs` with a queue
+    /// behind it cannot grow, so more load only queues. (KV-cache capacity is not: a pool that
+    /// preempts still admits more short requests as load grows — on the simulator's KV-starved
+    /// preset preemptions start at 16 clients and the output grows to 19.)
+    pub saturated: bool,
 }
 
 /// Why the ladder stopped climbing.
@@ -46,6 +56,8 @@ pub enum Stop {
     Plateau,
     /// Goodput under the SLO fell from the rung below.
     GoodputFell,
+    /// The last rung's verdict is the batch limit ([`Served::saturated`]).
+    Saturated,
     /// The largest load allowed was measured.
     MaxLoad,
 }
@@ -181,6 +193,9 @@ impl Search {
                 return Some(Stop::GoodputFell);
             }
         }
+        if self.stages[&last].saturated {
+            return Some(Stop::Saturated);
+        }
         (last >= self.max).then_some(Stop::MaxLoad)
     }
 }
@@ -193,6 +208,7 @@ mod tests {
         Served {
             output_tok_s: t,
             goodput_rps: None,
+            saturated: false,
         }
     }
 
@@ -267,6 +283,7 @@ mod tests {
         let f = |l: u32| Served {
             output_tok_s: 100.0 * f64::from(l),
             goodput_rps: Some(if l <= 8 { f64::from(l) } else { 1.0 }),
+            saturated: false,
         };
         let (measured, k) = run(1, 256, f);
         assert_eq!(k.unwrap().stop, Some(Stop::GoodputFell), "{measured:?}");
@@ -300,6 +317,58 @@ mod tests {
         let k = k.unwrap();
         assert_eq!(k.load, fine_knee(256, f), "{measured:?} {k:?}");
         assert_eq!(k.peak.0, 24, "{k:?}");
+    }
+
+    /// The CI run of the real engine at `--max-num-seqs 2` (crates/cli/tests/real_vllm): the
+    /// engine's output at each load, its batch pinned at the cap with a queue from 4 clients.
+    /// Noise made every doubling look like growth; the verdict stops the ladder where the cause
+    /// is, and the knee lands near the cap.
+    #[test]
+    fn a_saturated_verdict_stops_the_ladder_where_noise_would_climb_on() {
+        let engine = [
+            (1, 88.0),
+            (2, 128.0),
+            (3, 141.0),
+            (4, 147.0),
+            (8, 157.0),
+            (16, 167.0),
+        ];
+        let f = |l: u32| {
+            let t = engine
+                .iter()
+                .find(|(x, _)| *x == l)
+                .map_or(150.0, |(_, t)| *t);
+            Served {
+                output_tok_s: t,
+                goodput_rps: None,
+                saturated: l >= 4,
+            }
+        };
+        let (measured, k) = run(1, 16, f);
+        let k = k.unwrap();
+        assert_eq!(k.stop, Some(Stop::Saturated), "{measured:?}");
+        assert_eq!(measured, vec![1, 2, 4, 3], "{k:?}");
+        assert_eq!(k.load, 3, "{measured:?} {k:?}");
+        // Without the verdict the same readings climb to the largest load.
+        let (measured, k) = run(1, 16, |l| Served {
+            saturated: false,
+            ..f(l)
+        });
+        assert_eq!(k.unwrap().stop, Some(Stop::MaxLoad), "{measured:?}");
+    }
+
+    #[test]
+    fn a_first_rung_already_saturated_is_the_knee() {
+        let (measured, k) = run(1, 64, |l| Served {
+            output_tok_s: 50.0 + f64::from(l),
+            goodput_rps: None,
+            saturated: true,
+        });
+        let k = k.unwrap();
+        assert_eq!(
+            (measured, k.load, k.stop),
+            (vec![1], 1, Some(Stop::Saturated))
+        );
     }
 
     #[test]

@@ -189,6 +189,7 @@ impl Searching<'_> {
             let served = Served {
                 output_tok_s: stage.output_tok_s,
                 goodput_rps: stage.goodput_rps,
+                saturated: stage.verdict.bottleneck == Bottleneck::BatchLimit,
             };
             self.search.record(load, served);
         }

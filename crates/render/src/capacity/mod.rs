@@ -134,6 +134,9 @@ fn stopped(axis: Axis, stop: StopReason) -> &'static str {
     match (stop, axis) {
         (StopReason::Plateau, _) => "throughput stopped growing",
         (StopReason::GoodputFell, _) => "goodput under the SLO fell",
+        (StopReason::Saturated, _) => {
+            "the batch was held at --max-num-seqs (more load only queues)"
+        }
         (StopReason::MaxLoad, Axis::Concurrency) => "--max-concurrency was reached",
         (StopReason::MaxLoad, Axis::Rate) => "--max-rate was reached",
     }
@@ -576,6 +579,7 @@ mod tests {
             let served = Served {
                 output_tok_s: tok,
                 goodput_rps: goodput,
+                saturated: false,
             };
             search.record(l, served);
         }
@@ -605,6 +609,7 @@ mod tests {
                 Served {
                     output_tok_s: tok,
                     goodput_rps: None,
+                    saturated: false,
                 },
             );
         }
@@ -812,6 +817,7 @@ mod tests {
                 Served {
                     output_tok_s: tok,
                     goodput_rps: None,
+                    saturated: false,
                 },
             );
         }

@@ -2,7 +2,8 @@
 //! simulator's presets: every load from 1 to the largest measured offline, the knee read from
 //! all of them, and the search — measuring only the loads it asks for, from the same engine —
 //! must land within one rung of it. The engine's own generated-token counter gives the output
-//! throughput, never llmscope's signals.
+//! throughput, and its own gauges say whether a stage held the batch at its cap (running at the
+//! cap with a queue) — never llmscope's signals.
 
 use llmscope_diagnosis::capacity::{Knee, Next, Search, Served};
 use llmscope_sim::engine::Engine;
@@ -12,8 +13,10 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 /// Output tokens per second of `clients` closed-loop clients, over the steady window, from the
-/// engine's own generated-token counter.
-fn output_tok_s(name: &str, cap: u32, kv_tokens: Option<u32>, clients: u32) -> f64 {
+/// engine's own generated-token counter; and whether the engine held its batch at the cap there
+/// with requests waiting. (Preemptions do not pin the batch: in the KV-starved cell below they
+/// start at 16 clients while the output still grows to 19.)
+fn output_tok_s(name: &str, cap: u32, kv_tokens: Option<u32>, clients: u32) -> (f64, bool) {
     let mut p = preset(name).expect("a preset");
     p.engine.max_num_seqs = cap;
     if let Some(tokens) = kv_tokens {
@@ -42,20 +45,27 @@ fn output_tok_s(name: &str, cap: u32, kv_tokens: Option<u32>, clients: u32) -> f
         .filter(|s| s.t >= start + 10.0 && s.t <= stop - 1.0)
         .collect();
     let (a, b) = (inside.first().unwrap(), inside.last().unwrap());
-    (b.generation_tokens - a.generation_tokens) as f64 / (b.t - a.t)
+    let mean = |f: fn(&&llmscope_sim::offline::Sample) -> u32| {
+        inside.iter().map(|s| f64::from(f(s))).sum::<f64>() / inside.len() as f64
+    };
+    let saturated = mean(|s| s.running) >= 0.95 * f64::from(cap) && mean(|s| s.waiting) >= 0.5;
+    let tok_s = (b.generation_tokens - a.generation_tokens) as f64 / (b.t - a.t);
+    (tok_s, saturated)
 }
 
 /// The search run to its end against `measure`; the loads it asked for and its knee.
-fn search(max: u32, measure: impl Fn(u32) -> f64) -> (Vec<u32>, Knee) {
+fn search(max: u32, measure: impl Fn(u32) -> (f64, bool)) -> (Vec<u32>, Knee) {
     let mut s = Search::new(1, max);
     let mut asked = Vec::new();
     loop {
         match s.next() {
             Next::Measure(l) => {
                 asked.push(l);
+                let (output_tok_s, saturated) = measure(l);
                 let served = Served {
-                    output_tok_s: measure(l),
+                    output_tok_s,
                     goodput_rps: None,
+                    saturated,
                 };
                 s.record(l, served);
             }
@@ -89,7 +99,7 @@ fn the_search_lands_within_one_rung_of_the_brute_force_knee_on_every_preset() {
                 .entry(l)
                 .or_insert_with(|| output_tok_s(name, cap, kv, l))
         };
-        let fine: Vec<f64> = (1..=max).map(measure).collect();
+        let fine: Vec<f64> = (1..=max).map(|l| measure(l).0).collect();
         let peak = fine.iter().copied().fold(f64::MIN, f64::max);
         let brute = (1..=max)
             .find(|l| fine[*l as usize - 1] >= 0.95 * peak)
