@@ -28,7 +28,11 @@ pub enum CostFormat {
 
 Reserved GPUs come from kueue_local_queue_resource_reservation per namespace (LocalQueueMetrics),
 else kueue_cluster_queue_resource_reservation per ClusterQueue (--queue-team maps queues to teams);
-teams from kube_namespace_labels{label_<--team-label>}. A prices file is YAML: `nvidia-l4: 0.80`.")]
+teams from kube_namespace_labels{label_<--team-label>}. A prices file is YAML: `nvidia-l4: 0.80`.
+Samples no GPU can take (a negative reservation, busy time above 100 %, NaN) are left out and named.
+
+Exit status: 0 when every input was read; 2 when one could not be (the report is still written,
+partial, naming it, with what it could not count unknown — never 0), or on an error.")]
 pub struct CostArgs {
     #[command(flatten)]
     pub prom: PromFlags,
@@ -85,6 +89,16 @@ pub fn run(args: CostArgs) -> Result<ExitCode> {
     warnings.append(&mut report.warnings);
     report.warnings = warnings;
     write(&report, args.format)?;
+    // A partial answer is written in full, then said by the exit status: a script reading
+    // the figures must not take what could not be read for nothing spent.
+    if !report.missing.is_empty() {
+        eprintln!(
+            "llmscope cost: partial answer — {} input(s) could not be read: {}",
+            report.missing.len(),
+            llmscope_core::safe::terminal(&report.missing.join("; "))
+        );
+        return Ok(ExitCode::from(2));
+    }
     Ok(ExitCode::SUCCESS)
 }
 

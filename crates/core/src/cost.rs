@@ -162,7 +162,8 @@ pub struct CostInput {
 pub struct TeamCost {
     pub team: String,
     pub namespaces: Vec<String>,
-    pub gpu_hours: f64,
+    /// Reserved GPU-hours: always known for a team; for the totals, unknown over no team.
+    pub gpu_hours: Option<f64>,
     pub busy_gpu_hours: Option<f64>,
     /// Whose utilisation `busy_gpu_hours` uses (absent when it is unknown).
     pub busy_basis: Option<BusyBasis>,
@@ -255,9 +256,12 @@ fn reservations_by_team<'a>(
     by_team
 }
 
-/// Computes the report.
+/// Computes the report. Samples no GPU or counter can take — a negative reservation, a busy
+/// fraction outside 0..1, a negative token count, NaN — are left out and named in the warnings,
+/// never priced.
 pub fn compute(input: &CostInput) -> CostReport {
     let mut warnings = Vec::new();
+    let input = &possible_only(input, &mut warnings);
     let ns_team = teams_of_namespaces(input, &mut warnings);
     let by_team = reservations_by_team(input, &ns_team, &mut warnings);
     let fleet = time_mean(&input.gpu_busy, input.from, input.to);
@@ -294,6 +298,92 @@ pub fn compute(input: &CostInput) -> CostReport {
         warnings,
         missing: input.missing.clone(),
     }
+}
+
+/// `input` without the samples its inputs cannot take, each series that had some named in
+/// `warnings` with how many and their range.
+fn possible_only(input: &CostInput, warnings: &mut Vec<String>) -> CostInput {
+    let mut out = input.clone();
+    let reservation = "a GPU reservation is a count of GPUs, 0 or more";
+    let inputs = [
+        (
+            &mut out.local_queue_reservations,
+            Domain::Count,
+            reservation,
+        ),
+        (
+            &mut out.cluster_queue_reservations,
+            Domain::Count,
+            reservation,
+        ),
+        (
+            &mut out.gpu_busy,
+            Domain::Fraction,
+            "GPU busy time is a fraction from 0 to 1 (0 to 100 %)",
+        ),
+        (
+            &mut out.generated_tokens,
+            Domain::Count,
+            "a token counter is 0 or more",
+        ),
+    ];
+    for (series, domain, says) in inputs {
+        for s in series.iter_mut() {
+            let bad: Vec<f64> = s
+                .points
+                .iter()
+                .map(|p| p.v)
+                .filter(|v| !domain.holds(*v))
+                .collect();
+            if bad.is_empty() {
+                continue;
+            }
+            s.points.retain(|p| domain.holds(p.v));
+            warnings.push(format!(
+                "{}: {} sample(s) left out as impossible ({}): {says} — check the exporter",
+                s.key,
+                bad.len(),
+                value_range(&bad)
+            ));
+        }
+    }
+    out
+}
+
+/// The values an input can take.
+#[derive(Debug, Clone, Copy)]
+enum Domain {
+    /// GPUs, tokens: finite, 0 or more.
+    Count,
+    /// A busy fraction: finite, 0 to 1.
+    Fraction,
+}
+
+impl Domain {
+    fn holds(self, v: f64) -> bool {
+        v.is_finite()
+            && match self {
+                Domain::Count => v >= 0.0,
+                Domain::Fraction => (0.0..=1.0).contains(&v),
+            }
+    }
+}
+
+/// `-8`, `-8 … -2`, `NaN`, `-8 … 3, NaN`: the range of impossible values, NaN said apart.
+fn value_range(values: &[f64]) -> String {
+    let numbers: Vec<f64> = values.iter().copied().filter(|v| !v.is_nan()).collect();
+    let lo = numbers.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = numbers.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let mut parts = Vec::new();
+    match numbers.len() {
+        0 => {}
+        _ if lo == hi => parts.push(format!("{lo}")),
+        _ => parts.push(format!("{lo} … {hi}")),
+    }
+    if numbers.len() < values.len() {
+        parts.push("NaN".to_owned());
+    }
+    parts.join(", ")
 }
 
 /// A team's busy fraction: its own namespaces' GPU utilisation where dcgm carries them, the
@@ -409,7 +499,7 @@ fn team_cost(
     let mut tc = TeamCost {
         team: team.to_owned(),
         namespaces,
-        gpu_hours,
+        gpu_hours: Some(gpu_hours),
         busy_gpu_hours: busy_h,
         busy_basis: busy.map(|b| b.basis),
         idle_gpu_hours: idle_h,
@@ -420,14 +510,14 @@ fn team_cost(
         prices,
         advice: String::new(),
     };
-    tc.advice = advice(&tc, input.to - input.from, busy.map(|b| b.fraction));
+    tc.advice = advice(gpu_hours, input.to - input.from, busy.map(|b| b.fraction));
     tc
 }
 
 /// "holds 8 GPUs, busy 11% → return 6".
-fn advice(t: &TeamCost, window_s: f64, busy: Option<f64>) -> String {
+fn advice(gpu_hours: f64, window_s: f64, busy: Option<f64>) -> String {
     let held = if window_s > 0.0 {
-        t.gpu_hours * 3600.0 / window_s
+        gpu_hours * 3600.0 / window_s
     } else {
         0.0
     };
@@ -465,7 +555,7 @@ fn sum(teams: &[TeamCost]) -> TeamCost {
     TeamCost {
         team: "total".to_owned(),
         namespaces: teams.iter().flat_map(|t| t.namespaces.clone()).collect(),
-        gpu_hours: teams.iter().fold(0.0, |acc, t| acc + t.gpu_hours),
+        gpu_hours: opt_sum(&|t| t.gpu_hours),
         busy_gpu_hours: opt_sum(&|t| t.busy_gpu_hours),
         busy_basis: None,
         idle_gpu_hours: opt_sum(&|t| t.idle_gpu_hours),
@@ -548,13 +638,13 @@ mod tests {
     fn gpu_hours_cost_and_tokens_per_team() {
         let r = compute(&input());
         let search = r.teams.iter().find(|t| t.team == "search").unwrap();
-        assert!((search.gpu_hours - 8.0).abs() < 1e-9);
+        assert!((search.gpu_hours.unwrap() - 8.0).abs() < 1e-9);
         assert!((search.cost.unwrap() - 6.4).abs() < 1e-9);
         assert!((search.busy_gpu_hours.unwrap() - 0.88).abs() < 1e-9);
         assert_eq!(search.output_tokens, Some(1_000_000.0));
         assert!((search.cost_per_million_tokens.unwrap() - 6.4).abs() < 1e-9);
         assert!(search.advice.contains("return 6"), "{}", search.advice);
-        assert!((r.totals.gpu_hours - 10.0).abs() < 1e-9);
+        assert!((r.totals.gpu_hours.unwrap() - 10.0).abs() < 1e-9);
         assert_eq!(
             r.teams
                 .iter()
@@ -658,19 +748,57 @@ mod tests {
             ..CostInput::default()
         });
         let t = &none.totals;
-        assert!(t.gpu_hours.is_sign_positive() && t.gpu_hours == 0.0);
         assert_eq!(
-            (t.cost, t.busy_gpu_hours, t.idle_gpu_hours),
-            (None, None, None)
+            (t.gpu_hours, t.cost, t.busy_gpu_hours, t.idle_gpu_hours),
+            (None, None, None, None)
         );
         assert_eq!((t.idle_cost, t.output_tokens), (None, None));
         assert_eq!(none.missing, ["GPU reservations"]);
         let some = compute(&input());
         assert_eq!(
             some.totals.gpu_hours,
-            some.teams.iter().map(|t| t.gpu_hours).sum::<f64>()
+            Some(some.teams.iter().filter_map(|t| t.gpu_hours).sum::<f64>())
         );
         assert!(some.totals.busy_gpu_hours.is_some());
+    }
+
+    /// Issue 31: a negative reservation was priced (−8 GPU-hours, −$8) and a busy fraction of 3
+    /// (300 %) made busy hours exceed reserved ones, without a word.
+    #[test]
+    fn impossible_samples_are_named_and_never_priced() {
+        let mut i = input();
+        let honest = compute(&i);
+        i.local_queue_reservations.push(s(
+            "kueue_local_queue_resource_reservation",
+            &[("namespace", "llm-rogue"), ("flavor", "nvidia-l4")],
+            &flat(-8.0),
+        ));
+        i.local_queue_reservations[0].points[3].v = f64::NAN;
+        i.gpu_busy = vec![s("DCGM_FI_PROF_GR_ENGINE_ACTIVE", &[], &flat(3.0))];
+        i.generated_tokens[0].points[1].v = -40.0;
+        let r = compute(&i);
+        let said = |needle: &str| r.warnings.iter().any(|w| w.contains(needle));
+        assert!(
+            said("llm-rogue") && said("61 sample(s)") && said("-8"),
+            "{:?}",
+            r.warnings
+        );
+        assert!(said("NaN"), "{:?}", r.warnings);
+        assert!(said("DCGM_FI_PROF_GR_ENGINE_ACTIVE") && said("fraction from 0 to 1"));
+        assert!(said("-40") && said("token counter"), "{:?}", r.warnings);
+        // Nothing impossible is priced or counted: the rogue team holds no GPU-hours, the
+        // others what they held, and no busy hours come from a fraction of 3.
+        let rogue = r.teams.iter().find(|t| t.team == "llm-rogue");
+        assert!(rogue.is_none_or(|t| t.gpu_hours == Some(0.0) && t.cost.is_none_or(|c| c == 0.0)));
+        assert!(r.teams.iter().all(|t| t.busy_gpu_hours.is_none()));
+        let total = |r: &CostReport| r.totals.gpu_hours.unwrap();
+        assert!(
+            (total(&r) - total(&honest)).abs() < 0.02,
+            "{} vs {}",
+            total(&r),
+            total(&honest)
+        );
+        assert!(r.teams.iter().all(|t| t.cost.is_none_or(|c| c >= 0.0)));
     }
 
     #[test]

@@ -64,7 +64,7 @@ fn csv_row(t: &TeamCost, out: &mut impl Write) -> std::io::Result<()> {
         out,
         "{},{},{},{},{},{},{},{},{}",
         csv_field(&t.team),
-        t.gpu_hours,
+        c(t.gpu_hours),
         c(t.busy_gpu_hours),
         basis(t),
         c(t.idle_gpu_hours),
@@ -95,7 +95,12 @@ fn text(r: &CostReport, out: &mut impl Write) -> std::io::Result<()> {
     for m in &r.missing {
         writeln!(out, "partial: missing {}", clean(m))?;
     }
-    if r.teams.is_empty() {
+    if r.teams.is_empty() && !r.missing.is_empty() {
+        writeln!(
+            out,
+            "GPU-hours unknown: the inputs above could not be read (not zero)"
+        )?;
+    } else if r.teams.is_empty() {
         writeln!(out, "no team held GPUs in the window (see the warnings)")?;
     }
     table(r, out)?;
@@ -130,7 +135,7 @@ fn row(t: &TeamCost, out: &mut impl Write) -> std::io::Result<()> {
         out,
         "{:<14} {:>10} {busy:>10} {:>10} {:>10} {:>10} {:>12} {:>10}",
         clean(&t.team),
-        fixed(Some(t.gpu_hours), 2),
+        fixed(t.gpu_hours, 2),
         fixed(t.idle_gpu_hours, 2),
         fixed(t.cost, 2),
         fixed(t.idle_cost, 2),

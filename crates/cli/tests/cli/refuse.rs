@@ -144,3 +144,61 @@ fn load_beyond_the_descriptor_limit_is_refused_with_the_numbers() {
         stderr(&out)
     );
 }
+
+/// A Prometheus that rejects every query naming Kueue (422, `bad_data`, as a PromQL error
+/// answers) and answers the others with no series.
+fn kueue_rejecting_server() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut c) = conn else { continue };
+            let mut buf = vec![0u8; 65536];
+            let n = c.read(&mut buf).unwrap_or(0);
+            let head = String::from_utf8_lossy(&buf[..n]).into_owned();
+            let (status, body) = if head.lines().next().is_some_and(|l| l.contains("kueue")) {
+                (
+                    "422 Unprocessable Entity",
+                    r#"{"status":"error","errorType":"bad_data","error":"1:1: parse error: unknown function"}"#,
+                )
+            } else {
+                (
+                    "200 OK",
+                    r#"{"status":"success","data":{"resultType":"matrix","result":[]}}"#,
+                )
+            };
+            let _ = write!(
+                c,
+                "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    format!("http://{addr}")
+}
+
+/// Issue 31: the reservation queries failed, and `cost` printed `gpu_hours: 0.0`, "no team held
+/// GPUs" and exited 0. Now the report is written with the failure named and the GPU-hours
+/// unknown, and the exit status says the answer is partial.
+#[test]
+fn cost_whose_reservation_queries_failed_is_partial_never_zero() {
+    let url = kueue_rejecting_server();
+    let args = ["cost", "--prometheus", &url, "--from", "-1h"];
+    let out = llmscope(&[&args[..], &["--format", "json"]].concat());
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("partial answer"), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("the report, in full");
+    assert!(v["totals"]["gpu_hours"].is_null(), "{v}");
+    let missing = v["missing"].to_string();
+    assert!(
+        missing.contains("Kueue LocalQueue GPU reservations") && missing.contains("bad_data"),
+        "{missing}"
+    );
+    let out = llmscope(&args);
+    assert_eq!(out.status.code(), Some(2));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("GPU-hours unknown") && !text.contains("no team held GPUs"),
+        "{text}"
+    );
+}
