@@ -27,21 +27,31 @@ fn cost_against_a_dead_prometheus_is_an_error_naming_it() {
     );
 }
 
-/// A server answering every request with 401, on a port of its own.
-fn refusing_server() -> String {
+/// A server on a port of its own answering each request with `answer(request line)`:
+/// a status line's tail and a body.
+fn fake_server(answer: fn(&str) -> (&'static str, &'static str)) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     std::thread::spawn(move || {
         for conn in listener.incoming() {
             let Ok(mut c) = conn else { continue };
-            let mut buf = [0u8; 8192];
-            let _ = c.read(&mut buf);
-            let _ = c.write_all(
-                b"HTTP/1.1 401 Unauthorized\r\nContent-Length: 12\r\nConnection: close\r\n\r\nunauthorized",
+            let mut buf = vec![0u8; 65536];
+            let n = c.read(&mut buf).unwrap_or(0);
+            let head = String::from_utf8_lossy(&buf[..n]).into_owned();
+            let (status, body) = answer(head.lines().next().unwrap_or(""));
+            let _ = write!(
+                c,
+                "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
             );
         }
     });
     format!("http://{addr}")
+}
+
+/// A server answering every request with 401.
+fn refusing_server() -> String {
+    fake_server(|_| ("401 Unauthorized", "unauthorized"))
 }
 
 #[test]
@@ -148,33 +158,19 @@ fn load_beyond_the_descriptor_limit_is_refused_with_the_numbers() {
 /// A Prometheus that rejects every query naming Kueue (422, `bad_data`, as a PromQL error
 /// answers) and answers the others with no series.
 fn kueue_rejecting_server() -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    std::thread::spawn(move || {
-        for conn in listener.incoming() {
-            let Ok(mut c) = conn else { continue };
-            let mut buf = vec![0u8; 65536];
-            let n = c.read(&mut buf).unwrap_or(0);
-            let head = String::from_utf8_lossy(&buf[..n]).into_owned();
-            let (status, body) = if head.lines().next().is_some_and(|l| l.contains("kueue")) {
-                (
-                    "422 Unprocessable Entity",
-                    r#"{"status":"error","errorType":"bad_data","error":"1:1: parse error: unknown function"}"#,
-                )
-            } else {
-                (
-                    "200 OK",
-                    r#"{"status":"success","data":{"resultType":"matrix","result":[]}}"#,
-                )
-            };
-            let _ = write!(
-                c,
-                "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
+    fake_server(|request| {
+        if request.contains("kueue") {
+            (
+                "422 Unprocessable Entity",
+                r#"{"status":"error","errorType":"bad_data","error":"1:1: parse error: unknown function"}"#,
+            )
+        } else {
+            (
+                "200 OK",
+                r#"{"status":"success","data":{"resultType":"matrix","result":[]}}"#,
+            )
         }
-    });
-    format!("http://{addr}")
+    })
 }
 
 /// Issue 31: the reservation queries failed, and `cost` printed `gpu_hours: 0.0`, "no team held
