@@ -9,6 +9,7 @@
 //!   what happened to its requests.
 //! - [`cost`]: GPU-hours, idle hours and money per team from Kueue reservations.
 //! - [`duration`]: human durations (`5s`, `2m`, `500ms`) as used on every command line.
+//! - [`files`]: a file a command line named, read bounded: regular files only, size-limited.
 //! - [`finding`]: the one finding every rule makes (diagnosis, linter, collection), stored as is.
 //! - [`safe`]: outside text made safe — control characters escaped for terminals, secrets redacted.
 //! - [`severity`]: the one severity scale and `--fail-on` threshold.
@@ -17,6 +18,7 @@
 pub mod bottleneck;
 pub mod cost;
 pub mod duration;
+pub mod files;
 pub mod finding;
 pub mod number;
 pub mod outcome;

@@ -54,11 +54,8 @@ pub struct TokenSpec {
 /// Why a prompt source was rejected.
 #[derive(Debug, thiserror::Error)]
 pub enum PromptError {
-    #[error("cannot read prompt file {}: {source}", path.display())]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    #[error("cannot read the prompt file")]
+    Read(#[from] llmscope_core::files::FileError),
     #[error("prompt file {}, line {line}, column {column}: {why}", path.display())]
     Parse {
         path: PathBuf,
@@ -98,12 +95,16 @@ impl fmt::Display for TokenSpec {
     }
 }
 
-/// Reads and parses a prompt file.
+/// The largest prompt file read: 2 GiB (ShareGPT's cleaned split is about 670 MB).
+pub const PROMPT_FILE_MAX_BYTES: u64 = 2 << 30;
+
+/// Reads and parses a prompt file (a regular file, at most [`PROMPT_FILE_MAX_BYTES`]).
 pub fn load_file(path: &Path) -> Result<Vec<Prompt>, PromptError> {
-    let text = std::fs::read_to_string(path).map_err(|source| PromptError::Io {
-        path: path.to_owned(),
-        source,
-    })?;
+    let text = llmscope_core::files::read_text_bounded(
+        path,
+        PROMPT_FILE_MAX_BYTES,
+        "a prompt file is read whole: keep the prompts the load needs in a smaller file",
+    )?;
     let prompts = parse_prompts(&text).map_err(|(line, column, why)| PromptError::Parse {
         path: path.to_owned(),
         line,

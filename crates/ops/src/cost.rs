@@ -32,11 +32,17 @@ pub fn prices(items: &[String], file: Option<&Path>) -> Result<Vec<Price>, OpsEr
     Ok(out)
 }
 
-/// A YAML file of `key: price` lines.
+/// The largest prices file read (a line per flavor).
+const PRICES_MAX_BYTES: u64 = 16 << 20;
+
+/// A YAML file of `key: price` lines (a regular file, at most [`PRICES_MAX_BYTES`]).
 fn prices_file(path: &Path) -> Result<BTreeMap<String, f64>, OpsError> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        OpsError::Invalid(format!("reading the prices file {}: {e}", path.display()))
-    })?;
+    let text = llmscope_core::files::read_text_bounded(
+        path,
+        PRICES_MAX_BYTES,
+        "a prices file holds a line per flavor",
+    )
+    .map_err(|e| OpsError::Invalid(format!("reading the prices file: {e}")))?;
     serde_saphyr::from_str(&text).map_err(|e| {
         OpsError::Invalid(format!(
             "the prices file {} is not `key: price` YAML: {e}",

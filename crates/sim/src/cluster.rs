@@ -49,11 +49,8 @@ fn default_cohort() -> String {
 /// Why a teams file was rejected.
 #[derive(Debug, thiserror::Error)]
 pub enum TeamsError {
-    #[error("cannot read the teams file {path}: {source}")]
-    Read {
-        path: String,
-        source: std::io::Error,
-    },
+    #[error("cannot read the teams file")]
+    Read(#[from] llmscope_core::files::FileError),
     #[error(
         "the teams file {path} is not valid: {message} (expected `teams: [{{team, namespace, local_queue, cluster_queue, flavor, gpus}}]`)"
     )]
@@ -87,10 +84,11 @@ impl Teams {
 
     pub fn load(path: &std::path::Path) -> Result<Teams, TeamsError> {
         let p = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| TeamsError::Read {
-            path: p.clone(),
-            source,
-        })?;
+        let text = llmscope_core::files::read_text_bounded(
+            path,
+            SMALL_FILE_MAX_BYTES,
+            "a teams file holds a few lines per team",
+        )?;
         let teams: Teams = serde_saphyr::from_str(&text).map_err(|e| TeamsError::Parse {
             path: p.clone(),
             message: e.to_string(),
@@ -108,6 +106,9 @@ impl Teams {
 }
 
 const GPU: &str = "nvidia.com/gpu";
+
+/// The largest teams file read (a few lines per team).
+const SMALL_FILE_MAX_BYTES: u64 = 16 << 20;
 
 /// How long the simulated Kueue has been running when the simulator starts: its counters carry
 /// an hour of admissions and evictions, as a real one scraped mid-life does (client_golang

@@ -1,9 +1,8 @@
 //! Opening the files `llmscope check` is given, safely (issue 17).
 //!
-//! - [`read_text`] reads only regular files (a FIFO would block for ever, `/dev/zero` never
-//!   ends), and at most a size limit ([`DEFAULT_MAX_BYTES`] unless raised): the size is checked
-//!   before reading and the read itself stops one byte past the limit, so a file that grows
-//!   while it is read is bounded too.
+//! - [`read_text`] is the one bounded reader every input file goes through
+//!   ([`llmscope_core::files`]): regular files only (a FIFO would block for ever, `/dev/zero`
+//!   never ends), at most a size limit ([`DEFAULT_MAX_BYTES`] unless raised).
 //! - [`walk`] expands directories into their checkable files (`.promql`, `.json`, `.yaml`,
 //!   `.yml`), sorted. It follows a symbolic link to a directory once: every directory is
 //!   identified by device and inode, and a second visit (a symlink loop, or two links to one
@@ -12,95 +11,11 @@
 //!   on the command line is an error (see [`read_text`]).
 
 use std::collections::HashSet;
-use std::io::Read;
-use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-/// The default size limit of one input file: 64 MiB (the largest public dashboards are ~2 MB).
-pub const DEFAULT_MAX_BYTES: u64 = 64 << 20;
-
-/// Why a file was not read.
-#[derive(Debug, thiserror::Error)]
-pub enum FileError {
-    #[error("{path}: {what}, not a regular file; give a file (a FIFO or device would never end)")]
-    NotRegular { path: String, what: &'static str },
-    #[error(
-        "{path}: {size} bytes, over the {limit}-byte limit for one file; raise it with --max-file-size if the file is really this large"
-    )]
-    TooLarge { path: String, size: u64, limit: u64 },
-    #[error("{path}: not UTF-8 text (at byte {at})")]
-    NotUtf8 { path: String, at: usize },
-    #[error("{path}: {source}")]
-    Io {
-        path: String,
-        source: std::io::Error,
-    },
-}
-
-fn io(path: &Path) -> impl FnOnce(std::io::Error) -> FileError + '_ {
-    move |source| FileError::Io {
-        path: path.display().to_string(),
-        source,
-    }
-}
-
-/// What a non-regular file is, for messages.
-fn kind(ft: std::fs::FileType) -> &'static str {
-    if ft.is_dir() {
-        "a directory"
-    } else if ft.is_fifo() {
-        "a FIFO (named pipe)"
-    } else if ft.is_char_device() {
-        "a character device"
-    } else if ft.is_block_device() {
-        "a block device"
-    } else if ft.is_socket() {
-        "a socket"
-    } else {
-        "a special file"
-    }
-}
-
-/// Reads the regular file `path` (symlinks followed), at most `limit` bytes.
-pub fn read_bytes(path: &Path, limit: u64) -> Result<Vec<u8>, FileError> {
-    let shown = || path.display().to_string();
-    // Checked before opening: opening a FIFO blocks until a writer comes.
-    let meta = std::fs::metadata(path).map_err(io(path))?;
-    if !meta.is_file() {
-        return Err(FileError::NotRegular {
-            path: shown(),
-            what: kind(meta.file_type()),
-        });
-    }
-    if meta.len() > limit {
-        return Err(FileError::TooLarge {
-            path: shown(),
-            size: meta.len(),
-            limit,
-        });
-    }
-    let file = std::fs::File::open(path).map_err(io(path))?;
-    let mut buf = Vec::with_capacity(meta.len() as usize);
-    file.take(limit + 1)
-        .read_to_end(&mut buf)
-        .map_err(io(path))?;
-    if buf.len() as u64 > limit {
-        return Err(FileError::TooLarge {
-            path: shown(),
-            size: buf.len() as u64,
-            limit,
-        });
-    }
-    Ok(buf)
-}
-
-/// [`read_bytes`], as UTF-8 text.
-pub fn read_text(path: &Path, limit: u64) -> Result<String, FileError> {
-    String::from_utf8(read_bytes(path, limit)?).map_err(|e| FileError::NotUtf8 {
-        path: path.display().to_string(),
-        at: e.utf8_error().valid_up_to(),
-    })
-}
+pub use llmscope_core::files::{DEFAULT_MAX_BYTES, FileError, read_bytes, read_text};
+use llmscope_core::files::{io_at, kind};
 
 /// The files a walk found, and what it skipped (with why).
 #[derive(Debug, Default, PartialEq)]
@@ -112,7 +27,7 @@ pub struct Walk {
 /// A file itself, or the checkable files under a directory (sorted, each directory once).
 pub fn walk(path: &Path) -> Result<Walk, FileError> {
     let mut w = Walk::default();
-    let meta = std::fs::metadata(path).map_err(io(path))?;
+    let meta = std::fs::metadata(path).map_err(io_at(path))?;
     if !meta.is_dir() {
         w.files.push(path.to_owned());
         return Ok(w);
@@ -145,7 +60,7 @@ pub fn walk(path: &Path) -> Result<Walk, FileError> {
             continue;
         }
         let mut entries: Vec<PathBuf> = std::fs::read_dir(&dir)
-            .map_err(io(&dir))?
+            .map_err(io_at(&dir))?
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|e| checkable(e) || e.is_dir())
             .collect();

@@ -303,6 +303,42 @@ fn devices_fifos_and_oversized_files_are_refused_by_name() {
     assert!(stderr.contains("--max-file-size"), "{stderr}");
 }
 
+/// Issue 31: `cost --prices`, `sim --teams` and `load --prompts` read `/dev/zero` until out of
+/// memory and hung on a FIFO. Every input file now goes through the one bounded reader.
+#[test]
+fn every_input_file_is_read_bounded_devices_and_fifos_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("input.yaml");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let nobody = format!("http://127.0.0.1:{}", crate::common::closed_port());
+    for (path, what) in [
+        ("/dev/zero", "a character device"),
+        (fifo.to_str().unwrap(), "a FIFO"),
+    ] {
+        let prom = ["cost", "--prometheus", &nobody, "--from", "-1h"];
+        let target = ["load", "--target", &nobody, "--duration", "1s"];
+        for args in [
+            [&prom[..], &["--prices", path]].concat(),
+            ["sim", "--teams", path].to_vec(),
+            [&target[..], &["--prompts", path]].concat(),
+        ] {
+            let out = run(&args, MINUTE);
+            let (_, stderr) = streams(&out);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+            assert!(
+                stderr.contains(what) && stderr.contains(path),
+                "{args:?}: {stderr}"
+            );
+        }
+    }
+}
+
 #[test]
 fn a_folder_with_two_symlink_loops_is_walked_once() {
     let dir = tempfile::tempdir().unwrap();
