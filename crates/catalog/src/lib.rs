@@ -78,7 +78,7 @@ const fn def(
 
 use Aggregate::{Max, Mean, Sum};
 use Concept as C;
-use Unit::{Count, Fraction, Percent, Seconds, Watts};
+use Unit::{Count, Fraction, Percent, Requests, Seconds, Watts};
 
 /// Every name the diagnosis can read, newest first within a concept (grouped by concept).
 pub const METRICS: &[MetricDef] = &[
@@ -221,6 +221,17 @@ pub const METRICS: &[MetricDef] = &[
         Seconds,
         Sum,
         "0.6.4..current",
+    ),
+    // Requests finished, every reason summed: with the two counters above, the mean time a
+    // finishing request spent in the engine — whether the window holds enough lifetimes for
+    // those counters to speak for it.
+    def(
+        C::RequestsFinished,
+        "vllm",
+        "vllm:request_success_total",
+        Requests,
+        Sum,
+        "0.4.3..current",
     ),
     def(
         C::GpuUtil,

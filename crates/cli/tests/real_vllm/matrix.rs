@@ -71,14 +71,14 @@ impl<'a> Matrix<'a> {
     /// Measures one cell (once more if it did not form), judges it, and records the row.
     pub fn cell(&mut self, set: Setting, answers: u32, extra: &[&str], label: &str) -> Cell {
         let began = std::time::Instant::now();
-        let mut cell = self.measure(set, answers, extra);
+        let mut cell = self.measure(set, answers, extra, label);
         let mut second = false;
         if !formed(&cell.reading) {
             eprintln!(
                 "  {label}: the regime did not form ({}); measured once more",
                 cell.reading.line()
             );
-            cell = self.measure(set, answers, extra);
+            cell = self.measure(set, answers, extra, label);
         } else if cell.verdict().0 != cell.reading.expect.unwrap_or("") {
             // Two observers of a starved 2-core host (the oracle's scrapes and llmscope's) can
             // read one regime on either side of a border; the same disagreement twice is a failure.
@@ -88,7 +88,7 @@ impl<'a> Matrix<'a> {
                 cell.reading.expect.unwrap_or(""),
                 cell.reading.line()
             );
-            cell = self.measure(set, answers, extra);
+            cell = self.measure(set, answers, extra, label);
             second = true;
         }
         let (got, confidence) = cell.verdict();
@@ -130,7 +130,7 @@ impl<'a> Matrix<'a> {
         cell
     }
 
-    fn measure(&mut self, set: Setting, answers: u32, extra: &[&str]) -> Cell {
+    fn measure(&mut self, set: Setting, answers: u32, extra: &[&str], label: &str) -> Cell {
         let url = self.server.url();
         let db = self.db.to_string_lossy().to_string();
         let (clients, cap, tokens) = (
@@ -169,12 +169,16 @@ impl<'a> Matrix<'a> {
         let reading = oracle::judge(&scrapes, set);
         if let Ok(dir) = std::env::var("LLMSCOPE_MATRIX_FIXTURES") {
             let achieved = report["client"]["load"]["achieved"].as_f64();
+            // The flags name the cell, unless they carry a whole prompt: then its label does.
+            let flags = extra.join("").replace(['-', ' '], "");
+            let tag = if flags.len() <= 60 {
+                flags
+            } else {
+                label.chars().filter(char::is_ascii_alphanumeric).collect()
+            };
             let name = format!(
-                "{}-cap{}-{}c-{answers}t{}.tsv",
-                self.config,
-                set.cap,
-                set.clients,
-                extra.join("").replace(['-', ' '], "")
+                "{}-cap{}-{}c-{answers}t{tag}.tsv",
+                self.config, set.cap, set.clients
             );
             let source = format!(
                 "real vLLM 0.32.0 (CPU build, tiny random-weight Qwen2), scraped every 0.5 s by the oracle of crates/cli/tests/real_vllm while `llmscope run --concurrency {} --max-num-seqs {} --max-tokens {answers} {}` loaded it for {DURATION_S} s",
