@@ -237,6 +237,28 @@ pub enum Unit {
 }
 
 impl Unit {
+    /// Whether a finite value is one this unit can take: a fraction within 0..1, a percent
+    /// within 0..100, counts, times, sizes and rates 0 or more. Temperatures, timestamps, info
+    /// gauges and resource units are not judged.
+    pub fn holds(self, v: f64) -> bool {
+        match self {
+            Unit::Fraction => (0.0..=1.0).contains(&v),
+            Unit::Percent => (0.0..=100.0).contains(&v),
+            Unit::Celsius | Unit::Timestamp | Unit::Info | Unit::Resource => true,
+            _ => v >= 0.0,
+        }
+    }
+
+    /// The values [`Unit::holds`], in words.
+    pub fn domain(self) -> &'static str {
+        match self {
+            Unit::Fraction => "a fraction from 0 to 1",
+            Unit::Percent => "a percent from 0 to 100",
+            Unit::Celsius | Unit::Timestamp | Unit::Info | Unit::Resource => "any number",
+            _ => "0 or more",
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Unit::Fraction => "0..1 fraction",

@@ -1,7 +1,7 @@
 //! From stored series to diagnosis [`Input`]: pick each concept's metric by the catalog,
 //! aggregate its series per timestamp, and say which names were used.
 
-use super::signal::{Concept, Input, KvCacheConfig, Signal};
+use super::signal::{Concept, Input, KvCacheConfig, Rejected, Signal};
 use llmscope_catalog::{self as catalog, Aggregate};
 use llmscope_core::series::Series;
 use std::collections::BTreeMap;
@@ -29,6 +29,8 @@ pub fn signals_from_series(series: &[Series]) -> (Input, Resolution) {
 pub struct SignalBuilder {
     names: BTreeMap<&'static str, Folded>,
     kv_cache: Option<KvCacheConfig>,
+    /// Per catalogued name, the samples its unit cannot take, left out.
+    rejected: BTreeMap<&'static str, Rejected>,
 }
 
 /// One catalogued name's series folded per timestamp (ms): sum, max and count of finite values,
@@ -105,7 +107,32 @@ impl SignalBuilder {
             };
             let f = self.names.entry(def.name).or_default();
             f.series += 1;
-            f.merge(&s.points);
+            if s.points
+                .iter()
+                .all(|p| !p.v.is_finite() || def.unit.holds(p.v))
+            {
+                f.merge(&s.points);
+                continue;
+            }
+            let (kept, bad): (Vec<_>, Vec<_>) = s
+                .points
+                .iter()
+                .copied()
+                .partition(|p| !p.v.is_finite() || def.unit.holds(p.v));
+            f.merge(&kept);
+            let r = self.rejected.entry(def.name).or_insert(Rejected {
+                name: def.name,
+                concept: def.concept,
+                count: 0,
+                lowest: f64::INFINITY,
+                highest: f64::NEG_INFINITY,
+                domain: def.unit.domain(),
+            });
+            for p in bad {
+                r.count += 1;
+                r.lowest = r.lowest.min(p.v);
+                r.highest = r.highest.max(p.v);
+            }
         }
     }
 
@@ -113,6 +140,7 @@ impl SignalBuilder {
     pub fn finish(self) -> (Input, Resolution) {
         let mut input = Input::default();
         input.engine.kv_cache = self.kv_cache;
+        input.rejected = self.rejected.into_values().collect();
         let mut res = Resolution::default();
         let mut concepts: Vec<Concept> = catalog::METRICS.iter().map(|m| m.concept).collect();
         concepts.dedup();

@@ -119,6 +119,22 @@ pub struct Input {
     /// Engine replicas whose running gauges were summed into [`Concept::Running`] (0: unknown,
     /// read as one). A fleet of N replicas is batch-limited at N × `--max-num-seqs`.
     pub engines: u32,
+    /// Samples left out because no value of their metric can be that (a KV usage of 300, a
+    /// negative running count): bad data, named, never part of a verdict.
+    pub rejected: Vec<Rejected>,
+}
+
+/// The samples of one catalogued name outside what its unit can take.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Rejected {
+    pub name: &'static str,
+    pub concept: Concept,
+    pub count: u64,
+    /// The lowest and highest value left out.
+    pub lowest: f64,
+    pub highest: f64,
+    /// What the unit can take, in words ("a fraction from 0 to 1").
+    pub domain: &'static str,
 }
 
 impl Input {

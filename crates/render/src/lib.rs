@@ -117,6 +117,10 @@ pub(crate) fn num(v: f64) -> String {
     if !v.is_finite() {
         return "—".to_owned();
     }
+    // Past a billion, digits stop meaning anything (1e308 would print 309 of them).
+    if v.abs() >= 1e9 {
+        return llmscope_core::number::short(v);
+    }
     let s = if v.abs() >= 100.0 {
         format!("{v:.0}")
     } else if v.abs() >= 1.0 {
@@ -141,4 +145,19 @@ pub(crate) fn client_rows(client: &ClientSummary) -> Vec<(String, [Option<f64>; 
         row("TPOT", &l.tpot),
         row("E2E", &l.e2e),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::num;
+
+    /// Issue 31: an impossible value in the evidence printed as 309 digits.
+    #[test]
+    fn numbers_never_run_to_hundreds_of_digits() {
+        assert_eq!(num(1234.4), "1234");
+        assert_eq!(num(0.12345), "0.1235");
+        assert_eq!(num(1e308), "1.000e308");
+        assert!(num(-f64::MAX).len() < 12);
+        assert_eq!(num(f64::NAN), "—");
+    }
 }

@@ -7,6 +7,7 @@ impl DataQuality {
     pub fn all(&self, cx: &Context) -> Vec<Finding> {
         let scrape = cx.input.scrape_interval_s.unwrap_or(1.0);
         let mut out = missing_signals(cx);
+        out.extend(impossible_values(cx));
         out.extend(contended(cx));
         out.extend(window(cx, scrape));
         out.extend(self.gaps(cx, scrape));
@@ -63,6 +64,32 @@ fn missing_signals(cx: &Context) -> Vec<Finding> {
         )
     })
     .collect()
+}
+
+/// Samples left out because their metric cannot take them (see [`crate::signal::Rejected`]).
+fn impossible_values(cx: &Context) -> Vec<Finding> {
+    cx.input
+        .rejected
+        .iter()
+        .map(|r| {
+            let seen = if r.lowest == r.highest {
+                llmscope_core::number::short(r.lowest)
+            } else {
+                format!(
+                    "{} … {}",
+                    llmscope_core::number::short(r.lowest),
+                    llmscope_core::number::short(r.highest)
+                )
+            };
+            quality(
+                "impossible-values",
+                format!(
+                    "{} sample(s) of {} were {seen}, but it is {}: left out of the verdict as bad data — check the exporter (a percent under a fraction's name, a gauge that went negative)",
+                    r.count, r.name, r.domain
+                ),
+            )
+        })
+        .collect()
 }
 
 fn contended(cx: &Context) -> Option<Finding> {

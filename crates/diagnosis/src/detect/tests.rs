@@ -313,3 +313,45 @@ fn absent_signals_are_reported_not_zeroed() {
             .any(|f| f.rule == "missing-signal" && f.message.contains("kv_usage"))
     );
 }
+
+/// Issue 31: a KV usage of 300 (30,000 %) gave `kv_cache_capacity` at 0.70. No fraction can be
+/// 300: those samples are left out and named, and the verdict is drawn without them.
+#[test]
+fn impossible_values_are_named_and_kept_out_of_the_verdict() {
+    use llmscope_core::series::{Labels, Point, Series, SeriesKey};
+    let series = |name: &str, v: f64| Series {
+        key: SeriesKey::new(name, Labels::default()),
+        points: (0..80)
+            .map(|k| Point {
+                t: f64::from(k),
+                v: if (10..70).contains(&k) { v } else { 0.0 },
+            })
+            .collect(),
+    };
+    let (mut i, _) = crate::build::signals_from_series(&[
+        series("vllm:num_requests_running", 10.0),
+        series("vllm:num_requests_waiting", 20.0),
+        series("vllm:kv_cache_usage_perc", 300.0),
+    ]);
+    i.scrape_interval_s = Some(1.0);
+    i.engine.max_num_seqs = Some(16);
+    i.load.concurrency = Some(32);
+    assert_eq!(i.rejected.len(), 1, "{:?}", i.rejected);
+    assert_eq!((i.rejected[0].count, i.rejected[0].highest), (60, 300.0));
+    let d = diagnose(&i);
+    assert_ne!(d.verdict.bottleneck, Bottleneck::KvCacheCapacity, "{d:?}");
+    let said = d
+        .findings
+        .iter()
+        .find(|f| f.rule == "impossible-values")
+        .map(|f| f.message.clone())
+        .unwrap_or_default();
+    assert!(
+        said.contains("60 sample(s) of vllm:kv_cache_usage_perc were 300")
+            && said.contains("a fraction from 0 to 1"),
+        "{said}"
+    );
+    // A negative running count is no count either.
+    let (i, _) = crate::build::signals_from_series(&[series("vllm:num_requests_running", -4.0)]);
+    assert_eq!(i.rejected[0].lowest, -4.0);
+}
