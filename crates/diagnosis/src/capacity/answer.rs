@@ -332,19 +332,60 @@ fn cause(axis: Axis, stages: &[Stage], k: &KneeAnswer) -> Option<Cause> {
     let load = k.load.value();
     let at = counted(stages, load)?;
     let Some(p) = past(stages, load) else {
-        return Some(verdict_cause(axis, "at", load, at, at));
+        return Some(verdict_cause(axis, "at", load, (at, None), at));
     };
-    Some(compute(axis, load, at, p).unwrap_or_else(|| verdict_cause(axis, "past", load, p, at)))
+    if let Some(c) = compute(axis, load, at, p) {
+        return Some(c);
+    }
+    // The stage just past the knee can sit a rung short of the limit that bends the curve (a
+    // real engine at --max-num-seqs 8 reached 95 % of its peak at 7 clients, and 8 clients hold
+    // no queue): a knee has a cause, so it is the first limit measured further out.
+    let limit = limit_above(stages, load).filter(|_| quiet(p));
+    Some(match limit {
+        Some(l) => verdict_cause(axis, "past", load, (l, Some(l.load.value())), at),
+        None => verdict_cause(axis, "past", load, (p, None), at),
+    })
+}
+
+/// A verdict that names no limit (load not reached, none).
+fn quiet(s: &Stage) -> bool {
+    matches!(
+        s.verdict.bottleneck,
+        Bottleneck::LoadNotReached | Bottleneck::None
+    )
+}
+
+/// The smallest counted stage above `load` whose verdict names a limit.
+fn limit_above(stages: &[Stage], load: u32) -> Option<&Stage> {
+    let mut above: Vec<u32> = stages
+        .iter()
+        .map(|s| s.load.value())
+        .filter(|l| *l > load)
+        .collect();
+    above.sort_unstable();
+    above
+        .into_iter()
+        .filter_map(|l| counted(stages, l))
+        .find(|s| !quiet(s))
 }
 
 /// `past concurrency 16 the batch limit holds: <the stage's verdict>`.
-fn verdict_cause(axis: Axis, word: &str, load: u32, from: &Stage, at: &Stage) -> Cause {
+/// The cause read from `from`'s verdict; `further`: the load it was measured at, where that is
+/// not the stage just past the knee.
+fn verdict_cause(
+    axis: Axis,
+    word: &str,
+    load: u32,
+    (from, further): (&Stage, Option<u32>),
+    at: &Stage,
+) -> Cause {
     Cause {
         bottleneck: from.verdict.bottleneck,
         sentence: format!(
-            "{word} {} {} holds: {}",
+            "{word} {} {} holds{}: {}",
             axis.describe(load),
             label(from.verdict.bottleneck),
+            further.map_or(String::new(), |l| format!(" (from {})", axis.describe(l))),
             from.verdict.summary
         ),
         run_id: from.run_id,
@@ -501,6 +542,62 @@ mod tests {
             );
         }
         (stages, search)
+    }
+
+    /// The real engine at --max-num-seqs 8 (CI's starved host): 95 % of the peak at 7 clients,
+    /// no queue at 8, the batch limit at 16. The knee has a cause: the first limit past it.
+    #[test]
+    fn a_quiet_stage_just_past_the_knee_gives_way_to_the_limit_further_out() {
+        let mut search = Search::new(1, 64);
+        let mut stages = Vec::new();
+        for (l, tok) in [
+            (1, 99.0),
+            (2, 180.0),
+            (4, 259.0),
+            (8, 350.0),
+            (16, 350.0),
+            (6, 297.0),
+            (7, 345.0),
+        ] {
+            let b = if l < 16 {
+                Bottleneck::LoadNotReached
+            } else {
+                Bottleneck::BatchLimit
+            };
+            stages.push(stage(l, tok, b, None));
+            let saturated = b == Bottleneck::BatchLimit;
+            let served = Served {
+                output_tok_s: tok,
+                goodput_rps: None,
+                saturated,
+            };
+            search.record(l, served);
+        }
+        let stop = Ended::Found {
+            stop: StopReason::Saturated,
+        };
+        let a = Answer::assemble(
+            Axis::Concurrency,
+            None,
+            stages,
+            &search,
+            stop,
+            (300.0, 90.0),
+        );
+        let k = a.knee.as_ref().unwrap();
+        assert_eq!((k.load.value(), k.bottleneck), (7, Bottleneck::BatchLimit));
+        let c = a.cause.as_ref().unwrap();
+        assert_eq!(
+            (c.bottleneck, c.run_id, c.at_knee),
+            (Bottleneck::BatchLimit, 16, Bottleneck::LoadNotReached)
+        );
+        assert!(
+            c.sentence.starts_with(
+                "past concurrency 7 the batch limit (--max-num-seqs) holds (from concurrency 16):"
+            ),
+            "{}",
+            c.sentence
+        );
     }
 
     #[test]
