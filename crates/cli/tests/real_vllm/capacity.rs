@@ -151,10 +151,10 @@ pub fn check(
     let knee = a["knee"]["concurrency"].as_u64().unwrap_or(0) as u32;
     let expect = oracle_cause(&engine, oracle.load, cap);
     // The knee is read from what reached the client; the oracle's from what the engine
-    // generated. Where the two saw different curves at or below the knee (a starved API server
-    // delivered 234 tok/s of the 319 the engine made at 4 clients), the oracle cannot place the
-    // knee: said, not judged — as a matrix cell that did not form.
-    match apart(&a, &engine, knee.max(oracle.load)) {
+    // generated. Where the two put a stage on different sides of the knee line (a starved API
+    // server delivered 234 tok/s of the 319 the engine made at 4 clients), the oracle cannot
+    // place the knee: said, not judged — as a matrix cell that did not form.
+    match apart(&a, &engine) {
         Some(why) => eprintln!("  {name}: the knee is not judged: {why}"),
         None => checks.expect(
             &format!(
@@ -199,16 +199,30 @@ pub fn check(
     );
 }
 
-/// Where llmscope's output and the engine's differ by more than 15 % at a counted load up to
-/// `upto`: the load and both figures.
-fn apart(a: &Value, engine: &[EngineStage], upto: u32) -> Option<String> {
-    a["stages"].as_array()?.iter().find_map(|s| {
-        let load = s["concurrency"].as_u64()? as u32;
-        let ours = s["output_tok_s"].as_f64()?;
-        let e = engine.iter().find(|e| e.load == load && load <= upto)?;
-        ((ours - e.tok_s).abs() > 0.15 * e.tok_s).then(|| {
+/// A stage the two observers put on different sides of their knee lines (95 % of each one's
+/// peak) while their figures differ by more than 15 %: the load and both figures.
+fn apart(a: &Value, engine: &[EngineStage]) -> Option<String> {
+    let ours: Vec<(u32, f64)> = a["stages"]
+        .as_array()?
+        .iter()
+        .filter_map(|s| {
+            Some((
+                s["concurrency"].as_u64()? as u32,
+                s["output_tok_s"].as_f64()?,
+            ))
+        })
+        .collect();
+    let peak = |xs: &mut dyn Iterator<Item = f64>| xs.fold(0.0, f64::max);
+    let (our_peak, engine_peak) = (
+        peak(&mut ours.iter().map(|o| o.1)),
+        peak(&mut engine.iter().map(|e| e.tok_s)),
+    );
+    ours.iter().find_map(|&(load, tok)| {
+        let e = engine.iter().find(|e| e.load == load)?;
+        let sides = (tok >= 0.95 * our_peak) != (e.tok_s >= 0.95 * engine_peak);
+        (sides && (tok - e.tok_s).abs() > 0.15 * e.tok_s).then(|| {
             format!(
-                "at {load} clients the client received {ours:.0} tok/s and the engine generated {:.0}",
+                "at {load} clients the client received {tok:.0} tok/s and the engine generated {:.0}",
                 e.tok_s
             )
         })
