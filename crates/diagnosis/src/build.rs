@@ -3,7 +3,7 @@
 
 use super::signal::{Concept, Input, KvCacheConfig, Rejected, Signal};
 use llmscope_catalog::{self as catalog, Aggregate};
-use llmscope_core::series::Series;
+use llmscope_core::series::{Point, Series};
 use std::collections::BTreeMap;
 
 /// Which metric each concept was read from (for the report and for rename findings).
@@ -107,18 +107,13 @@ impl SignalBuilder {
             };
             let f = self.names.entry(def.name).or_default();
             f.series += 1;
-            if s.points
-                .iter()
-                .all(|p| !p.v.is_finite() || def.unit.holds(p.v))
-            {
+            // NaN is the source's own word for "no value" (dropped by the fold), not bad data.
+            let possible = |p: &Point| !p.v.is_finite() || def.unit.holds(p.v);
+            if s.points.iter().all(possible) {
                 f.merge(&s.points);
                 continue;
             }
-            let (kept, bad): (Vec<_>, Vec<_>) = s
-                .points
-                .iter()
-                .copied()
-                .partition(|p| !p.v.is_finite() || def.unit.holds(p.v));
+            let (kept, bad): (Vec<Point>, Vec<Point>) = s.points.iter().partition(|p| possible(p));
             f.merge(&kept);
             let r = self.rejected.entry(def.name).or_insert(Rejected {
                 name: def.name,

@@ -311,7 +311,7 @@ fn knee(axis: Axis, stages: &[Stage], k: &Knee, ended: &Ended) -> Option<KneeAns
 
 /// The smallest counted load whose verdict is `b` (not for "no limit" verdicts).
 fn binds_from(stages: &[Stage], b: Bottleneck) -> Option<u32> {
-    if matches!(b, Bottleneck::LoadNotReached | Bottleneck::None) {
+    if names_no_limit(b) {
         return None;
     }
     let loads = stages.iter().map(|s| s.load.value());
@@ -340,7 +340,7 @@ fn cause(axis: Axis, stages: &[Stage], k: &KneeAnswer) -> Option<Cause> {
     // The stage just past the knee can sit a rung short of the limit that bends the curve (a
     // real engine at --max-num-seqs 8 reached 95 % of its peak at 7 clients, and 8 clients hold
     // no queue): a knee has a cause, so it is the first limit measured further out.
-    let limit = limit_above(stages, load).filter(|_| quiet(p));
+    let limit = limit_above(stages, load).filter(|_| names_no_limit(p.verdict.bottleneck));
     Some(match limit {
         Some(l) => verdict_cause(axis, "past", load, (l, Some(l.load.value())), at),
         None => verdict_cause(axis, "past", load, (p, None), at),
@@ -348,11 +348,8 @@ fn cause(axis: Axis, stages: &[Stage], k: &KneeAnswer) -> Option<Cause> {
 }
 
 /// A verdict that names no limit (load not reached, none).
-fn quiet(s: &Stage) -> bool {
-    matches!(
-        s.verdict.bottleneck,
-        Bottleneck::LoadNotReached | Bottleneck::None
-    )
+fn names_no_limit(b: Bottleneck) -> bool {
+    matches!(b, Bottleneck::LoadNotReached | Bottleneck::None)
 }
 
 /// The smallest counted stage above `load` whose verdict names a limit.
@@ -366,7 +363,7 @@ fn limit_above(stages: &[Stage], load: u32) -> Option<&Stage> {
     above
         .into_iter()
         .filter_map(|l| counted(stages, l))
-        .find(|s| !quiet(s))
+        .find(|s| !names_no_limit(s.verdict.bottleneck))
 }
 
 /// `past concurrency 16 the batch limit holds: <the stage's verdict>`.
@@ -406,10 +403,7 @@ const NO_QUEUE: f64 = 0.5;
 /// to the batch. One window alone sees no queue and calls the load not reached; the pair shows
 /// the load was reached and the engine's compute (GPU, or the host of a CPU build) is the limit.
 fn compute(axis: Axis, load: u32, at: &Stage, p: &Stage) -> Option<Cause> {
-    let quiet = matches!(
-        p.verdict.bottleneck,
-        Bottleneck::LoadNotReached | Bottleneck::None
-    );
+    let quiet = names_no_limit(p.verdict.bottleneck);
     let (ra, rp) = (at.running_mean?, p.running_mean?);
     let grew = rp >= BATCH_GREW * ra && ra > 0.0;
     let flat = p.output_tok_s < (1.0 + OUTPUT_FLAT) * at.output_tok_s;
