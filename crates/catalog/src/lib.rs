@@ -188,6 +188,15 @@ pub const METRICS: &[MetricDef] = &[
         Sum,
         "all",
     ),
+    // Counted in the step a prompt's prefill completes, the whole prompt at once.
+    def(
+        C::PromptTokens,
+        "vllm",
+        "vllm:prompt_tokens_total",
+        Count,
+        Sum,
+        "all",
+    ),
     def(
         C::StepTokensSum,
         "vllm",

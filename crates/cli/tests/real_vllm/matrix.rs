@@ -41,6 +41,29 @@ impl Cell {
     }
 }
 
+/// What llmscope read, first in a failure (CI keeps only part of a long log): each finding,
+/// and the steady-window statistics the verdict rules read.
+fn brief(report: &Value) -> String {
+    let mut out = String::new();
+    for f in report["findings"].as_array().into_iter().flatten() {
+        out += &format!(
+            "finding {}: {}\n",
+            f["rule"].as_str().unwrap_or("?"),
+            f["message"].as_str().unwrap_or("")
+        );
+    }
+    for k in [
+        "running",
+        "waiting",
+        "step_tokens_sum",
+        "step_count",
+        "prompt_tokens",
+    ] {
+        out += &format!("window {k}: {}\n", report["window_stats"][k]);
+    }
+    out
+}
+
 /// The cells of one server, with the table they make.
 pub struct Matrix<'a> {
     pub server: &'a Server,
@@ -122,9 +145,12 @@ impl<'a> Matrix<'a> {
                 .to_owned();
             let out = text(&cell.out);
             let line = cell.reading.line();
+            let seen = brief(&cell.report);
             self.checks
                 .expect(&format!("{name}: verdict {want}"), got == want, || {
-                    format!("oracle: {line}\ngot {got} ({confidence:.2}) — {summary}\n{out}")
+                    format!(
+                        "oracle: {line}\ngot {got} ({confidence:.2}) — {summary}\n{seen}\n{out}"
+                    )
                 });
         }
         cell
@@ -138,7 +164,7 @@ impl<'a> Matrix<'a> {
             set.cap.to_string(),
             answers.to_string(),
         );
-        let duration = format!("{DURATION_S}s");
+        let duration = format!("{}s", set.duration_s);
         let mut args = vec![
             "run",
             "--target",
@@ -181,10 +207,11 @@ impl<'a> Matrix<'a> {
                 self.config, set.cap, set.clients
             );
             let source = format!(
-                "real vLLM 0.32.0 (CPU build, tiny random-weight Qwen2), scraped every 0.5 s by the oracle of crates/cli/tests/real_vllm while `llmscope run --concurrency {} --max-num-seqs {} --max-tokens {answers} {}` loaded it for {DURATION_S} s",
+                "real vLLM 0.32.0 (CPU build, tiny random-weight Qwen2), scraped every 0.5 s by the oracle of crates/cli/tests/real_vllm while `llmscope run --concurrency {} --max-num-seqs {} --max-tokens {answers} {}` loaded it for {} s",
                 set.clients,
                 set.cap,
-                extra.join(" ")
+                extra.join(" "),
+                set.duration_s
             );
             let requests = report.get("requests");
             let body = oracle::fixture(&scrapes, set, &source, &reading, achieved, requests);
@@ -486,9 +513,13 @@ fn matrix_token_budget() {
     );
     let mut m = Matrix::new(&server, "tb128");
     // 8 clients leave the queue to the API server on 2 cores (5 of 8 held there in a first run).
+    // Each prefill cycle (eight steps) shows in the counters only when it completes, so tokens
+    // per step are exact to about one scrape interval's steps over the steps in the window: on a
+    // starved host (~8 steps a second) an 8 s load leaves ±9 on a line at 115, 16 s about half.
     for clients in [16, 32] {
         let mut s = set(16, clients);
         s.budget = Some(128);
+        s.duration_s = 16.0;
         m.cell(
             s,
             SHORT,

@@ -139,6 +139,8 @@ pub struct Reading {
     pub preemptions: f64,
     pub rejections: f64,
     pub tokens_per_step: f64,
+    /// How far the window's edges can move `tokens_per_step`, either way.
+    pub step_uncertainty: f64,
     pub output_tok_s: f64,
     pub prefix_hit: Option<f64>,
     /// Mean time to first token and inter-token latency of the requests the window saw finish
@@ -157,7 +159,7 @@ pub struct Reading {
 impl Reading {
     pub fn line(&self) -> String {
         format!(
-            "waiting {:.1} running {:.1}{} (gauge max {:.0}, reads 0 in {:.0}% of scrapes) KV max {:.1}% preempt {:.0} rejected {:.0} tok/step {:.1} out {:.0} tok/s outside {:.1}{}",
+            "waiting {:.1} running {:.1}{} (gauge max {:.0}, reads 0 in {:.0}% of scrapes) KV max {:.1}% preempt {:.0} rejected {:.0} tok/step {:.1}{} out {:.0} tok/s outside {:.1}{}",
             self.waiting,
             self.running,
             if self.counters_cover {
@@ -171,6 +173,11 @@ impl Reading {
             self.preemptions,
             self.rejections,
             self.tokens_per_step,
+            if self.step_uncertainty >= 0.05 {
+                format!(" ±{:.1}", self.step_uncertainty)
+            } else {
+                String::new()
+            },
             self.output_tok_s,
             self.outside,
             self.prefix_hit
@@ -260,12 +267,40 @@ pub fn judge(scrapes: &[Scrape], set: Setting) -> Reading {
         } else {
             0.0
         },
+        step_uncertainty: 0.0,
         output_tok_s: delta("vllm:generation_tokens_total") / dt,
         prefix_hit: (queries > 0.0).then(|| delta("vllm:prefix_cache_hits_total") / queries),
         ttft: mean_of(&delta, "vllm:time_to_first_token_seconds"),
         itl: mean_of(&delta, "vllm:inter_token_latency_seconds"),
         ..Reading::default()
     };
+    // A prompt's tokens enter the step counter whole, in the step its prefill completes, while
+    // the chunked prefill spent them over the steps before. From the first scrape that saw a
+    // prefill complete to the last, the count is off only by the prefill in flight at either
+    // end: at most one prompt, and at most the steps of the half-second interval each
+    // completion fell in — the reading's uncertainty.
+    let prompts = |i: usize| get(&scrapes[i], "vllm:prompt_tokens_total");
+    let completed: Vec<usize> = (a.max(1)..=b)
+        .filter(|&i| prompts(i) > prompts(i - 1))
+        .collect();
+    let finished = delta("vllm:request_success_total");
+    let prompt = if finished > 0.0 {
+        delta("vllm:prompt_tokens_total") / finished
+    } else {
+        (a.max(1)..=b)
+            .map(|i| prompts(i) - prompts(i - 1))
+            .fold(0.0, f64::max)
+    };
+    r.step_uncertainty = if steps > 0.0 { prompt / steps } else { 0.0 };
+    if let (Some(&j0), Some(&j1)) = (completed.first(), completed.last()) {
+        let d = |n: &str| get(&scrapes[j1], n) - get(&scrapes[j0], n);
+        let n = d("vllm:iteration_tokens_total_count");
+        if n > 0.0 && j1 > j0 {
+            r.tokens_per_step = d("vllm:iteration_tokens_total_sum") / n;
+            let interval = r.tokens_per_step * steps / (b - a) as f64;
+            r.step_uncertainty = prompt.min(interval) / n;
+        }
+    }
     // The time counters grow when a request finishes. Requests living half the window or more
     // are mostly not in them yet — those finishing inside it were admitted first, without a wait
     // (a starved host, cap 16, 32 clients: requests lived 9 s, 15 waited in every scrape while
@@ -341,11 +376,14 @@ fn verdict(r: &Reading, set: Setting) -> &'static str {
         if r.kv_max >= 0.9 || r.preemptions > 0.0 {
             return "kv_cache_capacity";
         }
-        if set
-            .budget
-            .is_some_and(|b| r.tokens_per_step >= 0.9 * f64::from(b))
-        {
-            return "token_budget";
+        if let Some(full) = set.budget.map(|b| 0.9 * f64::from(b)) {
+            if r.tokens_per_step - r.step_uncertainty >= full {
+                return "token_budget";
+            }
+            // Within its uncertainty of the line, the budget is neither spent nor free.
+            if r.tokens_per_step + r.step_uncertainty >= full {
+                return "unexplained_borderline_budget";
+            }
         }
         if r.running_max >= cap {
             return "batch_limit";
@@ -376,12 +414,13 @@ pub fn fixture(
         out += &format!("# requests: {r}\n");
     }
     out += &format!(
-        "# facts: max_num_seqs={} concurrency={}{}{} scrape_interval=0.5\n",
+        "# facts: max_num_seqs={} concurrency={}{}{} scrape_interval=0.5 duration_s={}\n",
         set.cap,
         set.clients,
         achieved.map_or(String::new(), |a| format!(" achieved_concurrency={a:.2}")),
         set.budget
-            .map_or(String::new(), |b| format!(" max_num_batched_tokens={b}"))
+            .map_or(String::new(), |b| format!(" max_num_batched_tokens={b}")),
+        set.duration_s
     );
     out += &format!("# expect: {}\n", reading.expect.unwrap_or("not_formed"));
     let present: Vec<&str> = NAMES
@@ -404,7 +443,7 @@ pub fn fixture(
 }
 
 /// A fixture written by [`fixture`], read back: its scrapes and setting (for re-judging the
-/// cells when the oracle changes, without the engine).
+/// cells when the oracle changes, without the engine); `duration_s` where the facts do not say.
 pub fn parse_fixture(text: &str, duration_s: f64) -> Option<(Vec<Scrape>, Setting)> {
     let facts: BTreeMap<&str, &str> = text
         .lines()
@@ -418,7 +457,10 @@ pub fn parse_fixture(text: &str, duration_s: f64) -> Option<(Vec<Scrape>, Settin
         budget: facts
             .get("max_num_batched_tokens")
             .and_then(|b| b.parse().ok()),
-        duration_s,
+        duration_s: facts
+            .get("duration_s")
+            .and_then(|d| d.parse().ok())
+            .unwrap_or(duration_s),
     };
     let mut rows = text.lines().filter(|l| !l.starts_with('#'));
     let header: Vec<&'static str> = rows

@@ -21,6 +21,32 @@ pub struct Context<'a> {
     pub gauges_stale: bool,
 }
 
+/// Tokens per engine step ([`Context::step_tokens`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StepTokens {
+    pub per_step: f64,
+    /// How far the window's edges can move `per_step`, either way.
+    pub uncertainty: f64,
+}
+
+/// A counter's growth between its readings at or after `from` and at or before `to` (a reset
+/// counts from zero); `None` without two readings there.
+fn growth(s: &crate::signal::Signal, from: f64, to: f64) -> Option<f64> {
+    let points: Vec<(f64, f64)> = s.window(from, to).collect();
+    (points.len() >= 2).then(|| {
+        points
+            .windows(2)
+            .map(|w| {
+                if w[1].1 >= w[0].1 {
+                    w[1].1 - w[0].1
+                } else {
+                    w[1].1
+                }
+            })
+            .sum()
+    })
+}
+
 /// A level read from the steady window, with its evidence.
 #[derive(Debug, Clone, Copy)]
 pub struct Level {
@@ -84,20 +110,14 @@ impl Context<'_> {
     pub(crate) fn settled_rate(&self, c: Concept) -> Option<f64> {
         let (a, b) = self.phases.steady?;
         let from = a + (b - a) / 4.0;
-        let points: Vec<(f64, f64)> = self.input.signal(c)?.window(from, b).collect();
-        let (first, last) = (points.first()?, points.last()?);
-        let span = last.0 - first.0;
-        let grown: f64 = points
-            .windows(2)
-            .map(|w| {
-                if w[1].1 >= w[0].1 {
-                    w[1].1 - w[0].1
-                } else {
-                    w[1].1
-                }
-            })
-            .sum();
-        (span > 0.0).then_some(grown / span)
+        let s = self.input.signal(c)?;
+        let mut points = s.window(from, b);
+        let first = points.next()?;
+        let span = points.last()?.0 - first.0;
+        (span > 0.0)
+            .then(|| growth(s, from, b))
+            .flatten()
+            .map(|g| g / span)
     }
 
     /// Mean waiting: the gauge's mean over the steady window while its readings stand (many
@@ -276,9 +296,56 @@ impl Context<'_> {
 
     /// Mean tokens per engine step over the steady window.
     pub fn tokens_per_step(&self) -> Option<f64> {
-        let sum = self.stat(Concept::StepTokensSum)?.mean;
-        let count = self.stat(Concept::StepCount)?.mean;
-        (count > 0.0).then(|| sum / count)
+        self.step_tokens().map(|s| s.per_step)
+    }
+
+    /// Tokens per engine step over the steady window, and how far the window's edges can move
+    /// the figure. vLLM counts a prompt's tokens in the step its prefill completes, all at once,
+    /// while the chunked prefill spent them over the steps before: a 1,000-token prompt under a
+    /// 128-token budget adds ~1,000 to one step and ~0 to the seven before it. A window that cuts
+    /// a cycle counts its steps without its prompt, or its prompt without its steps (a real vLLM
+    /// 0.32 on a starved host, ~50 steps in the window: 105–150 tokens per step for a true ~128,
+    /// by where the window fell). So the count runs from the first scrape that saw a prefill
+    /// complete to the last, off only by the prefill in flight at either end: at most one prompt,
+    /// and at most the steps of the scrape interval each completion fell in — the uncertainty.
+    pub fn step_tokens(&self) -> Option<StepTokens> {
+        let (a, b) = self.phases.steady?;
+        let sum = self.input.signal(Concept::StepTokensSum)?;
+        let count = self.input.signal(Concept::StepCount)?;
+        let steps = growth(count, a, b).filter(|n| *n > 0.0)?;
+        let prompt = self.input.signal(Concept::PromptTokens);
+        let rises: Vec<(f64, f64)> = prompt.map_or(Vec::new(), |p| {
+            p.points
+                .windows(2)
+                .filter(|w| w[0].1.is_finite() && w[1].1 > w[0].1 && (a..=b).contains(&w[1].0))
+                .map(|w| (w[1].0, w[1].1 - w[0].1))
+                .collect()
+        });
+        // One prompt: the mean of those finishing in the window, else the largest single rise.
+        let finished = self
+            .input
+            .signal(Concept::RequestsFinished)
+            .and_then(|f| growth(f, a, b))
+            .filter(|n| *n > 0.0);
+        let one_prompt = match (prompt.and_then(|p| growth(p, a, b)), finished) {
+            (Some(tokens), Some(n)) => tokens / n,
+            _ => rises.iter().map(|r| r.1).fold(0.0, f64::max),
+        };
+        if let [(from, _), .., (to, _)] = rises.as_slice()
+            && let Some(n) = growth(count, *from, *to).filter(|n| *n > 0.0)
+        {
+            let per_step = growth(sum, *from, *to)? / n;
+            let intervals = count.window(a, b).count().saturating_sub(1).max(1) as f64;
+            let interval = per_step * steps / intervals;
+            return Some(StepTokens {
+                per_step,
+                uncertainty: one_prompt.min(interval) / n,
+            });
+        }
+        Some(StepTokens {
+            per_step: growth(sum, a, b)? / steps,
+            uncertainty: one_prompt / steps,
+        })
     }
 
     pub fn evidence(
