@@ -73,10 +73,10 @@ impl InventoryArgs {
     }
 }
 
-/// Warnings about the pages read, on stderr.
+/// Warnings about the pages read, on stderr (they quote the pages: shown cleaned).
 pub fn warn(warnings: &[String]) {
     for w in warnings {
-        eprintln!("warning: {w}");
+        eprintln!("warning: {}", llmscope_core::safe::clean(w));
     }
 }
 

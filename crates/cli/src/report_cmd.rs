@@ -134,8 +134,8 @@ pub fn diagnose(args: DiagnoseArgs) -> Result<ExitCode> {
             db: &args.out.db,
         },
     ))??;
-    for w in &d.read.warnings {
-        eprintln!("warning: Prometheus: {w}");
+    for w in d.read.warnings.iter().chain(&d.read.notes()) {
+        eprintln!("warning: Prometheus: {}", llmscope_core::safe::clean(w));
     }
     let run = d.analysed.run;
     args.out

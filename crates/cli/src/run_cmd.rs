@@ -218,8 +218,9 @@ impl run::Narrator for Say {
     fn say(&self, line: &str) {
         eprintln!("llmscope {}: {line}", self.0);
     }
+    /// Warnings quote servers (their warnings, errors, names): shown cleaned.
     fn warn(&self, line: &str) {
-        eprintln!("warning: {line}");
+        eprintln!("warning: {}", llmscope_core::safe::clean(line));
     }
     fn note(&self, line: &str) {
         eprintln!("note: {line}");

@@ -321,6 +321,38 @@ pub fn clean(text: &str) -> String {
 mod tests {
     use super::*;
 
+    /// Redaction and terminal escaping grow linearly with hostile text: each shape an error body
+    /// might repeat (`@`, `://`, `Bearer `, `?a=`, escapes) at n and 10·n, timed side by side
+    /// (the fastest of five runs each); linear is ~10×, the quadratic redactor this replaced
+    /// took 30 s for 100 KB of `@` (~100×). The bound leaves room for a noisy machine.
+    #[test]
+    fn cleaning_hostile_text_grows_linearly() {
+        let fastest = |text: &str| {
+            (0..5)
+                .map(|_| {
+                    let t = std::time::Instant::now();
+                    std::hint::black_box(clean(std::hint::black_box(text)));
+                    t.elapsed().as_secs_f64()
+                })
+                .fold(f64::INFINITY, f64::min)
+        };
+        for unit in [
+            "a@",
+            "x://u:p@",
+            "Bearer abc.def9 ",
+            "?token=s3cret&",
+            "\x1b]0;t\x07@",
+        ] {
+            let small = unit.repeat(20_000 / unit.len());
+            let large = unit.repeat(200_000 / unit.len());
+            let ratio = fastest(&large) / fastest(&small).max(1e-6);
+            assert!(
+                ratio < 40.0,
+                "{unit:?}: 10x the text took {ratio:.0}x the time"
+            );
+        }
+    }
+
     #[test]
     fn escapes_and_line_breaks_become_visible() {
         let evil = "evil\x1b]0;PWNED\x07\x1b[2J\r\nFAKE: ok\u{202e}";

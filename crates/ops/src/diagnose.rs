@@ -48,7 +48,7 @@ pub async fn diagnose_window(
     let Some(record) = kept.record else {
         return Err(OpsError::NoData(nothing_found(&d)));
     };
-    let (analysed, store) = judge(record, kept.signals, &d)?;
+    let (analysed, store) = judge(record, kept.signals, &d, read.notes())?;
     Ok(Diagnosed {
         analysed,
         store,
@@ -57,13 +57,19 @@ pub async fn diagnose_window(
 }
 
 /// Diagnoses the signals with the caller's facts, stores the findings and ends the run.
+/// What the read left out of the server's answers goes with the facts, so the report says it.
 fn judge(
     record: RunRecord,
     signals: SignalBuilder,
     d: &WindowDiagnosis<'_>,
+    left_out: Vec<String>,
 ) -> Result<(Analysed, Store), OpsError> {
     let (input, res) = signals.finish();
-    let analysed = analysis::analyse_input(record.id(), input, &res, facts(d))?;
+    let mut facts = facts(d);
+    facts
+        .context
+        .extend(left_out.into_iter().map(|n| format!("Prometheus: {n}")));
+    let analysed = analysis::analyse_input(record.id(), input, &res, facts)?;
     let store = record.finish(Ending {
         status: RunStatus::Completed,
         findings: &analysis::stored_findings(&analysed)?,

@@ -1,10 +1,13 @@
 //! What `llmscope runs` shows of the store: the runs one line each, or one run's sources and
-//! findings — for people, or as JSON. Read-only; writers take `impl Write`.
+//! findings — for people, or as JSON. Read-only; writers take `impl Write`. The store keeps
+//! outside text as it came (redacted); the text written here shows its control characters
+//! escaped ([`llmscope_core::safe::terminal`]), so a stored escape sequence cannot reach a terminal.
 
 use crate::OpsError;
 use crate::analysis::interruption;
 use llmscope_collect::time::format_rfc3339;
 use llmscope_core::duration::format_duration;
+use llmscope_core::safe::terminal;
 use llmscope_store::{Finding, RunId, RunSummary, SourceStats, Store};
 use std::io::Write;
 use std::time::Duration;
@@ -44,7 +47,7 @@ pub fn line(r: &RunSummary) -> String {
         r.series,
         r.samples,
         r.findings,
-        r.sources.join(",")
+        terminal(&r.sources.join(","))
     )
 }
 
@@ -86,11 +89,18 @@ fn write_run_text(
         writeln!(
             out,
             "  {:<16} {:<10} {:>7} series {:>10} samples {:>5} gaps {:>6} scrapes {:>5} failed  {}",
-            s.name, s.kind, s.series, s.samples, s.gaps, s.scrapes, s.failed_scrapes, s.url
+            terminal(&s.name),
+            terminal(&s.kind),
+            s.series,
+            s.samples,
+            s.gaps,
+            s.scrapes,
+            s.failed_scrapes,
+            terminal(&s.url)
         )?;
     }
     for f in findings {
-        writeln!(out, "  {}: {}", f.severity, f.message)?;
+        writeln!(out, "  {}: {}", f.severity, terminal(&f.message))?;
     }
     Ok(())
 }
@@ -107,4 +117,59 @@ pub fn finding_json(f: &Finding) -> serde_json::Value {
         }
     }
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use llmscope_core::severity::Severity;
+    use llmscope_store::RunStatus;
+
+    const EVIL: &str = "evil\x1b]0;PWNED\x07\x1b[2J\r\nFAKE: ok";
+
+    /// Stored text came from outside (a source's URL and name, a finding quoting a server): the
+    /// list and the detail show it with its control characters escaped, never raw.
+    #[test]
+    fn stored_outside_text_reaches_no_terminal_raw() {
+        let run = RunSummary {
+            id: 7,
+            kind: "run".into(),
+            status: RunStatus::Completed,
+            started_at: 1_800_000_000.0,
+            ended_at: Some(1_800_000_060.0),
+            window: Some((1_800_000_000.0, 1_800_000_060.0)),
+            tool_version: "0".into(),
+            server_versions: Default::default(),
+            sources: vec![EVIL.into()],
+            series: 1,
+            samples: 2,
+            requests: 3,
+            findings: 1,
+            interrupted_at: None,
+            done_s: None,
+            planned_s: None,
+        };
+        let stats = [SourceStats {
+            name: EVIL.into(),
+            kind: EVIL.into(),
+            url: format!("http://127.0.0.1/{EVIL}"),
+            series: 1,
+            samples: 2,
+            gaps: 0,
+            scrapes: 2,
+            failed_scrapes: 0,
+        }];
+        let findings = [Finding::new(EVIL.to_owned(), Severity::Warning, EVIL)];
+        let mut out = Vec::new();
+        write_list(&mut out, std::slice::from_ref(&run)).unwrap();
+        write_run_text(&mut out, &run, &stats, &findings).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(!text.contains(['\x1b', '\x07', '\r']), "{text:?}");
+        assert_eq!(
+            text.matches(r"evil\x1b]0;PWNED\x07\x1b[2J\r\nFAKE: ok")
+                .count(),
+            6,
+            "{text}"
+        );
+    }
 }

@@ -6,6 +6,11 @@
 //!
 //! `--match` matchers (`namespace="llm"` or `{namespace="llm"}`) narrow the read to the
 //! deployment under test; several are read as a union (a series matched twice is one series).
+//!
+//! Answers are held to the request: the client drops points outside the range and step grid
+//! asked ([`llmscope_collect::prom::client::hold_to_request`]), a name brings at most
+//! [`MAX_SERIES_PER_NAME`] series, and [`WindowRead::notes`] says what was left out, so a
+//! server answering another year's points or a million series costs the decode, not the verdict.
 
 use crate::OpsError;
 use futures_util::StreamExt;
@@ -34,7 +39,17 @@ pub struct WindowRead {
     /// The same warnings as a set: each new one is checked in constant time, so a server
     /// answering tens of thousands of warnings costs linear, not quadratic, time.
     seen: std::collections::HashSet<String>,
+    /// Points the server answered outside what was asked (another range, more than the step
+    /// grid holds, repeated), dropped before anything read them.
+    pub dropped: u64,
+    /// Names that answered more series than one name may bring ([`MAX_SERIES_PER_NAME`]):
+    /// the name and how many it answered. The first ones by label were read.
+    pub capped: Vec<(String, usize)>,
 }
+
+/// Series one name may bring to a read: a day of a thousand pods' engines and GPUs is well
+/// within it; a server (or a selector) answering more would hold the process's memory hostage.
+pub const MAX_SERIES_PER_NAME: usize = 50_000;
 
 /// `--from`/`--to` as users write them (`-30m`, `now`, RFC 3339, Unix seconds), read at `now`;
 /// the end must come after the start.
@@ -101,9 +116,8 @@ pub async fn read_window(
         })
         .buffered(IN_FLIGHT);
     while let Some(answer) = answers.next().await {
-        let (series, warnings) =
-            answer.map_err(|e| OpsError::Task(format!("reading the window: {e}")))??;
-        read.add(&series, warnings);
+        let name = answer.map_err(|e| OpsError::Task(format!("reading the window: {e}")))??;
+        let series = read.add(name);
         if !series.is_empty() {
             each(series)?;
         }
@@ -111,9 +125,54 @@ pub async fn read_window(
     Ok(read)
 }
 
+/// One name's answer under every matcher.
+struct NameRead {
+    name: &'static str,
+    series: Vec<Series>,
+    warnings: Vec<String>,
+    dropped: u64,
+}
+
 impl WindowRead {
-    /// Counts one name's answer (a name without series is no name read); each warning once.
-    fn add(&mut self, series: &[Series], warnings: Vec<String>) {
+    /// Counts one name's answer (a name without series is no name read; each warning once) and
+    /// gives back its series, held to [`MAX_SERIES_PER_NAME`].
+    fn add(&mut self, name: NameRead) -> Vec<Series> {
+        let NameRead {
+            name,
+            mut series,
+            warnings,
+            dropped,
+        } = name;
+        self.dropped += dropped;
+        if series.len() > MAX_SERIES_PER_NAME {
+            self.capped.push((name.to_owned(), series.len()));
+            series.truncate(MAX_SERIES_PER_NAME);
+        }
+        self.count(&series, warnings);
+        series
+    }
+
+    /// What the read left out, as sentences for the user (empty when it left nothing out).
+    pub fn notes(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.dropped > 0 {
+            out.push(format!(
+                "the server answered {} points the window did not ask for (outside its range, beyond its step grid, or repeated): dropped, not read",
+                llmscope_core::number::thousands(self.dropped as f64)
+            ));
+        }
+        for (name, n) in &self.capped {
+            out.push(format!(
+                "{name} answered {} series, more than the {} one name may bring: the first {} by label were read — narrow the window with --match",
+                llmscope_core::number::thousands(*n as f64),
+                llmscope_core::number::thousands(MAX_SERIES_PER_NAME as f64),
+                llmscope_core::number::thousands(MAX_SERIES_PER_NAME as f64),
+            ));
+        }
+        out
+    }
+
+    fn count(&mut self, series: &[Series], warnings: Vec<String>) {
         self.add_warnings(warnings);
         if !series.is_empty() {
             self.names += 1;
@@ -140,14 +199,15 @@ pub fn prometheus_batch(series: Vec<Series>) -> Batch {
     batch
 }
 
-/// One name's series under every matcher (each series once), and the server's warnings.
+/// One name's series under every matcher (each series once), the server's warnings, and the
+/// points it answered that were not asked for.
 async fn read_name(
     client: &PromClient,
-    name: &str,
+    name: &'static str,
     matchers: &[String],
     (from, to, step): (f64, f64, f64),
-) -> Result<(Vec<Series>, Vec<String>), OpsError> {
-    let (mut series, mut warnings) = (Vec::new(), Vec::new());
+) -> Result<NameRead, OpsError> {
+    let (mut series, mut warnings, mut dropped) = (Vec::new(), Vec::new(), 0);
     for selector in selectors(name, matchers) {
         let r = client
             .query_range(&selector, from, to, step)
@@ -158,10 +218,16 @@ async fn read_name(
             })?;
         series.extend(r.data);
         warnings.extend(r.warnings);
+        dropped += r.dropped;
     }
     series.sort_by(|a, b| a.key.cmp(&b.key));
     series.dedup_by(|a, b| a.key == b.key);
-    Ok((series, warnings))
+    Ok(NameRead {
+        name,
+        series,
+        warnings,
+        dropped,
+    })
 }
 
 #[cfg(test)]
@@ -173,16 +239,50 @@ mod tests {
     #[test]
     fn warnings_are_kept_once_each_in_order() {
         let mut read = WindowRead::default();
-        read.add(&[], vec!["b".into(), "a".into(), "b".into()]);
-        read.add(&[], vec!["a".into(), "c".into()]);
+        read.count(&[], vec!["b".into(), "a".into(), "b".into()]);
+        read.count(&[], vec!["a".into(), "c".into()]);
         assert_eq!(read.warnings, ["b", "a", "c"]);
         let many: Vec<String> = (0..80_000)
             .map(|i| format!("partial response {i}"))
             .collect();
-        read.add(&[], many.clone());
-        read.add(&[], many);
+        read.count(&[], many.clone());
+        read.count(&[], many);
         assert_eq!(read.warnings.len(), 80_003);
         assert_eq!(read.names, 0, "a name without series is no name read");
+    }
+
+    /// A name answering more series than one name may bring is read to the cap and said; the
+    /// points the client dropped are counted across names and said once.
+    #[test]
+    fn a_name_past_the_series_cap_is_read_to_the_cap_and_said() {
+        use llmscope_core::series::{Labels, Point, SeriesKey};
+        let one = |i: usize| Series {
+            key: SeriesKey::new(
+                "kube_pod_labels",
+                Labels::new([("pod".to_owned(), format!("p{i:06}"))]),
+            ),
+            points: vec![Point { t: 0.0, v: 1.0 }],
+        };
+        let mut read = WindowRead::default();
+        let kept = read.add(NameRead {
+            name: "kube_pod_labels",
+            series: (0..MAX_SERIES_PER_NAME + 7).map(one).collect(),
+            warnings: Vec::new(),
+            dropped: 1_999_866,
+        });
+        assert_eq!(kept.len(), MAX_SERIES_PER_NAME);
+        assert_eq!(read.series, MAX_SERIES_PER_NAME);
+        assert_eq!(
+            read.capped,
+            [("kube_pod_labels".to_owned(), MAX_SERIES_PER_NAME + 7)]
+        );
+        let notes = read.notes().join("\n");
+        assert!(notes.contains("1,999,866 points"), "{notes}");
+        assert!(
+            notes.contains("kube_pod_labels answered 50,007 series"),
+            "{notes}"
+        );
+        assert!(WindowRead::default().notes().is_empty());
     }
 
     #[test]

@@ -77,7 +77,8 @@ pub struct Evaluation {
     pub unattributed: u64,
     /// Deployments seen that belong to other shards.
     pub other_shards: usize,
-    /// The server's warnings (e.g. partial responses).
+    /// The server's warnings (e.g. partial responses), after what the read left out of its
+    /// answers (points not asked for, series past the cap).
     pub warnings: Vec<String>,
 }
 
@@ -145,7 +146,7 @@ pub async fn evaluate(
         points: read.points,
         unattributed,
         other_shards: others.len(),
-        warnings: read.warnings,
+        warnings: read.notes().into_iter().chain(read.warnings).collect(),
     })
 }
 

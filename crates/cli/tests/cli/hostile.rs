@@ -7,7 +7,7 @@
 //! Peak memory and time of each bounded case are measured by `scripts/bench-hostile.sh`
 //! (`/usr/bin/time -v`), not here.
 
-use crate::hostile_server::{BROKEN, Hostile};
+use crate::hostile_server::{BROKEN, Hostile, PROM_EXTRA};
 use llmscope_loadgen::fake::{self, FakeConfig};
 use std::io::Read;
 use std::process::{Command, Output, Stdio};
@@ -445,4 +445,66 @@ fn processes_opening_one_fresh_store_at_once_all_succeed() {
             "round {round}: {stdout}"
         );
     }
+}
+
+/// A Prometheus answering points nobody asked for (100,000 from 2023, every asked point twice)
+/// with a warning holding terminal escapes: `diagnose --prometheus` reads the window asked and
+/// no more, says how many points it dropped, and shows the warning escaped; `runs --run` shows
+/// the stored run without a raw control character.
+#[test]
+fn a_prometheus_answering_what_was_not_asked_is_held_to_the_window() {
+    let server = Hostile::start();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("s.db");
+    let db = db.to_str().unwrap();
+    let prom = server.url("/prom");
+    let args = [
+        "diagnose",
+        "--prometheus",
+        &prom,
+        "--from",
+        "-15m",
+        "--step",
+        "15s",
+        "--db",
+        db,
+        "--format",
+        "json",
+    ];
+    let out = run(&args, MINUTE);
+    let (stdout, stderr) = streams(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        !format!("{stdout}{stderr}").contains(['\x1b', '\x07']),
+        "{stderr:?}"
+    );
+    assert!(
+        stderr.contains(r"evil\x1b]0;PWNED\x07\x1b[2J\r\nFAKE: partial response"),
+        "{stderr}"
+    );
+    // 2023's points, and the second copy of each of the 61 asked for.
+    let dropped = llmscope_core::number::thousands((PROM_EXTRA + 61) as f64);
+    assert!(
+        stderr.contains(&format!("{dropped} points the window did not ask for")),
+        "{stderr}"
+    );
+    let v: serde_json::Value = serde_json::from_str(&stdout).expect("JSON");
+    assert!(
+        v["context"]
+            .to_string()
+            .contains("points the window did not ask for"),
+        "{}",
+        v["context"]
+    );
+    let stats = &v["window_stats"]["running"];
+    assert!(
+        stats["duration_s"].as_f64().is_some_and(|d| d <= 900.0),
+        "a steady phase longer than the window: {stats}"
+    );
+    assert_eq!(stats["max"].as_f64(), Some(4.0), "{stats}");
+    let (stdout, stderr) = streams(&run(&["runs", "--db", db, "--run", "1"], MINUTE));
+    assert!(
+        !format!("{stdout}{stderr}").contains(['\x1b', '\x07']),
+        "{stdout:?}"
+    );
 }

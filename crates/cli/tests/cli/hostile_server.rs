@@ -9,7 +9,10 @@
 //! - `/bomb`: a gzip body that inflates to 150 MiB (from ~1 MiB on the wire);
 //! - `/silent`: reads the request and never answers;
 //! - `/401…`: a 401 whose body echoes the `Authorization` and `X-Scope-OrgID` headers and the
-//!   request line (so a token in the URL comes back too), like some proxies do.
+//!   request line (so a token in the URL comes back too), like some proxies do;
+//! - `/prom/api/v1/query_range`: a Prometheus that answers every name with a warning holding
+//!   terminal escapes, and `vllm:num_requests_running` with the range asked for (4 running)
+//!   plus [`PROM_EXTRA`] points from 2023 and a repeat of each asked point.
 //!
 //! The listener is bound before its port is known, so there is no bind-and-drop race.
 
@@ -109,6 +112,10 @@ fn serve(mut conn: TcpStream, stop: &AtomicBool) {
             }
             Ok(())
         }
+        "/prom/api/v1/query_range" => {
+            let body = prom_range(line.split_whitespace().nth(1).unwrap_or(""));
+            respond(&mut conn, 200, "application/json", &[], body.as_bytes())
+        }
         p if p.starts_with("/401") || p.starts_with("/api/") => {
             let body = format!(
                 "{{\"status\":\"error\",\"error\":\"unauthorized: {} rejected for org {} on {}\"}}",
@@ -120,6 +127,72 @@ fn serve(mut conn: TcpStream, stop: &AtomicBool) {
         }
         _ => respond(&mut conn, 404, "text/plain", &[], b"not here\n"),
     };
+}
+
+/// Points from 2023 in the hostile Prometheus' answer for the running gauge.
+pub const PROM_EXTRA: usize = 100_000;
+
+/// `%XX`-decoded `s` (`+` is a space).
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'%' if i + 2 < b.len() => {
+                let hex = std::str::from_utf8(&b[i + 1..i + 3]).unwrap_or("");
+                out.push(u8::from_str_radix(hex, 16).unwrap_or(b'?'));
+                i += 3;
+            }
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            c => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The hostile Prometheus' answer to a range query (see the module docs).
+fn prom_range(target: &str) -> String {
+    let params: Vec<(String, String)> = target
+        .split_once('?')
+        .map_or("", |(_, q)| q)
+        .split('&')
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (k.to_owned(), percent_decode(v)))
+        .collect();
+    let get = |k: &str| {
+        params
+            .iter()
+            .find(|(n, _)| n == k)
+            .map_or("", |(_, v)| v.as_str())
+    };
+    let num = |k: &str| get(k).parse::<f64>().unwrap_or(0.0);
+    let (start, end, step) = (num("start"), num("end"), num("step").max(1.0));
+    let warning = r#""warnings":["evil\u001b]0;PWNED\u0007\u001b[2J\r\nFAKE: partial response"]"#;
+    if !get("query").contains("\"vllm:num_requests_running\"") {
+        return format!(
+            r#"{{"status":"success",{warning},"data":{{"resultType":"matrix","result":[]}}}}"#
+        );
+    }
+    let mut values: Vec<String> = (0..PROM_EXTRA)
+        .map(|k| format!(r#"[{},"4"]"#, 1_680_000_000 + k))
+        .collect();
+    let mut t = start;
+    while t <= end {
+        values.push(format!(r#"[{t:.3},"4"]"#));
+        values.push(format!(r#"[{t:.3},"4"]"#));
+        t += step;
+    }
+    format!(
+        r#"{{"status":"success",{warning},"data":{{"resultType":"matrix","result":[{{"metric":{{"__name__":"vllm:num_requests_running","pod":"p"}},"values":[{}]}}]}}}}"#,
+        values.join(",")
+    )
 }
 
 fn respond(

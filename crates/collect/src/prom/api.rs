@@ -19,6 +19,10 @@ pub struct ApiResponse<T> {
     /// E.g. Thanos partial responses, PromQL annotations.
     pub warnings: Vec<String>,
     pub infos: Vec<String>,
+    /// Points the server answered that the request did not ask for (outside the range, off its
+    /// step grid's count, repeated or out of order), dropped by the client: a hostile or broken
+    /// server's extra data never reaches a diagnosis.
+    pub dropped: u64,
 }
 
 /// `errorType` of an error envelope.
@@ -106,6 +110,7 @@ pub fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<ApiResponse<T>, PromEr
             .map(|w| redact(w).into_owned())
             .collect(),
         infos: env.infos.iter().map(|w| redact(w).into_owned()).collect(),
+        dropped: 0,
     })
 }
 

@@ -13,7 +13,7 @@ use hyper::Uri;
 use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
 use llmscope_core::series::{Series, SeriesKey};
 use serde::de::DeserializeOwned;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
 /// Points per series per range query we ask for; Prometheus and Thanos refuse more than 11,000.
@@ -115,6 +115,7 @@ impl PromClient {
             data: r.data.into_data()?,
             warnings: r.warnings,
             infos: r.infos,
+            dropped: r.dropped,
         })
     }
 
@@ -128,21 +129,25 @@ impl PromClient {
     ) -> Result<ApiResponse<Vec<Series>>, PromError> {
         let mut merged: BTreeMap<SeriesKey, Series> = BTreeMap::new();
         let (mut warnings, mut infos) = (Vec::new(), Vec::new());
+        let (mut seen_w, mut seen_i) = (HashSet::new(), HashSet::new());
+        let mut dropped = 0;
         for (s, e) in split_range(start, end, step, MAX_POINTS) {
-            let chunk = self.query_range_once(query, s, e, step).await?;
-            for series in chunk.data {
+            let mut chunk = self.query_range_once(query, s, e, step).await?;
+            dropped += hold_to_request(&mut chunk.data, s, e, step);
+            for series in chunk.data.into_iter().filter(|s| !s.points.is_empty()) {
                 merged
                     .entry(series.key.clone())
                     .and_modify(|m| m.points.extend_from_slice(&series.points))
                     .or_insert(series);
             }
-            extend_unique(&mut warnings, chunk.warnings);
-            extend_unique(&mut infos, chunk.infos);
+            extend_unique(&mut warnings, &mut seen_w, chunk.warnings);
+            extend_unique(&mut infos, &mut seen_i, chunk.infos);
         }
         Ok(ApiResponse {
             data: merged.into_values().collect(),
             warnings,
             infos,
+            dropped,
         })
     }
 
@@ -172,6 +177,7 @@ impl PromClient {
             data,
             warnings: r.warnings,
             infos: r.infos,
+            dropped: r.dropped,
         })
     }
 
@@ -355,12 +361,43 @@ fn fmt_time(t: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
 
-fn extend_unique(into: &mut Vec<String>, from: Vec<String>) {
+/// Texts each once, in the order first seen; `seen` holds them as a set, so tens of thousands
+/// of warnings cost linear time, not quadratic.
+fn extend_unique(into: &mut Vec<String>, seen: &mut HashSet<String>, from: Vec<String>) {
     for w in from {
-        if !into.contains(&w) {
+        if seen.insert(w.clone()) {
             into.push(w);
         }
     }
+}
+
+/// Holds `series` to what a range query over `[start, end]` at `step` asks: points inside the
+/// range (a millisecond's slack: the API's times have millisecond precision), in increasing
+/// time, at most one per step of the grid. Returns how many points were dropped — a server
+/// answering points from another year, or millions on a 15-minute window, costs this client
+/// the decode only, never the diagnosis.
+pub fn hold_to_request(series: &mut [Series], start: f64, end: f64, step: f64) -> u64 {
+    let grid = if step > 0.0 && end >= start {
+        ((end - start) / step).floor() as usize + 1
+    } else {
+        1
+    };
+    let (lo, hi) = (start - 1e-3, end + 1e-3);
+    let mut dropped = 0u64;
+    for s in series {
+        let before = s.points.len();
+        let mut last = f64::NEG_INFINITY;
+        s.points.retain(|p| {
+            let keep = p.t >= lo && p.t <= hi && p.t > last;
+            if keep {
+                last = p.t;
+            }
+            keep
+        });
+        s.points.truncate(grid);
+        dropped += (before - s.points.len()) as u64;
+    }
+    dropped
 }
 
 fn map_data<A, B>(r: ApiResponse<A>, f: impl FnOnce(&A) -> B) -> ApiResponse<B> {
@@ -368,6 +405,7 @@ fn map_data<A, B>(r: ApiResponse<A>, f: impl FnOnce(&A) -> B) -> ApiResponse<B> 
         data: f(&r.data),
         warnings: r.warnings,
         infos: r.infos,
+        dropped: r.dropped,
     }
 }
 
@@ -429,6 +467,42 @@ fn base64(input: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use llmscope_core::series::{Labels, Point};
+
+    /// A 15-minute read at 15 s asks for 61 points a series: points from 2023, points past the
+    /// end, repeats, time running backwards and a million points inside the range are dropped
+    /// and counted; what a real Prometheus answers passes untouched.
+    #[test]
+    fn answers_are_held_to_the_range_and_grid_asked() {
+        let (start, end, step) = (1_800_000_000.0, 1_800_000_900.0, 15.0);
+        let series = |points: Vec<f64>| Series {
+            key: SeriesKey::new("up", Labels::new([])),
+            points: points.into_iter().map(|t| Point { t, v: 1.0 }).collect(),
+        };
+        let grid: Vec<f64> = (0..=60).map(|k| start + 15.0 * f64::from(k)).collect();
+        let mut honest = vec![series(grid.clone())];
+        assert_eq!(hold_to_request(&mut honest, start, end, step), 0);
+        assert_eq!(honest[0].points.len(), 61);
+
+        let mut hostile: Vec<f64> = (0..100_000)
+            .map(|k| 1_680_000_000.0 + f64::from(k))
+            .collect();
+        hostile.extend(&grid[..30]);
+        hostile.extend([grid[29], grid[10], end + 15.0]);
+        hostile.extend(&grid[30..]);
+        hostile.extend((0..1_000_000).map(|k| end - 1.0 + f64::from(k) * 1e-9));
+        let n = hostile.len() as u64;
+        let mut answered = vec![series(hostile)];
+        let dropped = hold_to_request(&mut answered, start, end, step);
+        assert_eq!(answered[0].points.len(), 61);
+        assert_eq!(dropped, n - 61);
+        assert!(
+            answered[0]
+                .points
+                .iter()
+                .all(|p| p.t >= start && p.t <= end)
+        );
+    }
 
     #[test]
     fn ranges_split_on_the_step_grid() {

@@ -265,7 +265,7 @@ async fn read_prometheus_window(
         record.write(prometheus_batch(series))
     })
     .await?;
-    for w in &read.warnings {
+    for w in read.warnings.iter().chain(&read.notes()) {
         n.warn(&format!("Prometheus: {w}"));
     }
     if read.series == 0 {
