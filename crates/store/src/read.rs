@@ -114,12 +114,12 @@ impl Store {
     fn source_points(&self, source: i64) -> Result<SeriesPoints, StoreError> {
         let mut stmt = self
             .conn
-            .prepare_cached("SELECT id, data FROM blocks WHERE source_id = ?1 ORDER BY id")?;
+            .prepare_cached("SELECT id, n, data FROM blocks WHERE source_id = ?1 ORDER BY id")?;
         let mut rows = stmt.query([source])?;
         let mut all = SeriesPoints::default();
         while let Some(r) = rows.next()? {
-            let data = r.get_ref(1)?.as_blob().map_err(rusqlite::Error::from)?;
-            all.add(r.get(0)?, data)?;
+            let data = r.get_ref(2)?.as_blob().map_err(rusqlite::Error::from)?;
+            all.add(r.get(0)?, r.get(1)?, data)?;
         }
         all.finish();
         Ok(all)

@@ -202,7 +202,7 @@ impl BlockWriter<'_> {
     fn flush(&mut self, source: i64) -> Result<(), StoreError> {
         if self.n > 0 {
             self.insert
-                .execute(rusqlite::params![source, self.n, self.buf.bytes()])?;
+                .execute(rusqlite::params![source, self.n, self.buf.seal()])?;
         }
         self.buf.start();
         self.n = 0;

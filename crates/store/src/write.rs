@@ -367,7 +367,7 @@ fn insert_samples(
     if n > 0 {
         let mut insert =
             tx.prepare_cached("INSERT INTO blocks (source_id, n, data) VALUES (?1, ?2, ?3)")?;
-        insert.execute(params![source, n, buf.bytes()])?;
+        insert.execute(params![source, n, buf.seal()])?;
     }
     stats.samples += n as u64;
     Ok(())

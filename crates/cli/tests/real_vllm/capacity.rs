@@ -61,29 +61,43 @@ fn oracle_knee(stages: &[EngineStage]) -> Option<EngineStage> {
     by_load.into_iter().find(|s| s.tok_s >= 0.95 * peak)
 }
 
-/// The cause the engine shows past the knee (at the knee when nothing was measured past it):
-/// preemptions, or a KV pool nearly full with the batch under the cap, is KV capacity; a queue
-/// with the batch seen at the cap is the batch limit; a batch half again larger with no queue and no
-/// more output is the engine's compute (each step slowed in proportion to the batch).
+/// The cause the engine shows past the knee (at the knee when nothing was measured past it),
+/// read at the first stage past it where the engine shows a limit — a stage just past a knee
+/// below the cap holds no queue (a cap of 8 reached 95 % of its peak at 7 clients; 8 clients
+/// queued nothing, 16 queued 7.5): a queue with preemptions, or with a KV pool nearly full and
+/// the batch under the cap, is KV capacity; a queue with the batch seen at the cap is the batch
+/// limit. Where no stage shows either, a batch half again larger with no queue and no more output
+/// just past the knee is the engine's compute (each step slowed in proportion to the batch).
 fn oracle_cause(stages: &[EngineStage], knee: u32, cap: u32) -> &'static str {
     let at = stages.iter().find(|s| s.load == knee);
-    let past = stages
-        .iter()
-        .filter(|s| s.load > knee)
-        .min_by_key(|s| s.load);
+    let mut beyond: Vec<&EngineStage> = stages.iter().filter(|s| s.load > knee).collect();
+    beyond.sort_by_key(|s| s.load);
+    let past = beyond.first().copied();
+    let cap = f64::from(cap);
+    let limit = |s: &EngineStage| {
+        // A limit holds requests back: without a queue, a lone preemption (a 2,048-token pool
+        // at 4 clients: one, with 0.2 waiting, while output had stopped growing at 2) binds
+        // nothing — as the matrix's oracle reads a cell.
+        if s.waiting < 0.5 {
+            return None;
+        }
+        if s.preemptions > 0.0 || (s.kv_max >= 0.9 && s.running < 0.9 * cap) {
+            return Some("kv_cache_capacity");
+        }
+        // vLLM's scheduler admits a waiting request at its next step unless the batch is full
+        // (or the KV pool, ruled out above): a queue with the batch seen at the cap is the cap
+        // binding, however low the gauge's mean reads between the waves of a closed loop (a cap
+        // of 8 with 7.7 waiting read 5.7 running on average).
+        (s.running_max >= cap && s.waiting >= 0.5).then_some("batch_limit")
+    };
+    if let Some(cause) = beyond.iter().find_map(|s| limit(s)) {
+        return cause;
+    }
     let Some(s) = past.or(at) else {
         return "unexplained";
     };
-    let cap = f64::from(cap);
-    if s.preemptions > 0.0 || (s.kv_max >= 0.9 && s.running < 0.9 * cap) {
-        return "kv_cache_capacity";
-    }
-    // vLLM's scheduler admits a waiting request at its next step unless the batch is full (or
-    // the KV pool, ruled out above): a queue with the batch seen at the cap is the cap binding,
-    // however low the gauge's mean reads between the waves of a closed loop (a cap of 8 with 7.7
-    // waiting read 5.7 running on average).
-    if s.running_max >= cap && s.waiting >= 0.5 {
-        return "batch_limit";
+    if let Some(cause) = limit(s) {
+        return cause;
     }
     match (at, past) {
         (Some(a), Some(p))
@@ -278,4 +292,51 @@ fn table(a: &Value, engine: &[EngineStage]) -> String {
         "    knee {} ({}), ended {}\n",
         a["knee"]["concurrency"], a["knee"]["bottleneck"], a["ended"]
     )
+}
+
+/// The oracle on two searches a 2-core host recorded (load, engine tok/s, running, running max,
+/// waiting, preemptions, KV max): the cause is read where the engine first shows a limit past
+/// the knee, and a lone preemption without a queue is no limit.
+#[test]
+fn the_capacity_oracle_reads_where_the_engine_shows_a_limit() {
+    let stage = |(load, tok_s, running, running_max, waiting, preemptions, kv_max)| EngineStage {
+        load,
+        tok_s,
+        running,
+        running_max,
+        waiting,
+        preemptions,
+        kv_max,
+    };
+    // --max-num-seqs 8: 95 % of the peak at 7 clients; 8 clients queue nothing, 16 queue 7.5.
+    let c8: Vec<EngineStage> = [
+        (1, 142.0, 0.6, 1.0, 0.0, 0.0, 0.0),
+        (2, 207.0, 0.8, 2.0, 0.0, 0.0, 0.001),
+        (4, 240.0, 2.7, 4.0, 0.0, 0.0, 0.002),
+        (8, 331.0, 5.1, 8.0, 0.0, 0.0, 0.004),
+        (16, 347.0, 4.6, 8.0, 7.5, 0.0, 0.003),
+        (6, 292.0, 4.2, 6.0, 0.0, 0.0, 0.003),
+        (7, 358.0, 4.9, 7.0, 0.0, 0.0, 0.003),
+    ]
+    .into_iter()
+    .map(stage)
+    .collect();
+    assert_eq!(oracle_knee(&c8).map(|s| s.load), Some(7));
+    assert_eq!(oracle_cause(&c8, 7, 8), "batch_limit");
+    // A 2,048-token KV pool on a slow engine: output stops growing at 2 clients; at 4 one request
+    // is preempted, 0.2 waiting — compute, not KV, held the output.
+    let kv: Vec<EngineStage> = [
+        (1, 150.0, 0.9, 1.0, 0.0, 0.0, 0.267),
+        (2, 283.0, 1.8, 2.0, 0.0, 0.0, 0.533),
+        (4, 295.0, 3.6, 4.0, 0.2, 1.0, 0.8),
+    ]
+    .into_iter()
+    .map(stage)
+    .collect();
+    assert_eq!(oracle_knee(&kv).map(|s| s.load), Some(2));
+    assert_eq!(oracle_cause(&kv, 2, 16), "gpu_compute");
+    // The same pool where preemptions come with a queue: KV capacity.
+    let mut queued = kv;
+    queued[2].waiting = 3.0;
+    assert_eq!(oracle_cause(&queued, 2, 16), "kv_cache_capacity");
 }
