@@ -122,26 +122,36 @@ pub(crate) fn check_source_with(
 
 /// The findings with each producer's `uncovered-producer` said once, at its first name, which
 /// lists the others.
+///
+/// Producers and their names are looked up in hash maps: a file using 100,000 distinct unknown
+/// names took 24 s when each was searched for in lists.
 fn one_per_producer(findings: Vec<Finding>) -> Vec<Finding> {
+    use std::collections::HashSet;
+    use std::collections::hash_map::{Entry, HashMap};
     let mut out: Vec<Finding> = Vec::new();
-    // Per producer: where its first finding is in `out`, and the names the file uses.
-    let mut names: Vec<(String, usize, Vec<String>)> = Vec::new();
+    // Per producer: where its first finding is in `out`, and the names the file uses (in order,
+    // and as a set).
+    let mut producers: HashMap<String, (usize, Vec<String>, HashSet<String>)> = HashMap::new();
     for f in findings {
         let Some(p) = uncovered_producer(&f) else {
             out.push(f);
             continue;
         };
         let name = f.metric.clone().unwrap_or_default();
-        match names.iter_mut().find(|(q, _, _)| *q == p) {
-            Some((_, _, seen)) if !seen.contains(&name) => seen.push(name),
-            Some(_) => {}
-            None => {
-                names.push((p, out.len(), vec![name]));
+        match producers.entry(p) {
+            Entry::Occupied(mut e) => {
+                let (_, seen, set) = e.get_mut();
+                if set.insert(name.clone()) {
+                    seen.push(name);
+                }
+            }
+            Entry::Vacant(e) => {
+                e.insert((out.len(), vec![name.clone()], HashSet::from([name])));
                 out.push(f);
             }
         }
     }
-    for (_, at, seen) in names {
+    for (at, seen, _) in producers.into_values() {
         if seen.len() > 1 {
             list_names(&mut out[at], &seen);
         }
@@ -213,9 +223,30 @@ pub(crate) fn check_with(
     out
 }
 
+/// Bytes of an expression a finding carries: its location names the whole. A query with 10,000
+/// label matchers (137 KB) copied into each of its findings took `check` to 2.7 GB and 1.58 GB
+/// of JSON.
+pub const EXPR_KEPT: usize = 2_000;
+
+/// `text`, or its first [`EXPR_KEPT`] bytes (on a character boundary) saying how long it is.
+fn excerpt(text: &str) -> String {
+    if text.len() <= EXPR_KEPT {
+        return text.to_owned();
+    }
+    let mut end = EXPR_KEPT;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "{}… ({} bytes in all: the whole expression is at the finding's location)",
+        &text[..end],
+        text.len()
+    )
+}
+
 fn locate(q: &Query, needle: Option<&str>) -> Location {
     let mut loc = q.location.clone();
-    loc.expr = Some(q.text.clone());
+    loc.expr = Some(excerpt(&q.text));
     let found = needle.and_then(|n| {
         if n.starts_with('\u{0}') {
             promql::needle_offset(&q.parsed, n).map(|o| line_col(&q.parsed, o))
@@ -237,4 +268,67 @@ fn locate(q: &Query, needle: Option<&str>) -> Location {
         }
     }
     loc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn uncovered(name: &str) -> Finding {
+        let mut f = Finding::new(Rule::UncoveredProducer, Severity::Warning, "uncovered");
+        f.metric = Some(name.to_owned());
+        f
+    }
+
+    /// One finding per producer, listing its names once each; 10× the names cost about 10× the
+    /// time (the fastest of three runs each), where lists made it 100×.
+    #[test]
+    fn producers_are_grouped_in_linear_time() {
+        let findings = |n: usize| -> Vec<Finding> {
+            (0..n)
+                .flat_map(|i| {
+                    [
+                        uncovered(&format!("acme_metric_{i}")),
+                        uncovered(&format!("ns{i}_requests_total")),
+                        uncovered("acme_metric_0"),
+                    ]
+                })
+                .collect()
+        };
+        let out = one_per_producer(findings(1_000));
+        assert_eq!(out.len(), 1 + 1_000, "one for acme, one per ns{{i}}");
+        assert!(
+            out[0].message.contains("uses 1000 of its names"),
+            "{}",
+            out[0].message
+        );
+        let fastest = |n: usize| {
+            (0..3)
+                .map(|_| {
+                    let f = findings(n);
+                    let t = std::time::Instant::now();
+                    std::hint::black_box(one_per_producer(f));
+                    t.elapsed().as_secs_f64()
+                })
+                .fold(f64::INFINITY, f64::min)
+        };
+        let ratio = fastest(20_000) / fastest(2_000).max(1e-6);
+        assert!(ratio < 40.0, "10x the names took {ratio:.0}x the time");
+    }
+
+    /// A finding carries at most [`EXPR_KEPT`] bytes of its expression, on a character
+    /// boundary, and says how long the whole is.
+    #[test]
+    fn a_huge_expression_is_excerpted_not_copied() {
+        let matchers: Vec<String> = (0..10_000).map(|i| format!("l{i}=\"é{i}\"")).collect();
+        let expr = format!("up{{{}}}", matchers.join(","));
+        let kept = excerpt(&expr);
+        assert!(kept.len() < EXPR_KEPT + 100, "{}", kept.len());
+        assert!(kept.starts_with("up{l0=\"é0\""));
+        assert!(
+            kept.contains(&format!("{} bytes in all", expr.len())),
+            "{kept}"
+        );
+        assert_eq!(excerpt("rate(x[5m])"), "rate(x[5m])");
+    }
 }
