@@ -312,6 +312,23 @@ fn html_control(c: char) -> bool {
     c.is_control() && c != '\n' && c != '\t'
 }
 
+/// `text`, or its first `max` bytes (on a character boundary) and how long the whole was: an
+/// upstream error text is capped before it is redacted, kept or printed (a 50 MB error body
+/// was logged whole by each failed evaluation, and `/readyz` answered it).
+pub fn excerpt(text: &str, max: usize) -> Cow<'_, str> {
+    if text.len() <= max {
+        return Cow::Borrowed(text);
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    Cow::Owned(format!("{}… ({} bytes in all)", &text[..end], text.len()))
+}
+
+/// Bytes of an upstream error text kept ([`excerpt`]).
+pub const ERROR_TEXT_KEPT: usize = 4_096;
+
 /// Text from outside, ready to print: secrets redacted, then control characters escaped.
 pub fn clean(text: &str) -> String {
     terminal(&redact(text)).into_owned()
@@ -320,6 +337,20 @@ pub fn clean(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A 50 MB error text is kept as its first 4 KiB and its length; a short one whole.
+    #[test]
+    fn an_error_text_is_capped_before_it_is_kept() {
+        let huge = "é".repeat(25_000_000);
+        let kept = excerpt(&huge, ERROR_TEXT_KEPT);
+        assert!(kept.len() < ERROR_TEXT_KEPT + 64, "{}", kept.len());
+        assert!(
+            kept.ends_with("… (50000000 bytes in all)"),
+            "{}",
+            &kept[kept.len() - 40..]
+        );
+        assert!(matches!(excerpt("bad_data", 8), Cow::Borrowed("bad_data")));
+    }
 
     /// Redaction and terminal escaping grow linearly with hostile text: each shape an error body
     /// might repeat (`@`, `://`, `Bearer `, `?a=`, escapes) at n and 10·n, timed side by side

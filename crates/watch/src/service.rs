@@ -133,7 +133,9 @@ impl<W: std::io::Write + Send> Reporter for LineReporter<W> {
     }
 
     fn failed(&mut self, e: &WatchError) {
-        let said = llmscope_core::safe::redact(&e.to_string()).into_owned();
+        let text = e.to_string();
+        let kept = llmscope_core::safe::excerpt(&text, llmscope_core::safe::ERROR_TEXT_KEPT);
+        let said = llmscope_core::safe::redact(&kept).into_owned();
         let _ = writeln!(
             self.0,
             "watch: evaluation failed ({}): {}",

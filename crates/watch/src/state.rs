@@ -123,7 +123,10 @@ impl State {
         } else {
             *self.errors.entry("other").or_default() += 1;
         }
-        self.last_error = Some((at, llmscope_core::safe::redact(&e.to_string()).into_owned()));
+        // Capped, then redacted: the error may quote a server's body whole.
+        let text = e.to_string();
+        let kept = llmscope_core::safe::excerpt(&text, llmscope_core::safe::ERROR_TEXT_KEPT);
+        self.last_error = Some((at, llmscope_core::safe::redact(&kept).into_owned()));
     }
 
     /// Ready once an evaluation succeeded, and as long as the last success is within three

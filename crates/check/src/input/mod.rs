@@ -230,18 +230,7 @@ pub const EXPR_KEPT: usize = 2_000;
 
 /// `text`, or its first [`EXPR_KEPT`] bytes (on a character boundary) saying how long it is.
 fn excerpt(text: &str) -> String {
-    if text.len() <= EXPR_KEPT {
-        return text.to_owned();
-    }
-    let mut end = EXPR_KEPT;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!(
-        "{}… ({} bytes in all: the whole expression is at the finding's location)",
-        &text[..end],
-        text.len()
-    )
+    llmscope_core::safe::excerpt(text, EXPR_KEPT).into_owned()
 }
 
 fn locate(q: &Query, needle: Option<&str>) -> Location {

@@ -6,7 +6,7 @@
 //! [`ErrorType`]. Sample values are strings (`"1.5"`, `"NaN"`, `"+Inf"`), read by [`value`].
 
 use super::PromError;
-use llmscope_core::safe::redact;
+use llmscope_core::safe::{ERROR_TEXT_KEPT, excerpt, redact};
 use llmscope_core::series::{Labels, Point, SeriesKey};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -94,9 +94,10 @@ pub fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<ApiResponse<T>, PromEr
         return Err(PromError::Api {
             error_type: ErrorType::parse(env.error_type.as_deref().unwrap_or("")),
             // Upstream words may echo the token or the tenant (issue 17).
-            message: env
-                .error
-                .map_or_else(|| "no error message".into(), |e| redact(&e).into_owned()),
+            message: env.error.map_or_else(
+                || "no error message".into(),
+                |e| redact(&excerpt(&e, ERROR_TEXT_KEPT)).into_owned(),
+            ),
         });
     }
     let data = env.data.ok_or_else(|| PromError::Decode {
