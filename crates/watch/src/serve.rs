@@ -8,10 +8,14 @@ use axum::body::Bytes;
 use axum::http::{StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
 use llmscope_collect::time::unix_now;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
 
 /// The state shared by the loop and the handlers.
 pub type Shared = Arc<Mutex<State>>;
@@ -96,33 +100,193 @@ async fn page(axum::extract::State(s): axum::extract::State<Served>) -> Html<Str
     Html(crate::status_page::render(&lock(&s.state), unix_now()))
 }
 
-/// Serves `router` on `listener` until `stop` resolves.
+/// Connections served at once; one more is closed as soon as it is accepted. A liveness probe,
+/// a few Prometheus replicas and people need a handful; 2,000 slowloris connections held every
+/// file descriptor and `/healthz` stopped answering.
+pub const MAX_CONNECTIONS: usize = 256;
+
+/// How long a client may take to send a request's headers (the first, and each on a kept-alive
+/// connection): a client trickling them a byte at a time is cut off.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long one connection may stay open, idle or busy: a kept-alive connection nobody uses, or
+/// a reader that never drains the page, gives its place back.
+pub const CONNECTION_LIFETIME: Duration = Duration::from_secs(120);
+
+/// What bounds the connections served.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub connections: usize,
+    pub header_read: Duration,
+    pub lifetime: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            connections: MAX_CONNECTIONS,
+            header_read: HEADER_READ_TIMEOUT,
+            lifetime: CONNECTION_LIFETIME,
+        }
+    }
+}
+
+/// Serves `router` on `listener` until `stop` resolves, each connection bounded by
+/// [`MAX_CONNECTIONS`], [`HEADER_READ_TIMEOUT`] and [`CONNECTION_LIFETIME`].
 pub async fn serve(
     listener: TcpListener,
     state: Shared,
     stop: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(state))
-        .with_graceful_shutdown(stop)
-        .await
+    serve_within(listener, state, stop, Limits::default()).await
+}
+
+/// [`serve`] within `limits`.
+pub async fn serve_within(
+    listener: TcpListener,
+    state: Shared,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+    limits: Limits,
+) -> std::io::Result<()> {
+    let app = router(state);
+    let places = Arc::new(Semaphore::new(limits.connections));
+    let mut stop = std::pin::pin!(stop);
+    loop {
+        let (stream, _) = tokio::select! {
+            () = &mut stop => return Ok(()),
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                // Out of descriptors or a connection reset before it was taken: the listener
+                // stands; try again shortly.
+                Err(_) => {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let Ok(place) = Arc::clone(&places).try_acquire_owned() else {
+            drop(stream);
+            continue;
+        };
+        let service = TowerToHyperService::new(app.clone());
+        tokio::spawn(async move {
+            let conn = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(limits.header_read)
+                .serve_connection(TokioIo::new(stream), service);
+            let _ = tokio::time::timeout(limits.lifetime, conn).await;
+            drop(place);
+        });
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::state::Shown;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpStream;
 
-    /// Readers between two evaluations are handed the same bytes; an evaluation (here a failed
-    /// one) renders the page once more.
-    #[test]
-    fn every_reader_shares_one_rendered_page_per_evaluation() {
-        let state: Shared = Arc::new(Mutex::new(State::new(Shown {
+    fn shown() -> Shown {
+        Shown {
             prometheus: "http://127.0.0.1:9090".into(),
             interval_s: 30.0,
             window_s: 300.0,
             shard: "1/1".into(),
             drift_files: 0,
-        })));
+        }
+    }
+
+    /// Reads until the peer closes (true) or `limit` passes (false).
+    async fn closed_within(c: &mut TcpStream, limit: Duration) -> bool {
+        let mut buf = [0u8; 256];
+        let read = async {
+            loop {
+                match c.read(&mut buf).await {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => {}
+                }
+            }
+        };
+        tokio::time::timeout(limit, read).await.is_ok()
+    }
+
+    /// Slowloris clients fill every place, the next connection is closed at once, the
+    /// trickled headers are cut off after the header timeout, and `/healthz` answers again —
+    /// polled to a deadline, on loopback.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn slow_clients_are_cut_off_and_capped_and_healthz_comes_back() {
+        let (listener, addr) = bind("127.0.0.1:0").await.unwrap();
+        let limits = Limits {
+            connections: 8,
+            header_read: Duration::from_millis(1500),
+            lifetime: Duration::from_secs(30),
+        };
+        let state: Shared = Arc::new(Mutex::new(State::new(shown())));
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(serve_within(
+            listener,
+            state,
+            async move {
+                let _ = rx.await;
+            },
+            limits,
+        ));
+        let mut slow = Vec::new();
+        for _ in 0..limits.connections {
+            let mut c = TcpStream::connect(addr).await.unwrap();
+            c.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+                .await
+                .unwrap();
+            slow.push(c);
+        }
+        // Every place is held: one more is closed without an answer (a short wait for the
+        // server to have accepted the slow ones first).
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        let mut refused = false;
+        while !refused && tokio::time::Instant::now() < deadline {
+            let mut extra = TcpStream::connect(addr).await.unwrap();
+            let _ = extra
+                .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+                .await;
+            let mut answer = Vec::new();
+            let _ =
+                tokio::time::timeout(Duration::from_millis(200), extra.read_to_end(&mut answer))
+                    .await;
+            refused = answer.is_empty();
+        }
+        assert!(refused, "a connection past the cap was served");
+        for c in &mut slow {
+            assert!(
+                closed_within(c, Duration::from_secs(5)).await,
+                "a slow client kept its place"
+            );
+        }
+        let mut ok = false;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while !ok && tokio::time::Instant::now() < deadline {
+            let mut c = TcpStream::connect(addr).await.unwrap();
+            c.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                .await
+                .unwrap();
+            let mut answer = String::new();
+            let _ =
+                tokio::time::timeout(Duration::from_secs(1), c.read_to_string(&mut answer)).await;
+            ok = answer.starts_with("HTTP/1.1 200") && answer.ends_with("ok\n");
+        }
+        assert!(
+            ok,
+            "/healthz did not come back once the slow clients were cut off"
+        );
+        let _ = tx.send(());
+        server.await.unwrap().unwrap();
+    }
+
+    /// Readers between two evaluations are handed the same bytes; an evaluation (here a failed
+    /// one) renders the page once more.
+    #[test]
+    fn every_reader_shares_one_rendered_page_per_evaluation() {
+        let state: Shared = Arc::new(Mutex::new(State::new(shown())));
         let served = Served {
             state: state.clone(),
             page: Arc::default(),
