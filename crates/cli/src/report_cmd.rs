@@ -32,7 +32,7 @@ fn open(db: &PathBuf) -> Result<Store> {
             db.display()
         );
     }
-    Store::open(db).with_context(|| format!("opening the run store {}", db.display()))
+    Store::open_for_reading(db).with_context(|| format!("opening the run store {}", db.display()))
 }
 
 fn load(store: &Store, run: RunId, db: &std::path::Path) -> Result<Analysed> {

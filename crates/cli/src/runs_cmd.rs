@@ -46,7 +46,7 @@ pub fn run(args: RunsArgs) -> Result<ExitCode> {
             args.db.display()
         );
     }
-    let store = Store::open(&args.db)?;
+    let store = Store::open_for_reading(&args.db)?;
     let mut out = std::io::stdout().lock();
     match args.run {
         Some(id) => runs::write_run(

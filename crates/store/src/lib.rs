@@ -51,6 +51,10 @@ pub enum StoreError {
         "the store has schema version {found}, this llmscope knows up to {supported}: it was written by a newer llmscope"
     )]
     NewerSchema { found: u32, supported: u32 },
+    #[error(
+        "the store has schema version {found} and cannot be written, this llmscope reads version {supported}: open it once where it can be written (llmscope runs) to upgrade it"
+    )]
+    ReadOnlySchema { found: u32, supported: u32 },
     #[error("run {0} does not exist in the store")]
     NoSuchRun(RunId),
     #[error("source `{source_name}` is not registered in run {run}")]
@@ -183,6 +187,57 @@ impl Store {
         })
     }
 
+    /// The store at `path` for reading only (`runs`, `report`, `compare`): opened as usual where
+    /// it can be written (so an abandoned run is marked and an old schema upgraded), else read-only
+    /// — a read-only mount, a file the user may not write, a folder where SQLite cannot create
+    /// its WAL index (then the file is read as it stands, without another writer's last
+    /// uncommitted pages). A store too old to read without upgrading says so.
+    pub fn open_for_reading(path: impl AsRef<Path>) -> Result<Store, StoreError> {
+        let path = path.as_ref();
+        match Self::open(path) {
+            Ok(store) => Ok(store),
+            Err(first) => Self::open_read_only(path).map_err(|_| first),
+        }
+    }
+
+    /// The store at `path`, read-only, never written (see [`Store::open_for_reading`]).
+    pub fn open_read_only(path: impl AsRef<Path>) -> Result<Store, StoreError> {
+        use rusqlite::OpenFlags;
+        let path = path.as_ref();
+        let open_err = |source| StoreError::Open {
+            path: path.display().to_string(),
+            source,
+        };
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(path, flags)
+            .and_then(|c| {
+                // Opening is lazy: reading the schema is what finds a WAL index it cannot create.
+                schema::version(&c).map_err(|_| rusqlite::Error::InvalidQuery)?;
+                Ok(c)
+            })
+            .or_else(|_| {
+                let uri = format!("file:{}?immutable=1", uri_path(path));
+                Connection::open_with_flags(uri, flags)
+            })
+            .map_err(open_err)?;
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        let found = schema::version(&conn)?;
+        if found != schema::CURRENT_VERSION {
+            return Err(StoreError::ReadOnlySchema {
+                found,
+                supported: schema::CURRENT_VERSION,
+            });
+        }
+        Ok(Store {
+            conn,
+            sources: HashMap::new(),
+            series_ids: write::SeriesIds::default(),
+            block_buf: block::Encoder::default(),
+        })
+    }
+
     /// A private in-memory store (tests, benchmarks).
     pub fn open_in_memory() -> Result<Store, StoreError> {
         Self::setup(Connection::open_in_memory()?)
@@ -218,6 +273,20 @@ impl Store {
     pub fn schema_version(&self) -> Result<u32, StoreError> {
         schema::version(&self.conn)
     }
+}
+
+/// `path` as the path of a `file:` URI: `%`, `?` and `#` escaped.
+fn uri_path(path: &Path) -> String {
+    let mut out = String::new();
+    for c in path.to_string_lossy().chars() {
+        match c {
+            '%' => out.push_str("%25"),
+            '?' => out.push_str("%3f"),
+            '#' => out.push_str("%23"),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// How long an open or a write waits for another process's lock before it fails.

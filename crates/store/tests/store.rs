@@ -504,3 +504,56 @@ fn secrets_in_outside_text_are_redacted_before_they_are_stored() {
     let url = &store.sources(run).unwrap()[0].url;
     assert_eq!(url, "http://127.0.0.1:9090/?access_token=***");
 }
+
+/// A store that cannot be written is read as it stands: its runs, series and points come back
+/// through a read-only connection (and through `immutable=1` where SQLite could not even make
+/// its WAL index), and a write is refused instead of touching the file. Root ignores file modes,
+/// so the read-only connection is opened directly; `open_for_reading` falls back to it.
+#[test]
+fn a_store_that_cannot_be_written_is_read_as_it_stands() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ro.db");
+    let run = {
+        let mut store = Store::open(&path).unwrap();
+        let run = store.create_run(&new_run()).unwrap();
+        store.add_source(run, &source("vllm")).unwrap();
+        for b in scrape_batches() {
+            store.write(run, &[b]).unwrap();
+        }
+        run
+    };
+    let before = std::fs::read(&path).unwrap();
+    let mut ro = Store::open_read_only(&path).unwrap();
+    assert_eq!(ro.runs().unwrap().len(), 1);
+    let series = ro.series(run, Some("vllm")).unwrap();
+    assert_eq!(series.len(), 2);
+    assert_eq!(series[1].1.points.len(), 3);
+    let err = ro.create_run(&new_run()).unwrap_err().to_string();
+    assert!(
+        err.contains("readonly") || err.contains("read-only"),
+        "{err}"
+    );
+    drop(ro);
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        before,
+        "the file was written"
+    );
+    assert_eq!(
+        Store::open_for_reading(&path)
+            .unwrap()
+            .runs()
+            .unwrap()
+            .len(),
+        1
+    );
+    // Where SQLite cannot make the WAL index (here a folder stands in its place, as a read-only
+    // folder would refuse it), writing and plain read-only opening both fail: the file is read
+    // as it stands.
+    let shm = dir.path().join("ro.db-shm");
+    let _ = std::fs::remove_file(&shm);
+    std::fs::create_dir(&shm).unwrap();
+    assert!(Store::open(&path).is_err());
+    let ro = Store::open_for_reading(&path).unwrap();
+    assert_eq!(ro.series(run, Some("vllm")).unwrap().len(), 2);
+}
