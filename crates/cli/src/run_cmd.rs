@@ -183,6 +183,11 @@ async fn run_async(args: RunArgs) -> Result<ExitCode> {
     if let Some(sim) = sim {
         sim.shutdown().await;
     }
+    if let Err(llmscope_ops::OpsError::StoreStopped(stopped)) = &outcome
+        && let Some(report) = &stopped.report
+    {
+        show_load_report(report, args.out.format)?;
+    }
     let outcome = outcome?;
     let run = outcome.analysed.run;
     let code = args
@@ -195,6 +200,24 @@ async fn run_async(args: RunArgs) -> Result<ExitCode> {
         }
         None => Ok(code),
     }
+}
+
+/// What the client measured, on stdout, where the store could not keep it (issue 31, point 4).
+fn show_load_report(
+    report: &llmscope_loadgen::LoadReport,
+    format: crate::output::ReportFormat,
+) -> Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match format {
+        crate::output::ReportFormat::Json => {
+            serde_json::to_writer_pretty(&mut out, report)?;
+            writeln!(out)?;
+        }
+        _ => llmscope_loadgen::text::write_summary(report, &mut out)?,
+    }
+    out.flush()?;
+    Ok(())
 }
 
 impl RunArgs {

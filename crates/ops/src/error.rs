@@ -74,4 +74,66 @@ pub enum OpsError {
     Write(#[from] std::io::Error),
     #[error("encoding the report: {0}")]
     Json(#[from] serde_json::Error),
+    /// The store stopped taking writes during a recording (a full disk): what was recorded
+    /// before stays, the load was stopped, and the client's report travels with the error so
+    /// the front end can still show it.
+    #[error("{0}")]
+    StoreStopped(Box<StoreStopped>),
+}
+
+/// A recording whose store stopped taking writes ([`OpsError::StoreStopped`]).
+#[derive(Debug)]
+pub struct StoreStopped {
+    pub run: RunId,
+    /// The database error that stopped the writer ("database or disk is full").
+    pub error: String,
+    /// How far the run could be marked `failed`.
+    pub marked: Marked,
+    /// The store's file, when the operation knows it.
+    pub db: Option<std::path::PathBuf>,
+    /// What the load generator measured, when there was a load.
+    pub report: Option<Box<llmscope_loadgen::LoadReport>>,
+}
+
+/// How far a run whose store stopped taking writes could still be marked `failed`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Marked {
+    /// `failed`, with a finding saying why.
+    WithReason,
+    /// `failed`, but the finding saying why could not be written (why not).
+    WithoutReason(String),
+    /// Not even that (why not): it reads `interrupted` at its last commit.
+    Not(String),
+}
+
+impl std::fmt::Display for StoreStopped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (run, error) = (self.run, &self.error);
+        let db = self
+            .db
+            .as_ref()
+            .map_or_else(String::new, |p| format!(" {}", p.display()));
+        write!(f, "the store{db} stopped taking writes: {error}. ")?;
+        if self.report.is_some() {
+            write!(f, "The load was stopped at once (its report is above). ")?;
+        }
+        match &self.marked {
+            Marked::WithReason => write!(
+                f,
+                "Run {run} is stored `failed` with this reason and what was recorded before it (llmscope runs --run {run})"
+            )?,
+            Marked::WithoutReason(why) => write!(
+                f,
+                "Run {run} is stored `failed` with what was recorded before it; the reason could not be stored with it ({why})"
+            )?,
+            Marked::Not(why) => write!(
+                f,
+                "Run {run} keeps what was recorded before it, but could not even be marked failed ({why}): it reads `interrupted` at its last commit"
+            )?,
+        }
+        write!(
+            f,
+            ". Free space where the store lives, or give --db a file on another disk, and run again"
+        )
+    }
 }

@@ -48,4 +48,4 @@ pub mod stack;
 pub mod targets;
 pub mod window;
 
-pub use error::OpsError;
+pub use error::{Marked, OpsError, StoreStopped};

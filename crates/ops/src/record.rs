@@ -9,7 +9,11 @@
 //!    the load ([`Recording::sink`]) send to as they go, so a killed process keeps what
 //!    completed.
 //! 3. [`Recording::stop`] stops the collectors, waits until everything sent is committed and
-//!    gives the [`RunRecord`] back with what each source reported.
+//!    gives the [`RunRecord`] back with what each source reported. Where the store stopped
+//!    taking writes on the way (a full disk), the collectors stopped at their next send, the
+//!    token of [`Recording::stopping`] fired at once (the load stops on it), and `stop` marks
+//!    the run `failed` with the reason as far as the store still lets it and answers
+//!    [`OpsError::StoreStopped`].
 //! 4. What is read after the live part is written directly ([`RunRecord::write`]: a window
 //!    read from Prometheus), a stop before the end is recorded ([`RunRecord::interrupt`]), and
 //!    the series are read back ([`RunRecord::series`]) to be judged.
@@ -19,11 +23,13 @@
 //! `diagnose --prometheus` has no live part: it creates the run when the first name answers
 //! and writes name by name (steps 1, 4, 5), so memory stays one name's answer.
 
-use crate::OpsError;
+use crate::cancel::Cancel;
+use crate::{Marked, OpsError, StoreStopped};
 use llmscope_collect::time::unix_now;
 use llmscope_collect::{Source, SourceError, SourceReport, Stop, StopHandle, Window};
 use llmscope_core::series::{Batch, Series};
-use llmscope_store::writer::{BatchSender, Writer};
+use llmscope_core::severity::Severity;
+use llmscope_store::writer::{BatchSender, Stopped, Writer};
 use llmscope_store::{Finding, NewRun, RunId, RunStatus, SourceSpec, Store};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -130,11 +136,17 @@ impl RunRecord {
     /// Starts the live part: the store's writer thread takes the store until
     /// [`Recording::stop`].
     pub fn record(self) -> Result<Recording, OpsError> {
-        let writer = llmscope_store::writer::spawn(self.store, self.run)?;
+        let halted = Cancel::new();
+        let on_stop = halted.clone();
+        let writer = llmscope_store::writer::spawn_with(self.store, self.run, move || {
+            on_stop.cancel();
+        })?;
         let (stop, stopped) = Stop::new();
         Ok(Recording {
             run: self.run,
             writer,
+            halted,
+            links: JoinSet::new(),
             stop,
             stopped,
             collectors: JoinSet::new(),
@@ -182,6 +194,10 @@ pub type SourceResult = (String, Result<SourceReport, SourceError>);
 pub struct Recording {
     run: RunId,
     writer: Writer,
+    /// Cancelled the moment the store stops taking writes.
+    halted: Cancel,
+    /// The tasks joining `halted` to the tokens of [`Recording::stopping`].
+    links: JoinSet<()>,
     stop: StopHandle,
     stopped: Stop,
     collectors: JoinSet<(usize, SourceResult)>,
@@ -214,6 +230,27 @@ impl Recording {
         self.writer.progress_counter()
     }
 
+    /// A token cancelled when `cancel` is or when the store stops taking writes (a full disk),
+    /// whichever comes first: what feeds the recording (a load, a baseline) waits on it, so
+    /// nothing goes on being measured that cannot be kept. `cancel` itself is left alone.
+    pub fn stopping(&mut self, cancel: &Cancel) -> Cancel {
+        let either = Cancel::new();
+        let (user, halted, out) = (cancel.clone(), self.halted.clone(), either.clone());
+        self.links.spawn(async move {
+            tokio::select! {
+                () = user.cancelled() => {}
+                () = halted.cancelled() => {}
+            }
+            out.cancel();
+        });
+        either
+    }
+
+    /// The token cancelled the moment the store stops taking writes.
+    pub fn halted(&self) -> Cancel {
+        self.halted.clone()
+    }
+
     /// Starts `source` reading `window` into the run, until the window ends or the recording
     /// stops.
     pub fn collect(&mut self, source: Arc<dyn Source>, window: Window) {
@@ -239,21 +276,55 @@ impl Recording {
     /// each source reported, in the order they were started.
     pub async fn stop(mut self) -> Result<(RunRecord, Vec<SourceResult>), OpsError> {
         self.stop.stop();
+        self.links.abort_all();
         self.collected().await;
         let mut reports = std::mem::take(&mut self.reports);
         reports.sort_by_key(|(i, _)| *i);
         let reports = reports.into_iter().map(|(_, r)| r).collect();
         let run = self.run;
-        let store = committed(self.writer).await?;
+        let store = committed(self.writer, run).await?;
         Ok((RunRecord { store, run }, reports))
     }
 }
 
 /// The store back once everything sent is committed: the writer ends when every sender is
-/// gone (the collectors' went with them).
-async fn committed(writer: Writer) -> Result<Store, OpsError> {
-    let (store, _totals) = tokio::task::spawn_blocking(move || writer.finish())
+/// gone (the collectors' went with them). Where a database error stopped it, the run is marked
+/// `failed` with the reason, as far as the store still takes that.
+async fn committed(writer: Writer, run: RunId) -> Result<Store, OpsError> {
+    let finished = tokio::task::spawn_blocking(move || writer.finish())
         .await
-        .map_err(|e| OpsError::Task(format!("the store writer: {e}")))??;
-    Ok(store)
+        .map_err(|e| OpsError::Task(format!("the store writer: {e}")))?;
+    match finished {
+        Ok((store, _totals)) => Ok(store),
+        Err(Stopped::Gone(e)) => Err(e.into()),
+        Err(Stopped::Failed { mut store, error }) => {
+            let error = error.to_string();
+            let marked = mark_failed(&mut store, run, &error);
+            Err(OpsError::StoreStopped(Box::new(StoreStopped {
+                run,
+                error,
+                marked,
+                db: None,
+                report: None,
+            })))
+        }
+    }
+}
+
+/// The run ended `failed` with why, in one finding; on a full disk this may fail too (then the
+/// run reads `interrupted` at its last heartbeat).
+fn mark_failed(store: &mut Store, run: RunId, error: &str) -> Marked {
+    if let Err(e) = store.finish_run(run, RunStatus::Failed, unix_now(), None) {
+        return Marked::Not(e.to_string());
+    }
+    let message = format!(
+        "the store stopped taking writes during the recording: {error}; what was recorded before it is kept, the rest of the run was not measured"
+    );
+    let finding = Finding::new("store_stopped".to_owned(), Severity::Error, message).suggest(
+        "free space where the store lives, or give --db a file on another disk, and run again",
+    );
+    match store.add_findings(run, &[finding]) {
+        Ok(()) => Marked::WithReason,
+        Err(e) => Marked::WithoutReason(e.to_string()),
+    }
 }

@@ -7,6 +7,13 @@
 //! at most the last 100 ms. Each commit is also the run's heartbeat (with the latest progress), so
 //! a run whose process died is marked interrupted at its last commit. Sending never blocks (the
 //! channel is unbounded), so async scrape loops and load workers never wait for the disk.
+//!
+//! A database error (a full disk, above all) stops the writer at once: the channel closes, so
+//! every sender learns it at its next send (scrapers and the load generator stop on it), the
+//! `on_stop` hook given to [`spawn_with`] fires from the writer thread, and [`Writer::finish`]
+//! hands the store back with the error ([`Stopped`]) so the run can still be marked failed —
+//! what was committed before stays (issue 31, point 4: before, the writer died 2 s into a run
+//! on a full disk while the load went on for 72 s and its report was lost).
 
 use crate::{RequestRow, RunId, Store, StoreError, WriteStats};
 use llmscope_core::series::Batch;
@@ -70,17 +77,49 @@ impl BatchSender {
 pub struct Writer {
     tx: BatchSender,
     committed: Arc<AtomicU64>,
-    thread: JoinHandle<Result<(Store, WriterTotals), StoreError>>,
+    thread: JoinHandle<(Store, Result<WriterTotals, StoreError>)>,
+}
+
+/// Why a writer ended without committing everything it was sent.
+#[derive(Debug, thiserror::Error)]
+pub enum Stopped {
+    /// A database error stopped it; the store is handed back as it stands (everything before
+    /// the failed commit is in it).
+    #[error("{error}")]
+    Failed {
+        store: Box<Store>,
+        error: StoreError,
+    },
+    /// The writer thread panicked; the store went with it.
+    #[error(transparent)]
+    Gone(StoreError),
 }
 
 /// Starts the writer thread for `run`.
 pub fn spawn(store: Store, run: RunId) -> Result<Writer, StoreError> {
+    spawn_with(store, run, || {})
+}
+
+/// Starts the writer thread for `run`; `on_stop` is called (from the writer thread) the moment
+/// a database error stops it, so whoever feeds it can stop at once rather than at its next send.
+pub fn spawn_with(
+    store: Store,
+    run: RunId,
+    on_stop: impl FnOnce() + Send + 'static,
+) -> Result<Writer, StoreError> {
     let (tx, rx) = channel();
     let committed = Arc::new(AtomicU64::new(0));
     let counter = Arc::clone(&committed);
     let thread = std::thread::Builder::new()
         .name("llmscope-store".into())
-        .spawn(move || drain(store, run, rx, &counter))
+        .spawn(move || {
+            let mut store = store;
+            let out = drain(&mut store, run, rx, &counter);
+            if out.is_err() {
+                on_stop();
+            }
+            (store, out)
+        })
         .map_err(StoreError::Thread)?;
     Ok(Writer {
         tx: BatchSender(tx),
@@ -104,10 +143,18 @@ impl Writer {
         Arc::clone(&self.committed)
     }
 
-    /// Waits until every sender is dropped and everything queued is committed; gives the store back.
-    pub fn finish(self) -> Result<(Store, WriterTotals), StoreError> {
+    /// Waits until every sender is dropped and everything queued is committed; gives the store
+    /// back — with the error, when one stopped the writer.
+    pub fn finish(self) -> Result<(Store, WriterTotals), Stopped> {
         drop(self.tx);
-        self.thread.join().map_err(|_| StoreError::WriterGone)?
+        match self.thread.join() {
+            Ok((store, Ok(totals))) => Ok((store, totals)),
+            Ok((store, Err(error))) => Err(Stopped::Failed {
+                store: Box::new(store),
+                error,
+            }),
+            Err(_) => Err(Stopped::Gone(StoreError::WriterGone)),
+        }
     }
 }
 
@@ -131,12 +178,14 @@ impl Pending {
     }
 }
 
+/// Commits what arrives until every sender is gone, or until a commit fails: then `rx` is
+/// dropped with the error, so the next send anywhere fails.
 fn drain(
-    mut store: Store,
+    store: &mut Store,
     run: RunId,
     rx: Receiver<Msg>,
     committed: &AtomicU64,
-) -> Result<(Store, WriterTotals), StoreError> {
+) -> Result<WriterTotals, StoreError> {
     let mut totals = WriterTotals::default();
     while let Ok(first) = rx.recv() {
         let mut pending = Pending::default();
@@ -154,7 +203,7 @@ fn drain(
         store.heartbeat(run, unix_now(), pending.progress)?;
         totals.commits += 1;
     }
-    Ok((store, totals))
+    Ok(totals)
 }
 
 fn unix_now() -> f64 {

@@ -306,6 +306,55 @@ fn the_writer_thread_commits_everything_sent() {
 }
 
 #[test]
+fn a_database_error_stops_the_writer_at_once_and_hands_the_store_back() {
+    // Issue 31, point 4: a failed commit (a full disk in real life; here a batch from a source
+    // the run never registered) must stop every sender at its next send, fire the hook at
+    // once, and give the store back with what was committed before, so the run can be marked.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("stop.db");
+    let mut store = Store::open(&path).unwrap();
+    let run = store.create_run(&new_run()).unwrap();
+    store.add_source(run, &source("vllm")).unwrap();
+    let (told, hook) = std::sync::mpsc::channel();
+    let w = writer::spawn_with(store, run, move || told.send(()).unwrap()).unwrap();
+    let tx = w.sender();
+    let batch = |src: &str, t: f64| {
+        let mut b = Batch::new(src);
+        b.samples.push((key("m", &[]), Point { t, v: 1.0 }));
+        b
+    };
+    assert!(tx.send(batch("vllm", 1.0)));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while w.committed_samples() < 1 {
+        assert!(
+            Instant::now() < deadline,
+            "the first batch was never committed"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(
+        tx.send(batch("nobody", 2.0)),
+        "queued before the writer saw it"
+    );
+    hook.recv_timeout(Duration::from_secs(10))
+        .expect("the hook fires when the commit fails");
+    assert!(
+        !tx.send(batch("vllm", 3.0)),
+        "a send after the failure is refused"
+    );
+    drop(tx);
+    let writer::Stopped::Failed { store, error } = w.finish().unwrap_err() else {
+        panic!("the store must come back");
+    };
+    assert!(error.to_string().contains("nobody"), "{error}");
+    assert_eq!(
+        store.run(run).unwrap().samples,
+        1,
+        "what was committed stays"
+    );
+}
+
+#[test]
 fn a_repeated_sample_is_stored_once() {
     // A page repeating a sample with its own timestamp (honoured) must not double it.
     let mut store = Store::open_in_memory().unwrap();

@@ -16,8 +16,14 @@ use std::time::{Duration, Instant};
 /// `llmscope ARGS…`, killed (and the test failed) if it runs past `limit`. Both streams are
 /// drained while it runs, so a chatty child cannot block on a full pipe.
 fn run(args: &[&str], limit: Duration) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_llmscope"))
-        .args(args)
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_llmscope"));
+    cmd.args(args);
+    finish(cmd, &format!("llmscope {}", args.join(" ")), limit)
+}
+
+/// `cmd` run to the end (named `shown` if it runs past `limit`), both streams drained.
+fn finish(mut cmd: Command, shown: &str, limit: Duration) -> Output {
+    let mut child = cmd
         .env_remove("OPENAI_API_KEY")
         .env_remove("LLMSCOPE_PROMETHEUS_TOKEN")
         .stdin(Stdio::null())
@@ -42,7 +48,7 @@ fn run(args: &[&str], limit: Duration) -> Output {
         if t.elapsed() > limit {
             child.kill().ok();
             child.wait().ok();
-            panic!("`llmscope {}` did not end within {limit:?}", args.join(" "));
+            panic!("`{shown}` did not end within {limit:?}");
         }
         std::thread::sleep(Duration::from_millis(20));
     };
@@ -507,4 +513,77 @@ fn a_prometheus_answering_what_was_not_asked_is_held_to_the_window() {
         !format!("{stdout}{stderr}").contains(['\x1b', '\x07']),
         "{stdout:?}"
     );
+}
+
+/// Issue 31, point 4: on a full disk (a small tmpfs, filled up, in a user and mount namespace
+/// of its own) the run stops at once — not at the end of its two minutes — with the client's
+/// report on stdout, a reason and a fix on stderr, exit 2, and what was recorded before kept:
+/// after space is freed the run reads `failed` (or `interrupted` at its last commit, where not
+/// even that could be written) with its samples. Before: the writer died 2 s in, the load went
+/// on for 72 s and its report was lost. Needs `unshare` and tmpfs mounts (root in CI).
+#[test]
+fn a_full_disk_stops_the_run_at_once_and_keeps_what_was_recorded() {
+    const SCRIPT: &str = r#"set -e
+BIN="$1"
+D=$(mktemp -d)
+mount -t tmpfs -o size=8m tmpfs "$D"
+"$BIN" runs --db "$D/s.db" >/dev/null 2>&1 || true
+dd if=/dev/zero of="$D/fill" bs=4k count=1850 2>/dev/null
+set +e
+"$BIN" run --db "$D/s.db" --duration 120s --baseline 1s --concurrency 8
+echo "exit=$?" >&2
+rm "$D/fill"
+echo "== after freeing space"
+"$BIN" runs --db "$D/s.db" --run 1
+"#;
+    let mut cmd = Command::new("unshare");
+    cmd.args([
+        "-rm",
+        "sh",
+        "-c",
+        SCRIPT,
+        "sh",
+        env!("CARGO_BIN_EXE_llmscope"),
+    ]);
+    let t = Instant::now();
+    let out = finish(
+        cmd,
+        "unshare -rm sh (a full disk)",
+        Duration::from_secs(100),
+    );
+    let took = t.elapsed();
+    let (stdout, stderr) = streams(&out);
+    assert!(
+        out.status.success() && stderr.contains("exit="),
+        "the namespace or the tmpfs could not be made here (needs unshare and mount rights): {stderr}"
+    );
+    assert!(stderr.contains("exit=2"), "{stderr}");
+    assert!(
+        took < Duration::from_secs(60),
+        "stopped at once, not after the 120 s asked: {took:?}"
+    );
+    assert!(
+        stderr.contains("stopped taking writes") && stderr.contains("disk is full"),
+        "the reason: {stderr}"
+    );
+    assert!(stderr.contains("another disk"), "the fix: {stderr}");
+    let (report, after) = stdout.split_once("== after freeing space").expect(&stdout);
+    assert!(
+        report.contains("requests    sent"),
+        "the load report is shown: {stdout}"
+    );
+    let run = after
+        .lines()
+        .find(|l| l.trim_start().starts_with("1 "))
+        .expect(after);
+    assert!(
+        run.contains("failed") || run.contains("interrupted"),
+        "{after}"
+    );
+    let samples: u64 = run
+        .split_whitespace()
+        .nth(6)
+        .and_then(|n| n.parse().ok())
+        .expect(run);
+    assert!(samples > 0, "what was recorded before is kept: {after}");
 }

@@ -1,5 +1,6 @@
 //! The load of a run: the load generator on its own runtime, stopped when the run is
-//! cancelled, its finished records and progress streamed to the recording's writer (so a killed
+//! cancelled (requests in flight drain), aborted when the store stops taking writes (nothing
+//! more could be kept), its finished records and progress streamed to the recording's writer (so a killed
 //! run keeps what completed), its progress lines said in turn.
 
 use super::Narrator;
@@ -42,11 +43,12 @@ impl Observer for RunObserver<'_> {
 pub(super) async fn run_load(
     plan: &LoadPlan,
     cancel: &Cancel,
+    halted: &Cancel,
     store: BatchSender,
     n: &dyn Narrator,
 ) -> Result<LoadReport, OpsError> {
     let rt = llmscope_loadgen::monitor::runtime(None).map_err(OpsError::Runtime)?;
-    let (control, stop_on_cancel) = control(cancel);
+    let (control, stop_on_cancel) = control(cancel, halted);
     // Progress lines are said from the load's runtime: they are gathered here and said in turn.
     let (lines_tx, lines_rx) = mpsc::unbounded_channel::<String>();
     let task = rt.spawn(load(plan.clone(), control, store, Forward(lines_tx)));
@@ -71,20 +73,30 @@ async fn load(
     llmscope_loadgen::run(&plan, &mut observer, &control).await
 }
 
-/// The load generator's control, stopped (sending ends; requests in flight drain) when `cancel`
-/// fires — at once if it already has.
-fn control(cancel: &Cancel) -> (RunControl, tokio::task::JoinHandle<()>) {
+/// The load generator's control: stopped (sending ends; requests in flight drain) when `cancel`
+/// fires, aborted (what is in flight cancelled too) when `halted` does — at once if one
+/// already has.
+fn control(cancel: &Cancel, halted: &Cancel) -> (RunControl, tokio::task::JoinHandle<()>) {
     let control = RunControl::new();
-    if cancel.is_cancelled() {
+    if halted.is_cancelled() {
+        control.abort();
+    } else if cancel.is_cancelled() {
         control.stop();
     }
-    let watch = tokio::spawn(stop_on(cancel.clone(), control.clone()));
+    let watch = tokio::spawn(stop_on(cancel.clone(), halted.clone(), control.clone()));
     (control, watch)
 }
 
-async fn stop_on(cancel: Cancel, control: RunControl) {
-    cancel.cancelled().await;
-    control.stop();
+async fn stop_on(cancel: Cancel, halted: Cancel, control: RunControl) {
+    tokio::select! {
+        biased;
+        () = halted.cancelled() => control.abort(),
+        () = cancel.cancelled() => {
+            control.stop();
+            halted.cancelled().await;
+            control.abort();
+        }
+    }
 }
 
 /// Says the lines as they come until `task` ends, then the rest.

@@ -100,10 +100,19 @@ pub async fn execute(
     http: &HttpClient,
     n: &dyn Narrator,
 ) -> Result<RunOutcome, OpsError> {
-    let recording = begin(plan, http)?;
+    let mut recording = begin(plan, http)?;
     let observed_from = unix_now();
-    let report = measure(plan, load, cancel, &recording, http, n).await?;
-    let (mut record, sources) = recording.stop().await?;
+    // The user's Ctrl-C, or the store refusing writes (a full disk), stops what is measured.
+    let stopping = recording.stopping(cancel);
+    let report = measure(plan, load, &stopping, &recording, http, n).await?;
+    let (mut record, sources) = match recording.stop().await {
+        Err(OpsError::StoreStopped(mut stopped)) => {
+            stopped.db = Some(plan.db.clone());
+            stopped.report = Some(Box::new(report));
+            return Err(OpsError::StoreStopped(stopped));
+        }
+        other => other?,
+    };
     warn_failed(&sources, n);
     let status = stopped_at(&mut record, cancel.at(), &report, plan)?;
     if let Some((prom, _)) = &plan.prom {
@@ -161,7 +170,8 @@ fn scrapers(plan: &RunPlan, http: &HttpClient) -> Vec<Arc<dyn Source>> {
     plan.scrape.iter().map(scraper).collect()
 }
 
-/// Baseline, load and drain, while the recording records; cancelling cuts them short.
+/// Baseline, load and drain, while the recording records; cancelling cuts them short (the
+/// drain is skipped).
 async fn measure(
     plan: &RunPlan,
     load: &LoadPlan,
@@ -180,7 +190,7 @@ async fn measure(
         plan.concurrency,
         format_duration(plan.duration)
     ));
-    let report = load::run_load(load, cancel, recording.sink(), n).await?;
+    let report = load::run_load(load, cancel, &recording.halted(), recording.sink(), n).await?;
     if !cancel.is_cancelled() {
         after_load(plan, cancel, http, n).await;
     }
