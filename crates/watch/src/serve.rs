@@ -11,7 +11,8 @@ use axum::routing::get;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use llmscope_collect::time::unix_now;
-use std::net::SocketAddr;
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::net::TcpListener;
@@ -105,6 +106,10 @@ async fn page(axum::extract::State(s): axum::extract::State<Served>) -> Html<Str
 /// file descriptor and `/healthz` stopped answering.
 pub const MAX_CONNECTIONS: usize = 256;
 
+/// Connections one peer address may hold at once: one client (a scraper gone wrong, an attacker
+/// in the cluster) cannot take every place and lock the kubelet's liveness probe out.
+pub const MAX_PER_PEER: usize = 64;
+
 /// How long a client may take to send a request's headers (the first, and each on a kept-alive
 /// connection): a client trickling them a byte at a time is cut off.
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
@@ -117,6 +122,7 @@ pub const CONNECTION_LIFETIME: Duration = Duration::from_secs(120);
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
     pub connections: usize,
+    pub per_peer: usize,
     pub header_read: Duration,
     pub lifetime: Duration,
 }
@@ -125,6 +131,7 @@ impl Default for Limits {
     fn default() -> Limits {
         Limits {
             connections: MAX_CONNECTIONS,
+            per_peer: MAX_PER_PEER,
             header_read: HEADER_READ_TIMEOUT,
             lifetime: CONNECTION_LIFETIME,
         }
@@ -132,7 +139,7 @@ impl Default for Limits {
 }
 
 /// Serves `router` on `listener` until `stop` resolves, each connection bounded by
-/// [`MAX_CONNECTIONS`], [`HEADER_READ_TIMEOUT`] and [`CONNECTION_LIFETIME`].
+/// [`MAX_CONNECTIONS`], [`MAX_PER_PEER`], [`HEADER_READ_TIMEOUT`] and [`CONNECTION_LIFETIME`].
 pub async fn serve(
     listener: TcpListener,
     state: Shared,
@@ -150,9 +157,10 @@ pub async fn serve_within(
 ) -> std::io::Result<()> {
     let app = router(state);
     let places = Arc::new(Semaphore::new(limits.connections));
+    let peers = Arc::new(Peers::new(limits.per_peer));
     let mut stop = std::pin::pin!(stop);
     loop {
-        let (stream, _) = tokio::select! {
+        let (stream, peer) = tokio::select! {
             () = &mut stop => return Ok(()),
             accepted = listener.accept() => match accepted {
                 Ok(a) => a,
@@ -163,6 +171,10 @@ pub async fn serve_within(
                     continue;
                 }
             },
+        };
+        let Some(peer_place) = Peers::take(&peers, peer.ip()) else {
+            drop(stream);
+            continue;
         };
         let Ok(place) = Arc::clone(&places).try_acquire_owned() else {
             drop(stream);
@@ -175,8 +187,59 @@ pub async fn serve_within(
                 .header_read_timeout(limits.header_read)
                 .serve_connection(TokioIo::new(stream), service);
             let _ = tokio::time::timeout(limits.lifetime, conn).await;
-            drop(place);
+            drop((place, peer_place));
         });
+    }
+}
+
+/// Connections held per peer address.
+struct Peers {
+    held: Mutex<HashMap<IpAddr, usize>>,
+    most: usize,
+}
+
+/// One connection's place in its peer's count, given back when dropped.
+struct PeerPlace {
+    peers: Arc<Peers>,
+    ip: IpAddr,
+}
+
+impl Peers {
+    fn new(most: usize) -> Peers {
+        Peers {
+            held: Mutex::default(),
+            most,
+        }
+    }
+
+    fn held(&self) -> std::sync::MutexGuard<'_, HashMap<IpAddr, usize>> {
+        self.held.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A place for one more connection from `ip`, unless it holds its most already.
+    fn take(peers: &Arc<Peers>, ip: IpAddr) -> Option<PeerPlace> {
+        let mut held = peers.held();
+        let n = held.entry(ip).or_default();
+        if *n >= peers.most {
+            return None;
+        }
+        *n += 1;
+        Some(PeerPlace {
+            peers: Arc::clone(peers),
+            ip,
+        })
+    }
+}
+
+impl Drop for PeerPlace {
+    fn drop(&mut self) {
+        let mut held = self.peers.held();
+        if let Some(n) = held.get_mut(&self.ip) {
+            *n -= 1;
+            if *n == 0 {
+                held.remove(&self.ip);
+            }
+        }
     }
 }
 
@@ -219,6 +282,7 @@ mod tests {
         let (listener, addr) = bind("127.0.0.1:0").await.unwrap();
         let limits = Limits {
             connections: 8,
+            per_peer: 8,
             header_read: Duration::from_millis(1500),
             lifetime: Duration::from_secs(30),
         };
@@ -278,6 +342,60 @@ mod tests {
             ok,
             "/healthz did not come back once the slow clients were cut off"
         );
+        let _ = tx.send(());
+        server.await.unwrap().unwrap();
+    }
+
+    /// From `ip` (any loopback address: all of 127/8 reaches this host), to `addr`.
+    async fn connect_from(ip: &str, addr: SocketAddr) -> TcpStream {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind(format!("{ip}:0").parse().unwrap()).unwrap();
+        socket.connect(addr).await.unwrap()
+    }
+
+    /// One peer holding its most connections is refused one more, while another address (the
+    /// kubelet's probe) is served at once — a client cannot lock the probe out.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn one_peer_cannot_take_every_place() {
+        let (listener, addr) = bind("127.0.0.1:0").await.unwrap();
+        let limits = Limits {
+            connections: 16,
+            per_peer: 4,
+            header_read: Duration::from_secs(30),
+            lifetime: Duration::from_secs(30),
+        };
+        let state: Shared = Arc::new(Mutex::new(State::new(shown())));
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let stop = async move {
+            let _ = rx.await;
+        };
+        let server = tokio::spawn(serve_within(listener, state, stop, limits));
+        let mut slow = Vec::new();
+        for _ in 0..limits.per_peer {
+            let mut c = connect_from("127.0.0.2", addr).await;
+            c.write_all(b"GET /healthz HTTP/1.1\r\n").await.unwrap();
+            slow.push(c);
+        }
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        let mut refused = false;
+        while !refused && tokio::time::Instant::now() < deadline {
+            let mut extra = connect_from("127.0.0.2", addr).await;
+            let _ = extra
+                .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+                .await;
+            refused = closed_within(&mut extra, Duration::from_millis(500)).await;
+        }
+        assert!(refused, "a fifth connection from one peer was kept");
+        let mut probe = connect_from("127.0.0.1", addr).await;
+        probe
+            .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        let mut answer = String::new();
+        let read = probe.read_to_string(&mut answer);
+        let _ = tokio::time::timeout(Duration::from_secs(5), read).await;
+        assert!(answer.starts_with("HTTP/1.1 200"), "the probe: {answer:?}");
+        drop(slow);
         let _ = tx.send(());
         server.await.unwrap().unwrap();
     }

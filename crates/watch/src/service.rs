@@ -2,6 +2,10 @@
 //! An evaluation that fails leaves the previous one shown and is counted by kind; the next
 //! interval tries again. Evaluations never overlap: one that outlasts the interval delays the
 //! next instead of piling up.
+//!
+//! The HTTP side runs on a thread and runtime of its own, so `/healthz` answers while an
+//! evaluation parses a Prometheus answer or judges a fleet: on one thread, a hostile answer
+//! (100,000 points a name) held the probe for as long as the evaluation took.
 
 use crate::WatchError;
 use crate::evaluate::{Evaluation, Settings, evaluate};
@@ -77,7 +81,7 @@ pub async fn run(
             let _ = rx.wait_for(|s| *s).await;
         }
     };
-    let server = tokio::spawn(serve::serve(listener, Arc::clone(&state), server_stop));
+    let server = serve_apart(listener, Arc::clone(&state), server_stop)?;
     tokio::spawn(async move {
         stop.await;
         let _ = stop_tx.send(true);
@@ -90,17 +94,43 @@ pub async fn run(
             _ = stop_rx.wait_for(|s| *s) => break,
         }
     }
-    match server.await {
+    match server.join() {
         Ok(Ok(())) => Ok(()),
         Ok(Err(error)) => Err(WatchError::Listen {
             addr: "the bound address".to_owned(),
             error,
         }),
-        Err(e) => Err(WatchError::Input {
+        Err(_) => Err(WatchError::Input {
             what: "the HTTP server".to_owned(),
-            why: e.to_string(),
+            why: "its thread panicked".to_owned(),
         }),
     }
+}
+
+/// Serves `state` on `listener` from a thread with a runtime of its own, until `stop`.
+fn serve_apart(
+    listener: TcpListener,
+    state: Shared,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<std::thread::JoinHandle<std::io::Result<()>>, WatchError> {
+    let listen_err = |error| WatchError::Listen {
+        addr: "the bound address".to_owned(),
+        error,
+    };
+    // A tokio listener belongs to the runtime that made it: handed over as a std one.
+    let listener = listener.into_std().map_err(listen_err)?;
+    std::thread::Builder::new()
+        .name("llmscope-watch-http".into())
+        .spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            rt.block_on(async move {
+                let listener = TcpListener::from_std(listener)?;
+                serve::serve(listener, state, stop).await
+            })
+        })
+        .map_err(listen_err)
 }
 
 impl Service {
