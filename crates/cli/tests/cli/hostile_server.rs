@@ -12,14 +12,17 @@
 //!   request line (so a token in the URL comes back too), like some proxies do;
 //! - `/prom/api/v1/query_range`: a Prometheus that answers every name with a warning holding
 //!   terminal escapes, and `vllm:num_requests_running` with the range asked for (4 running)
-//!   plus [`PROM_EXTRA`] points from 2023 and a repeat of each asked point.
+//!   plus [`PROM_EXTRA`] points from 2023 and a repeat of each asked point;
+//! - `/soak/…`: a Prometheus hostile in turn, request by request ([`SOAK_MODES`]): the answer
+//!   of `/prom`, a 16 MiB error text of `@`s and escapes, 40,000 distinct warnings, silence,
+//!   random bytes, and an empty success.
 //!
 //! The listener is bound before its port is known, so there is no bind-and-drop race.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 /// A running hostile server; stops accepting when dropped.
@@ -112,6 +115,7 @@ fn serve(mut conn: TcpStream, stop: &AtomicBool) {
             }
             Ok(())
         }
+        p if p.starts_with("/soak/") => soak(&mut conn, &line, stop),
         "/prom/api/v1/query_range" => {
             let body = prom_range(line.split_whitespace().nth(1).unwrap_or(""));
             respond(&mut conn, 200, "application/json", &[], body.as_bytes())
@@ -127,6 +131,65 @@ fn serve(mut conn: TcpStream, stop: &AtomicBool) {
         }
         _ => respond(&mut conn, 404, "text/plain", &[], b"not here\n"),
     };
+}
+
+/// The hostile answers of `/soak/…`, taken in turn.
+pub const SOAK_MODES: [&str; 6] = [
+    "points from 2023",
+    "a 16 MiB error text",
+    "40,000 warnings",
+    "silence",
+    "random bytes",
+    "an empty success",
+];
+
+static SOAK_TURN: AtomicUsize = AtomicUsize::new(0);
+static ERROR_TEXT: OnceLock<Vec<u8>> = OnceLock::new();
+static WARNINGS: OnceLock<Vec<u8>> = OnceLock::new();
+
+/// A large answer made once (the soak measures watch, not this server's formatting).
+fn soak_body(cell: &'static OnceLock<Vec<u8>>, make: fn() -> String) -> &'static [u8] {
+    cell.get_or_init(|| make().into_bytes())
+}
+
+fn soak_error() -> String {
+    let text = "@\\u001b[2J@user:pass@".repeat((16 << 20) / 20);
+    format!(r#"{{"status":"error","errorType":"bad_data","error":"{text}"}}"#)
+}
+
+fn soak_warnings() -> String {
+    let warnings: Vec<String> = (0..40_000).map(|i| format!(r#""warning {i}""#)).collect();
+    format!(
+        r#"{{"status":"success","warnings":[{}],"data":{{"resultType":"matrix","result":[]}}}}"#,
+        warnings.join(",")
+    )
+}
+
+/// The next of [`SOAK_MODES`], whatever was asked.
+fn soak(conn: &mut TcpStream, line: &str, stop: &AtomicBool) -> std::io::Result<()> {
+    let json = "application/json";
+    match SOAK_TURN.fetch_add(1, Ordering::Relaxed) % SOAK_MODES.len() {
+        0 => {
+            let target = line.split_whitespace().nth(1).unwrap_or("");
+            respond(conn, 200, json, &[], prom_range(target).as_bytes())
+        }
+        1 => respond(conn, 422, json, &[], soak_body(&ERROR_TEXT, soak_error)),
+        2 => respond(conn, 200, json, &[], soak_body(&WARNINGS, soak_warnings)),
+        3 => {
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Ok(())
+        }
+        4 => respond(conn, 200, json, &[], &random_bytes(1 << 20)),
+        _ => respond(
+            conn,
+            200,
+            json,
+            &[],
+            br#"{"status":"success","data":{"resultType":"matrix","result":[]}}"#,
+        ),
+    }
 }
 
 /// Points from 2023 in the hostile Prometheus' answer for the running gauge.
@@ -180,9 +243,14 @@ fn prom_range(target: &str) -> String {
             r#"{{"status":"success",{warning},"data":{{"resultType":"matrix","result":[]}}}}"#
         );
     }
-    let mut values: Vec<String> = (0..PROM_EXTRA)
-        .map(|k| format!(r#"[{},"4"]"#, 1_680_000_000 + k))
-        .collect();
+    static FROM_2023: OnceLock<String> = OnceLock::new();
+    let from_2023 = FROM_2023.get_or_init(|| {
+        let points: Vec<String> = (0..PROM_EXTRA)
+            .map(|k| format!(r#"[{},"4"]"#, 1_680_000_000 + k))
+            .collect();
+        points.join(",")
+    });
+    let mut values = vec![from_2023.clone()];
     let mut t = start;
     while t <= end {
         values.push(format!(r#"[{t:.3},"4"]"#));

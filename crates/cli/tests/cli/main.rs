@@ -16,4 +16,5 @@ mod interrupted;
 mod load;
 mod refuse;
 mod run;
+mod soak;
 mod watch;
