@@ -6,6 +6,29 @@
 //!
 //! Peak memory and time of each bounded case are measured by `scripts/bench-hostile.sh`
 //! (`/usr/bin/time -v`), not here.
+//!
+//! The cases of issue 31 (a service that survives) are here where the binary is the unit, and
+//! beside the code where a function is; each failed before its fix:
+//! - text paths linear and capped: `core::safe` (`cleaning_hostile_text_grows_linearly`,
+//!   `an_error_text_is_capped_before_it_is_kept`), `check::input`
+//!   (`producers_are_grouped_in_linear_time`, `a_huge_expression_is_excerpted_not_copied`),
+//!   `ops::window` (`warnings_are_kept_once_each_in_order`);
+//! - Prometheus answers held to the request: `collect::prom::client`
+//!   (`answers_are_held_to_the_range_and_grid_asked`), `ops::window`
+//!   (`a_name_past_the_series_cap_is_read_to_the_cap_and_said`) and
+//!   [`a_prometheus_answering_what_was_not_asked_is_held_to_the_window`] here; impossible values:
+//!   `diagnosis` (`impossible_values_are_named_and_kept_out_of_the_verdict`);
+//! - watch as a service: `watch::serve` (slowloris, the connection and per-peer caps, one shared
+//!   `/metrics` page) and the soak in `soak.rs`;
+//! - nothing lost: [`a_full_disk_stops_the_run_at_once_and_keeps_what_was_recorded`] here, the
+//!   store (`a_store_that_cannot_be_written_is_read_as_it_stands`, `every_changed_byte_is_caught`,
+//!   `a_database_error_stops_the_writer_at_once_and_hands_the_store_back`), `run.rs`
+//!   (`an_html_path_that_is_the_store_is_refused_before_the_run`);
+//! - absent never zero, negative never priced: `refuse.rs`
+//!   (`cost_whose_reservation_queries_failed_is_partial_never_zero`), `core::cost`
+//!   (`impossible_samples_are_named_and_never_priced`);
+//! - one bounded reader and terminal escaping: [`every_input_file_is_read_bounded_devices_and_fifos_refused`]
+//!   here, `ops::runs` (`stored_outside_text_reaches_no_terminal_raw`).
 
 use crate::hostile_server::{BROKEN, Hostile, PROM_EXTRA};
 use llmscope_loadgen::fake::{self, FakeConfig};
