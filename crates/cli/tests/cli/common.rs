@@ -177,3 +177,30 @@ pub fn wait_until_listening(host_port: &str) {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
+
+/// What a `llmscope watch` child says on stderr: where it serves (`host:port`, from its banner,
+/// within 30 s) and every line, kept as it comes.
+pub fn watch_log(stderr: std::process::ChildStderr) -> (String, LogLines) {
+    use std::io::BufRead;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let log = LogLines::default();
+    let kept = std::sync::Arc::clone(&log);
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if let Some(rest) = line.split("serving http://").nth(1) {
+                let _ = tx.send(rest.split('/').next().unwrap_or("").to_owned());
+            }
+            kept.lock().unwrap().push(line);
+        }
+    });
+    let addr = rx
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .expect("watch says where it serves");
+    (addr, log)
+}
+
+/// A child's lines, shared with the thread reading them.
+pub type LogLines = std::sync::Arc<std::sync::Mutex<Vec<String>>>;

@@ -15,12 +15,13 @@
 //! `LLMSCOPE_SOAK_S` sets how long (40 s in the suite; `scripts/bench-watch-soak.sh` runs 600
 //! in release and prints the figures). Loopback only.
 
+use crate::common::{LogLines, Reaper, watch_log};
 use crate::hostile_server::{Hostile, SOAK_MODES};
-use std::io::{BufRead, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::io::AsyncWriteExt;
 
@@ -28,16 +29,6 @@ use tokio::io::AsyncWriteExt;
 const RSS_LIMIT_MB: f64 = 512.0;
 /// The liveness probe's answer, at the 99th percentile.
 const HEALTHZ_P99_MS: f64 = 50.0;
-
-/// Kills watch when the test ends, however it ends.
-struct Reaper(Child);
-
-impl Drop for Reaper {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 #[test]
 fn watch_stays_live_and_bounded_under_a_hostile_prometheus_and_hostile_clients() {
@@ -103,7 +94,7 @@ fn watch_stays_live_and_bounded_under_a_hostile_prometheus_and_hostile_clients()
 }
 
 /// `llmscope watch` against `prom`, on a free port: the process, where it serves, its log.
-fn start_watch(prom: &str) -> (Reaper, SocketAddr, Arc<Mutex<Vec<String>>>) {
+fn start_watch(prom: &str) -> (Reaper, SocketAddr, LogLines) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_llmscope"))
         .args(["watch", "--prometheus", prom, "--listen", "127.0.0.1:0"])
         .args(["--interval", "1s", "--window", "10m", "--step", "15s"])
@@ -115,23 +106,7 @@ fn start_watch(prom: &str) -> (Reaper, SocketAddr, Arc<Mutex<Vec<String>>>) {
         .expect("llmscope watch");
     let stderr = child.stderr.take().unwrap();
     let watch = Reaper(child);
-    let (tx, rx) = std::sync::mpsc::channel();
-    let log = Arc::new(Mutex::new(Vec::new()));
-    let kept = Arc::clone(&log);
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stderr)
-            .lines()
-            .map_while(Result::ok)
-        {
-            if let Some(rest) = line.split("serving http://").nth(1) {
-                let _ = tx.send(rest.split('/').next().unwrap_or("").to_owned());
-            }
-            kept.lock().unwrap().push(line);
-        }
-    });
-    let addr = rx
-        .recv_timeout(Duration::from_secs(30))
-        .expect("watch says where it serves");
+    let (addr, log) = watch_log(stderr);
     (watch, addr.parse().expect(&addr), log)
 }
 

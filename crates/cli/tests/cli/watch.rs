@@ -5,8 +5,8 @@
 //! within two intervals of the stall lasting `--stall-after`; the status page is rendered in
 //! headless Chromium and its screenshot kept in the test's output folder.
 
-use crate::common::{Reaper, job, prometheus, sim_on_free_ports, unix_now};
-use std::io::{BufRead, Read, Write};
+use crate::common::{Reaper, job, prometheus, sim_on_free_ports, unix_now, watch_log};
+use std::io::{Read, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -120,23 +120,7 @@ fn watch_names_each_deployments_verdict_and_raises_the_stall_flag() {
         .expect("llmscope watch");
     let stderr = watch.stderr.take().unwrap();
     let _watch = Reaper(watch);
-    let (tx, rx) = std::sync::mpsc::channel();
-    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
-    let log_w = std::sync::Arc::clone(&log);
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stderr)
-            .lines()
-            .map_while(Result::ok)
-        {
-            if let Some(rest) = line.split("serving http://").nth(1) {
-                let _ = tx.send(rest.split('/').next().unwrap_or("").to_owned());
-            }
-            log_w.lock().unwrap().push(line);
-        }
-    });
-    let addr = rx
-        .recv_timeout(Duration::from_secs(30))
-        .expect("watch says where it serves");
+    let (addr, log) = watch_log(stderr);
     assert_eq!(get(&addr, "/healthz").0, 200);
     let shown = || log.lock().unwrap().join("\n");
 
