@@ -64,6 +64,37 @@ pub fn context(input: &Input) -> detect::Context<'_> {
     }
 }
 
+/// The engine's mean running and waiting requests over `[from, to]` (a capacity stage's measured
+/// window, Unix seconds), read as the verdict reads them ([`detect::Context::mean_running`]):
+/// gauge readings the engine's counters contradict set aside, and then the counters speak by
+/// Little's law. A stage's throughput is measured over that window, so the batch it is compared
+/// with must be too, not over the steady phase the gauges alone suggest.
+pub fn levels_over(input: &Input, (from, to): (f64, f64)) -> (Option<f64>, Option<f64>) {
+    let (clean, gauges_stale) = match stale::set_aside(input) {
+        Some((clean, _)) => (clean, true),
+        None => (input.clone(), false),
+    };
+    let phases = window::Phases {
+        steady: (to > from).then_some((from, to)),
+        ..window::Phases::default()
+    };
+    let stats = clean
+        .signals
+        .iter()
+        .filter_map(|(c, s)| Some((*c, window::window_stats(*c, s, from, to)?)))
+        .collect();
+    let cx = detect::Context {
+        input: &clean,
+        phases,
+        stats,
+        gauges_stale,
+    };
+    (
+        cx.mean_running().map(|l| l.value),
+        cx.mean_waiting().map(|l| l.value),
+    )
+}
+
 /// How much a contended machine (other work on the client's cores) lowers the verdict's
 /// confidence: the server-side evidence stands, the client-side timings are less exact.
 pub const CONTENDED_PENALTY: f64 = 0.1;
@@ -121,5 +152,48 @@ fn judge(input: &Input, gauges_stale: bool) -> Diagnosis {
         edges,
         offsets,
         window_stats,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A capacity stage just after a heavier one: the previous stage's tail (8 running, 7
+    /// waiting) is still in the engine when this stage's recording starts, then 6 clients hold 6
+    /// running, one scrape reading a stale 0 while tokens flow on both sides of it.
+    fn stage() -> Input {
+        let running = [
+            8., 8., 8., 0., 0., 6., 6., 6., 6., 6., 0., 6., 6., 6., 6., 6., 6., 6., 6., 6.,
+        ];
+        let waiting = [
+            7., 7., 7., 0., 0., 0., 0., 0., 0., 0., 0., 0., 0., 0., 0., 0., 0., 0., 0., 0.,
+        ];
+        let pts = |xs: &[f64]| -> Vec<(f64, f64)> {
+            xs.iter().enumerate().map(|(i, v)| (i as f64, *v)).collect()
+        };
+        let mut tokens = 0.0;
+        let counter: Vec<(f64, f64)> = (0..20)
+            .map(|i| {
+                tokens += if (3..5).contains(&i) { 0.0 } else { 30.0 };
+                (f64::from(i), tokens)
+            })
+            .collect();
+        let mut i = Input::default();
+        i.signals
+            .insert(Concept::Running, Signal::new("r", pts(&running)));
+        i.signals
+            .insert(Concept::Waiting, Signal::new("w", pts(&waiting)));
+        i.signals
+            .insert(Concept::GeneratedTokens, Signal::new("t", counter));
+        i
+    }
+
+    #[test]
+    fn levels_are_read_over_the_window_asked_with_stale_zeros_set_aside() {
+        let input = stage();
+        assert_eq!(levels_over(&input, (6.0, 18.0)), (Some(6.0), Some(0.0)));
+        assert_eq!(levels_over(&input, (0.0, 2.0)), (Some(8.0), Some(7.0)));
+        assert_eq!(levels_over(&input, (30.0, 40.0)), (None, None));
     }
 }

@@ -331,6 +331,8 @@ fn measured(
     let t = &r.total;
     let d = &o.analysed.diagnosis;
     let client = &t.client;
+    let window = measured_window(r, cap);
+    let (running_mean, waiting_mean) = llmscope_diagnosis::levels_over(&o.analysed.input, window);
     Stage {
         load: Load::on(axis, load),
         run_id: o.analysed.run,
@@ -346,10 +348,10 @@ fn measured(
         e2e_ms: percentiles(&t.latency_ms.e2e),
         completed: t.requests.completed,
         failed: t.requests.failed,
-        running_mean: d.window_stats.get("running").map(|w| w.mean),
-        waiting_mean: d.window_stats.get("waiting").map(|w| w.mean),
+        running_mean,
+        waiting_mean,
         seconds,
-        window: Some(measured_window(r, cap)),
+        window: Some(window),
         verdict: StageVerdict {
             bottleneck: d.verdict.bottleneck,
             confidence: d.verdict.confidence,
