@@ -109,6 +109,25 @@ fn oracle_cause(stages: &[EngineStage], knee: u32, cap: u32) -> &'static str {
     }
 }
 
+/// The causes the engine allows past the knee: what it shows past its own knee (`knees.0`), and,
+/// where the two observers leave the knee's position unplaced (`apart`), past llmscope's
+/// (`knees.1`) too — the cause depends on where the knee is. Where the engine shows no limit
+/// ("unexplained"), it expects nothing.
+fn expected_causes(
+    engine: &[EngineStage],
+    (theirs, ours): (u32, u32),
+    apart: bool,
+    cap: u32,
+) -> Vec<&'static str> {
+    let mut causes = vec![oracle_cause(engine, theirs, cap)];
+    if apart {
+        causes.push(oracle_cause(engine, ours, cap));
+    }
+    causes.retain(|c| *c != "unexplained");
+    causes.dedup();
+    causes
+}
+
 /// Runs the search on `server` (at `--max-num-seqs cap`, answers of `answers` tokens, up to
 /// `max` clients) and checks it against the engine.
 pub fn check(
@@ -168,7 +187,8 @@ pub fn check(
     // generated. Where the two put a stage on different sides of the knee line (a starved API
     // server delivered 234 tok/s of the 319 the engine made at 4 clients), the oracle cannot
     // place the knee: said, not judged — as a matrix cell that did not form.
-    match apart(&a, &engine) {
+    let apart = apart(&a, &engine);
+    match &apart {
         Some(why) => eprintln!("  {name}: the knee is not judged: {why}"),
         None => checks.expect(
             &format!(
@@ -185,11 +205,19 @@ pub fn check(
         || table.clone(),
     );
     let got = a["knee"]["bottleneck"].as_str().unwrap_or("none");
-    checks.expect(
-        &format!("{name}: the cause past the knee is {expect} (engine), llmscope says {got}"),
-        expect == got,
-        || format!("{table}\ncause: {}", a["cause"]["sentence"]),
-    );
+    let causes = expected_causes(&engine, (oracle.load, knee), apart.is_some(), cap);
+    if causes.is_empty() {
+        eprintln!("  {name}: the cause is not judged: the engine shows no limit past the knee");
+    } else {
+        checks.expect(
+            &format!(
+                "{name}: the cause past the knee is {} (engine), llmscope says {got}",
+                causes.join(" or ")
+            ),
+            causes.contains(&got),
+            || format!("{table}\ncause: {}", a["cause"]["sentence"]),
+        );
+    }
     if expect == "kv_cache_capacity" {
         // Where preemptions start, by the engine's counter, against where llmscope says KV binds.
         let first = engine
@@ -274,15 +302,17 @@ fn rung(a: &Value, knee: u32, oracle: u32) -> bool {
 /// llmscope's stages beside the engine's.
 fn table(a: &Value, engine: &[EngineStage]) -> String {
     let mut out = String::from(
-        "    load  llmscope tok/s  verdict            | engine tok/s  running  waiting  preempt  kv max\n",
+        "    load  llmscope tok/s  verdict            running  waiting | engine tok/s  running  waiting  preempt  kv max\n",
     );
     for s in a["stages"].as_array().into_iter().flatten() {
         let load = s["concurrency"].as_u64().unwrap_or(0) as u32;
         let e = engine.iter().find(|e| e.load == load);
         out += &format!(
-            "    {load:>4}  {:>14.0}  {:<18} | {}\n",
+            "    {load:>4}  {:>14.0}  {:<18} {:>7.1}  {:>7.1} | {}\n",
             s["output_tok_s"].as_f64().unwrap_or(f64::NAN),
             s["verdict"]["bottleneck"].as_str().unwrap_or("?"),
+            s["running_mean"].as_f64().unwrap_or(f64::NAN),
+            s["waiting_mean"].as_f64().unwrap_or(f64::NAN),
             e.map_or("(no scrapes)".to_owned(), |e| format!(
                 "{:>12.0}  {:>7.1}  {:>7.1}  {:>7.0}  {:>5.1}%",
                 e.tok_s,
@@ -344,6 +374,52 @@ fn the_capacity_oracle_reads_where_the_engine_shows_a_limit() {
     let mut queued = kv;
     queued[2].waiting = 3.0;
     assert_eq!(oracle_cause(&queued, 2, 16), "kv_cache_capacity");
+}
+
+/// Two cap-8 searches on 2-core hosts where the engine's compute flattens the curve near the
+/// cap, so the observers place the knee apart: the cause is judged past either knee, and only
+/// where the engine shows a limit there.
+#[test]
+fn an_unplaced_knee_allows_the_cause_past_either_knee() {
+    let stage = |(load, tok_s, running, running_max, waiting)| EngineStage {
+        load,
+        tok_s,
+        running,
+        running_max,
+        waiting,
+        preemptions: 0.0,
+        kv_max: 0.004,
+    };
+    // CI (stop 35): llmscope's knee 6, the engine's 8; past both, 16 clients queue 7 at the cap.
+    let ci: Vec<EngineStage> = [
+        (1, 126.0, 0.9, 1.0, 0.0),
+        (2, 193.0, 1.8, 2.0, 0.0),
+        (4, 244.0, 3.4, 4.0, 0.0),
+        (8, 318.0, 6.2, 8.0, 0.0),
+        (16, 279.0, 5.1, 8.0, 7.0),
+        (6, 301.0, 5.2, 6.0, 0.0),
+        (5, 296.0, 2.8, 5.0, 0.0),
+    ]
+    .into_iter()
+    .map(stage)
+    .collect();
+    assert_eq!(oracle_knee(&ci).map(|s| s.load), Some(8));
+    assert_eq!(expected_causes(&ci, (8, 6), true, 8), ["batch_limit"]);
+    // Here: the search stopped at 8 (329 → 345 tok/s at the client), the engine's output grew
+    // 16 % from 4 to 8 with no queue — it shows no limit past either knee.
+    let here: Vec<EngineStage> = [
+        (1, 160.0, 0.5, 1.0, 0.0),
+        (2, 224.0, 1.1, 2.0, 0.0),
+        (4, 318.0, 2.8, 4.0, 0.0),
+        (8, 368.0, 5.7, 8.0, 0.0),
+        (3, 208.0, 2.4, 3.0, 0.0),
+    ]
+    .into_iter()
+    .map(stage)
+    .collect();
+    assert!(expected_causes(&here, (8, 4), true, 8).is_empty());
+    // A placed knee is judged past the engine's own knee alone.
+    assert_eq!(expected_causes(&here, (4, 8), false, 8), Vec::<&str>::new());
 }
 
 /// CI's cap-8 search (llmscope's tok/s beside the engine's): flat from 8 clients on, so the
