@@ -387,6 +387,21 @@ fn shares_meaning(name: &str, candidate: &str) -> bool {
     distinctive.peek().is_none() || distinctive.any(|w| theirs.contains(&w))
 }
 
+/// Whether `candidate` comes from the producer `name` names in its first word (`kube`, `vllm`,
+/// `DCGM`), or one a typo away: `neutree_node_ready` misspells no `kube_node_*` name, whatever
+/// words they share, while `kub_node_role` may misspell `kube_node_role`.
+fn same_producer(name: &str, candidate: &str) -> bool {
+    let first = |s: &str| {
+        s.split([':', '_'])
+            .next()
+            .unwrap_or("")
+            .to_ascii_lowercase()
+    };
+    let (a, b) = (first(name), first(candidate));
+    let longest = a.chars().count().max(b.chars().count()).max(1) as f64;
+    1.0 - levenshtein(&a, &b) as f64 / longest >= 0.5
+}
+
 /// Up to three inventory names close to `name`, as `a, b or c`.
 pub fn nearest(inv: &Inventories, name: &str) -> Option<String> {
     let wants_suffix = ["_bucket", "_sum", "_count"]
@@ -399,6 +414,7 @@ pub fn nearest(inv: &Inventories, name: &str) -> Option<String> {
         .filter(|n| !n.ends_with("_created"))
         .filter(|n| wants_suffix || !["_bucket", "_sum", "_count"].iter().any(|s| n.ends_with(s)))
         .filter(|n| prefix.is_none_or(|e| e.owns(n)))
+        .filter(|n| same_producer(name, n))
         .filter(|n| shares_meaning(name, n))
         .map(|n| (similarity(name, &n), n))
         .filter(|(s, _)| *s >= 0.5)
@@ -584,6 +600,19 @@ mod tests {
 
     /// Against a live page without speculative decoding, a misspelt spec-decode name gets the
     /// real spec-decode name and the switch it needs, never a nearby name of another meaning.
+    #[test]
+    fn did_you_mean_never_crosses_producers() {
+        // kube-state-metrics' names share words with many producers' (`node`, `pod`, `ready`).
+        let ksm = inv("kube-state-metrics@2.20");
+        assert_eq!(nearest(&ksm, "neutree_node_ready"), None);
+        assert_eq!(nearest(&ksm, "karpenter_pods_state"), None);
+        let typo = nearest(&ksm, "kub_pod_container_status_restarts_total").unwrap_or_default();
+        assert!(
+            typo.contains("kube_pod_container_status_restarts_total"),
+            "{typo}"
+        );
+    }
+
     #[test]
     fn did_you_mean_never_crosses_meaning() {
         let page = "# TYPE vllm:prompt_tokens_total counter\nvllm:prompt_tokens_total{engine=\"0\",model_name=\"m\"} 5\n# TYPE vllm:generation_tokens_total counter\nvllm:generation_tokens_total{engine=\"0\",model_name=\"m\"} 5\n";
