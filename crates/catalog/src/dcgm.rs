@@ -6,6 +6,11 @@
 //! main after 4.5.3, PR #655), `DCGM_FI_DRIVER_VERSION`, MIG `GPU_I_PROFILE`/`GPU_I_ID`, and with
 //! pod mapping `container`/`namespace`/`pod` — which a ServiceMonitor without `honorLabels`
 //! renames to `exported_*`, so in Prometheus `pod`/`namespace` are the exporter's own.
+//!
+//! Every field line of both shipped CSVs is catalogued (the commented-out ones as needing a
+//! custom counters CSV), and so are the exporter's own `DCGM_EXP_*` counters, with the labels
+//! their collectors add, and `DCGM_FI_DEV_FB_TOTAL`, a DCGM field no shipped CSV lists
+//! (`docs/SOURCES.md` §dcgm-fields). CSV `label` lines are label names, not families.
 
 use super::model::{Exporter, Family, Kind, Unit, Version};
 use crate::Concept as C;
@@ -44,6 +49,97 @@ const fn counter(name: &'static str, unit: Unit) -> Family {
 const PROF_DEFAULT: Version = Version::new(4, 0, 0);
 const CUSTOM_CSV: &str =
     "a custom counters CSV (-f / Helm customMetrics); commented out in the default CSV";
+/// A DCGM field the exporter accepts in a counters CSV (it resolves names through go-dcgm's field
+/// table) though neither shipped CSV lists it, commented or not.
+const UNLISTED_FIELD: &str = "a custom counters CSV that lists it (-f / Helm customMetrics); in neither shipped CSV, not even commented out";
+const VIOLATION_NOTE: &str =
+    "throttling time, in ns per the CSV help (in us before PR #589); a counter of time, not events";
+
+const fn exp(name: &'static str, labels: &'static [&'static str]) -> Family {
+    Family::new(
+        Exporter::DcgmExporter,
+        name,
+        Kind::Counter,
+        Unit::Count,
+        labels,
+    )
+}
+/// The GPU labels plus what the XID-count collector adds.
+const EXP_XID_LABELS: &[&str] = &[
+    "gpu",
+    "UUID",
+    "pci_bus_id",
+    "device",
+    "modelName",
+    "Hostname",
+    "DCGM_FI_DRIVER_VERSION",
+    "GPU_I_PROFILE",
+    "GPU_I_ID",
+    "container",
+    "namespace",
+    "pod",
+    "pod_uid",
+    "vgpu",
+    "window_size_in_ms",
+    "xid",
+];
+/// The GPU labels plus what the clock-events collector adds.
+const EXP_CLOCK_LABELS: &[&str] = &[
+    "gpu",
+    "UUID",
+    "pci_bus_id",
+    "device",
+    "modelName",
+    "Hostname",
+    "DCGM_FI_DRIVER_VERSION",
+    "GPU_I_PROFILE",
+    "GPU_I_ID",
+    "container",
+    "namespace",
+    "pod",
+    "pod_uid",
+    "vgpu",
+    "window_size_in_ms",
+    "clock_event",
+];
+/// The GPU labels plus what the health collector adds.
+const EXP_HEALTH_LABELS: &[&str] = &[
+    "gpu",
+    "UUID",
+    "pci_bus_id",
+    "device",
+    "modelName",
+    "Hostname",
+    "DCGM_FI_DRIVER_VERSION",
+    "GPU_I_PROFILE",
+    "GPU_I_ID",
+    "container",
+    "namespace",
+    "pod",
+    "pod_uid",
+    "vgpu",
+    "health_watch",
+    "health_error_code",
+];
+/// The GPU labels plus what the P2P-status collector adds.
+const EXP_P2P_LABELS: &[&str] = &[
+    "gpu",
+    "UUID",
+    "pci_bus_id",
+    "device",
+    "modelName",
+    "Hostname",
+    "DCGM_FI_DRIVER_VERSION",
+    "GPU_I_PROFILE",
+    "GPU_I_ID",
+    "container",
+    "namespace",
+    "pod",
+    "pod_uid",
+    "vgpu",
+    "peer_gpu",
+    "link_status",
+];
 
 use Unit::{Celsius, Count, Fraction, Megahertz, MiB, Millijoules, Percent, Watts};
 
@@ -113,6 +209,59 @@ pub const FAMILIES: &[Family] = &[
     counter("DCGM_FI_DEV_THERMAL_VIOLATION", Count).when(CUSTOM_CSV),
     counter("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", Count).when(CUSTOM_CSV),
     counter("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", Count).when(CUSTOM_CSV),
+    // The rest of the commented-out lines of etc/default-counters.csv and
+    // etc/dcp-metrics-included.csv (4.5.3-4.8.2), with the type the CSV gives them.
+    counter("DCGM_FI_DEV_SYNC_BOOST_VIOLATION", Count)
+        .when(CUSTOM_CSV)
+        .note(VIOLATION_NOTE),
+    counter("DCGM_FI_DEV_BOARD_LIMIT_VIOLATION", Count)
+        .when(CUSTOM_CSV)
+        .note(VIOLATION_NOTE),
+    counter("DCGM_FI_DEV_LOW_UTIL_VIOLATION", Count)
+        .when(CUSTOM_CSV)
+        .note(VIOLATION_NOTE),
+    counter("DCGM_FI_DEV_RELIABILITY_VIOLATION", Count)
+        .when(CUSTOM_CSV)
+        .note(VIOLATION_NOTE),
+    counter("DCGM_FI_DEV_ECC_SBE_AGG_TOTAL", Count)
+        .when(CUSTOM_CSV)
+        .note("persistent single-bit ECC errors over the GPU's life"),
+    counter("DCGM_FI_DEV_ECC_DBE_AGG_TOTAL", Count)
+        .when(CUSTOM_CSV)
+        .note("persistent double-bit ECC errors over the GPU's life"),
+    counter("DCGM_FI_DEV_RETIRED_SBE", Count).when(CUSTOM_CSV),
+    counter("DCGM_FI_DEV_RETIRED_DBE", Count).when(CUSTOM_CSV),
+    counter("DCGM_FI_DEV_RETIRED_PENDING", Count).when(CUSTOM_CSV),
+    counter("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", Count).when(CUSTOM_CSV),
+    counter("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL", Count).when(CUSTOM_CSV),
+    counter("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL", Count).when(CUSTOM_CSV),
+    counter("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL", Count).when(CUSTOM_CSV),
+    counter("DCGM_FI_DEV_NVLINK_BANDWIDTH_L0", Unit::Bytes)
+        .when(CUSTOM_CSV)
+        .note("NVLink link 0 only, header and payload bytes"),
+    // The exporter's own counters (internal/pkg/counters/const.go), commented out in the default
+    // CSV only; each series is a count over the last window_size_in_ms.
+    exp("DCGM_EXP_XID_ERRORS_COUNT", EXP_XID_LABELS)
+        .since(Version::new(3, 3, 5))
+        .when(CUSTOM_CSV)
+        .note("XID errors per xid code within the last window (-x, default 300000 ms), not a lifetime total"),
+    exp("DCGM_EXP_CLOCK_EVENTS_COUNT", EXP_CLOCK_LABELS)
+        .since(Version::new(3, 3, 5))
+        .when(CUSTOM_CSV)
+        .note("clock events (throttle reasons, clock_event=power_cap|hw_slowdown|sw_thermal|…) within the last window, not a lifetime total"),
+    exp("DCGM_EXP_GPU_HEALTH_STATUS", EXP_HEALTH_LABELS)
+        .since(Version::new(4, 0, 0))
+        .when(CUSTOM_CSV)
+        .note("declared a counter, but the value is DCGM's health result per incident (health_watch, health_error_code)"),
+    exp("DCGM_EXP_P2P_STATUS", EXP_P2P_LABELS)
+        .since(Version::new(4, 3, 1))
+        .when(CUSTOM_CSV)
+        .note("declared a counter, but the value is a link status code per peer_gpu (0 = OK; link_status names it)"),
+    // A DCGM field (dcgm_fields.h, field 250) no shipped CSV lists: total = FREE + USED + RESERVED
+    // on default deployments.
+    gauge("DCGM_FI_DEV_FB_TOTAL", MiB)
+        .when(UNLISTED_FIELD)
+        .note("absent with the shipped CSVs and the Helm chart's list: ratios over it come out empty; DCGM_FI_DEV_FB_FREE + DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_RESERVED gives the total"),
 ];
 
 /// The exporter's label set at `version`: `Hostname` until 4.5.x, `hostname` after (main).

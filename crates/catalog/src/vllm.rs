@@ -10,6 +10,10 @@
 //! Between 0.26.0 and 0.32.0 no release was observed and vLLM's tagged history could not be read
 //! (issue 11): a change seen first on the 0.32.0 pages is placed at [`AFTER_0_26`], the first
 //! release it can have come with, so names never push a page's range above its real version.
+//!
+//! The KV-connector families (NIXL, the offloading connector, 3FS) and the realtime WebSocket
+//! families come from `docs/SOURCES.md` §vllm-connectors; all are absent unless that connector or
+//! endpoint is in use, so none of them dates a plain page.
 
 use super::model::{Exporter, Family, Kind, PerProcess, Unit, Variant, Version};
 use crate::Concept as C;
@@ -40,6 +44,15 @@ use Unit::{Count, Flops, Fraction, Info, Milliseconds, Requests, Seconds, Timest
 use Variant::{V0, V1};
 
 const SPEC: &str = "speculative decoding is configured";
+const NIXL: &str = "the NIXL KV connector (--kv-transfer-config NixlConnector)";
+const OFFLOAD: &str = "the offloading KV connector (OffloadingConnector; --kv-offloading-size with the native backend)";
+const HF3FS: &str = "the 3FS KV connector (HF3FSKVConnector)";
+const REALTIME: &str = "a speech-to-text model serving the realtime WebSocket endpoint";
+/// Connector families carry the transfer direction besides `engine` and `model_name`.
+const EM_TRANSFER: &[&str] = &["engine", "model_name", "transfer_type"];
+/// The flat offloading-connector names are absent from upstream main at 9aaf83ef5
+/// (2026-05-19, after 0.20.2): the earliest release they can have come with.
+const FLAT_OFFLOAD: Version = v(21, 0);
 /// Where a change seen first in 0.32.0 (absent from 0.26.0) is placed: the earliest release it
 /// can have come with. Its notes say "0.27–0.32".
 pub const AFTER_0_26: Version = v(27, 0);
@@ -360,6 +373,125 @@ pub const FAMILIES: &[Family] = &[
         .only(V1)
         .since(v(13, 0))
         .when("--kv-cache-metrics"),
+    // KV connectors (vllm/distributed/kv_transfer/kv_connector/v1/*): registered by the
+    // connector's own KVConnectorPromMetrics, with the engine's labels.
+    hist("vllm:nixl_xfer_time_seconds", Seconds)
+        .only(V1)
+        .since(v(11, 1))
+        .when(NIXL)
+        .note("merged 2025-10-29 (≈0.11.1)"),
+    hist("vllm:nixl_post_time_seconds", Seconds)
+        .only(V1)
+        .since(v(11, 1))
+        .when(NIXL),
+    hist("vllm:nixl_bytes_transferred", Unit::Bytes)
+        .only(V1)
+        .since(v(11, 1))
+        .when(NIXL)
+        .note("bytes per transfer, buckets 2 KiB to 8 GiB"),
+    hist("vllm:nixl_num_descriptors", Count)
+        .only(V1)
+        .since(v(11, 1))
+        .when(NIXL),
+    counter("vllm:nixl_num_failed_transfers_total", Count)
+        .only(V1)
+        .since(v(11, 1))
+        .when(NIXL),
+    counter("vllm:nixl_num_failed_notifications_total", Count)
+        .only(V1)
+        .since(v(11, 1))
+        .when(NIXL),
+    counter("vllm:nixl_num_kv_expired_reqs_total", Requests)
+        .only(V1)
+        .since(v(15, 0))
+        .when(NIXL)
+        .note("counted on the prefill instance; merged 2026-01-19 (≈0.15)"),
+    f("vllm:kv_offload_total_bytes_total", Counter, Unit::Bytes, EM_TRANSFER)
+        .only(V1)
+        .since(v(15, 0))
+        .when(OFFLOAD)
+        .note("declared vllm:kv_offload_total_bytes; transfer_type=GPU_to_CPU (stores) or CPU_to_GPU (loads); merged 2026-01-27 (≈0.15); kept as a deprecated twin of vllm:kv_offload_store_bytes_total / vllm:kv_offload_load_bytes_total once those exist"),
+    f("vllm:kv_offload_total_time_total", Counter, Seconds, EM_TRANSFER)
+        .only(V1)
+        .since(v(15, 0))
+        .when(OFFLOAD)
+        .note("seconds spent transferring, per transfer_type; the flat names split it into load and store time"),
+    f("vllm:kv_offload_size", Histogram, Unit::Bytes, EM_TRANSFER)
+        .only(V1)
+        .since(v(15, 0))
+        .when(OFFLOAD)
+        .note("bytes per transfer, buckets 1e6..2e8"),
+    counter("vllm:kv_offload_load_bytes_total", Unit::Bytes)
+        .only(V1)
+        .since(FLAT_OFFLOAD)
+        .when(OFFLOAD)
+        .note("bytes loaded back from the offload tier to GPU; ⚠ read in a later copy of offloading/metrics.py whose commit the index did not name: the version is a lower bound (absent at 9aaf83ef5, 2026-05-19)"),
+    counter("vllm:kv_offload_load_time_total", Seconds)
+        .only(V1)
+        .since(FLAT_OFFLOAD)
+        .when(OFFLOAD)
+        .note("⚠ lower-bound version, as vllm:kv_offload_load_bytes_total"),
+    hist("vllm:kv_offload_load_size", Unit::Bytes)
+        .only(V1)
+        .since(FLAT_OFFLOAD)
+        .when(OFFLOAD)
+        .note("⚠ lower-bound version, as vllm:kv_offload_load_bytes_total"),
+    counter("vllm:kv_offload_store_bytes_total", Unit::Bytes)
+        .only(V1)
+        .since(FLAT_OFFLOAD)
+        .when(OFFLOAD)
+        .note("bytes stored from GPU to the offload tier; ⚠ lower-bound version, as vllm:kv_offload_load_bytes_total"),
+    counter("vllm:kv_offload_store_time_total", Seconds)
+        .only(V1)
+        .since(FLAT_OFFLOAD)
+        .when(OFFLOAD)
+        .note("⚠ lower-bound version, as vllm:kv_offload_load_bytes_total"),
+    hist("vllm:kv_offload_store_size", Unit::Bytes)
+        .only(V1)
+        .since(FLAT_OFFLOAD)
+        .when(OFFLOAD)
+        .note("⚠ lower-bound version, as vllm:kv_offload_load_bytes_total"),
+    counter("vllm:kv_offload_stores_skipped_total", Count)
+        .only(V1)
+        .since(FLAT_OFFLOAD)
+        .when("the offloading KV connector with a store reuse threshold of 2 or more")
+        .note("stores skipped because the block was not reused often enough; ⚠ lower-bound version"),
+    gauge("vllm:kv_offload_cpu_cache_usage_perc", Fraction)
+        .only(V1)
+        .since(FLAT_OFFLOAD)
+        .when("the offloading KV connector with the CPU backend")
+        .note("a 0..1 fraction of the CPU tier pinned by transfers in flight, not how full the tier is; ⚠ lower-bound version"),
+    hist("vllm:hf3fs_save_duration_seconds", Seconds)
+        .only(V1)
+        .since(v(19, 0))
+        .when(HF3FS)
+        .note("merged 2026-04-07 (≈0.19)"),
+    hist("vllm:hf3fs_load_duration_seconds", Seconds)
+        .only(V1)
+        .since(v(19, 0))
+        .when(HF3FS),
+    counter("vllm:hf3fs_num_failed_save_total", Count)
+        .only(V1)
+        .since(v(19, 0))
+        .when(HF3FS),
+    counter("vllm:hf3fs_num_failed_load_total", Count)
+        .only(V1)
+        .since(v(19, 0))
+        .when(HF3FS),
+    // The realtime speech-to-text endpoint's WebSocket middleware: module-level metrics, no labels.
+    f("vllm:websocket_connections_active", Gauge, Count, &[])
+        .only(V1)
+        .since(v(17, 0))
+        .when(REALTIME)
+        .note("merged 2026-03-04 (≈0.17)"),
+    f("vllm:websocket_connections_total", Counter, Count, &[])
+        .only(V1)
+        .since(v(17, 0))
+        .when(REALTIME),
+    f("vllm:websocket_connection_duration_seconds", Histogram, Seconds, &[])
+        .only(V1)
+        .since(v(17, 0))
+        .when(REALTIME),
     // prometheus-fastapi-instrumentator on the same page.
     f("http_requests_total", Counter, Requests, &["handler", "method", "status"])
         .when("the API server's HTTP instrumentation (on by default)"),

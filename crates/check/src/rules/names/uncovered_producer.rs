@@ -63,7 +63,7 @@ mod tests {
         assert!(f.message.contains("`neutree_…` names"), "{}", f.message);
         // A namespace an inventory has, a misspelling, or a recording rule stays an error.
         only("vllm_num_requests_running", false, Rule::UnknownMetric);
-        only("DCGM_FI_DEV_FB_TOTAL", false, Rule::UnknownMetric);
+        only("DCGM_FI_DEV_FB_SIZE", false, Rule::UnknownMetric);
         only("job:neutree_ready:sum", false, Rule::UnknownMetric);
         // Where an inventory is a Prometheus, an absent name is absent, whoever exports it.
         let mut inv = Inventories::new();

@@ -13,7 +13,7 @@ impl RuleInfo for UnknownMetric {
     const SUMMARY: &'static str =
         "a metric name that no inventory has (PromQL returns nothing, not an error)";
     #[cfg(test)]
-    const FIXTURE: Fixture = Fixture::file("corpus/k3s-gpu-alerts.yaml");
+    const FIXTURE: Fixture = Fixture::file("corpus/vllm-performance-statistics-51dacb5.json");
 }
 
 impl Lint for UnknownMetric {
