@@ -133,6 +133,9 @@ pub fn absent_name(inv: &Inventories, name: &str) -> Finding {
 /// A name no catalog has either: unknown, with the name it most likely misspells; or, for an
 /// exporter no inventory covers, not judged.
 fn uncatalogued_absent(inv: &Inventories, name: &str, absence: &str) -> Finding {
+    if inv.all_partial() && recording_shaped(name) {
+        return defined_elsewhere(inv, name);
+    }
     if let Some(e) = Exporter::of_name(name)
         && (!e.catalogued_whole() || catalogued_near(name).is_none())
         && let Some(f) = uncovered_exporter(inv, name, e)
@@ -155,6 +158,37 @@ fn uncatalogued_absent(inv: &Inventories, name: &str, absence: &str) -> Finding 
         Some(s) => finding.suggest(format!("did you mean {s}?")),
         None => finding,
     }
+}
+
+/// Whether `name` is written as a recording rule's output (`level:metric:operations`, Prometheus's
+/// naming practice): a colon, and a first part that is no exporter's own namespace or a typo of
+/// one (`vllm:` names are vLLM's; `vlm:num_requests_running` misspells one of them).
+fn recording_shaped(name: &str) -> bool {
+    let Some((level, _)) = name.split_once(':') else {
+        return false;
+    };
+    Exporter::of_name(name).is_none()
+        && !level.is_empty()
+        && Exporter::ALL.into_iter().all(|e| {
+            let own = e.name().split('-').next().unwrap_or("");
+            !(e.owns(&format!("{own}:x")) && same_producer(level, own))
+        })
+}
+
+/// A recording rule's output that no file given defines, checked where no inventory evaluates
+/// rules (a page or a catalog has no recorded names): it is not known to be missing, only
+/// defined elsewhere — one info, not an error (`llmkube:inference:ttft_seconds:p95_5m`).
+fn defined_elsewhere(inv: &Inventories, name: &str) -> Finding {
+    Finding::new(
+        Rule::UnknownMetric,
+        Severity::Info,
+        format!(
+            "`{name}` is named like a recording rule's output and no file given records it: defined outside the files given, it cannot be checked against {}",
+            inv.sources()
+        ),
+    )
+    .metric(name)
+    .suggest("give the rule file that records it as well, or check against a Prometheus that evaluates it (--prometheus)")
 }
 
 fn catalogued_absent(
@@ -600,6 +634,49 @@ mod tests {
 
     /// Against a live page without speculative decoding, a misspelt spec-decode name gets the
     /// real spec-decode name and the switch it needs, never a nearby name of another meaning.
+    #[test]
+    fn a_recording_rule_defined_elsewhere_is_an_info_where_no_prometheus_is_asked() {
+        let vllm = inv("vllm@0.32");
+        for name in [
+            "llmkube:inference:ttft_seconds:p95_5m",
+            "job:neutree_ready:sum",
+        ] {
+            let f = absent_name(&vllm, name);
+            assert_eq!(
+                (f.rule, f.severity),
+                (Rule::UnknownMetric, Severity::Info),
+                "{name}"
+            );
+            assert!(
+                f.message.contains("defined outside the files given"),
+                "{}",
+                f.message
+            );
+        }
+        // An exporter's own colon names, and typos of them, are judged as names.
+        for name in [
+            "vllm:num_request_running",
+            "vlm:num_requests_running",
+            "sglang:num_runing_reqs",
+        ] {
+            assert_eq!(absent_name(&vllm, name).severity, Severity::Error, "{name}");
+        }
+        // A Prometheus evaluates the rules: a recorded name it does not have is missing.
+        let mut prom = Inventories::new();
+        prom.push(Box::new(crate::inventory::prom::PromInventory::new(
+            "http://p",
+            "1h",
+            [(
+                "up".to_owned(),
+                crate::inventory::prom::PromMetric::default(),
+            )]
+            .into(),
+            None,
+        )));
+        let f = absent_name(&prom, "job:neutree_ready:sum");
+        assert_eq!(f.severity, Severity::Error);
+    }
+
     #[test]
     fn did_you_mean_never_crosses_producers() {
         // kube-state-metrics' names share words with many producers' (`node`, `pod`, `ready`).

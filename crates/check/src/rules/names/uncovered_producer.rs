@@ -61,7 +61,8 @@ mod tests {
         );
         assert_eq!(f.severity, Severity::Warning);
         assert!(f.message.contains("`neutree_…` names"), "{}", f.message);
-        // A namespace an inventory has, a misspelling, or a recording rule stays an error.
+        // A namespace an inventory has or a misspelling stays an error; a recording rule is
+        // unknown-metric too (an info where no Prometheus is asked: defined elsewhere).
         only("vllm_num_requests_running", false, Rule::UnknownMetric);
         only("DCGM_FI_DEV_FB_SIZE", false, Rule::UnknownMetric);
         only("job:neutree_ready:sum", false, Rule::UnknownMetric);
