@@ -64,6 +64,10 @@ pub struct Source {
     pub recorded: Vec<String>,
     /// The file itself does not parse (as JSON, YAML, …).
     pub errors: Vec<Finding>,
+    /// Expressions of a Helm/Go template with template text where PromQL expects an expression
+    /// (`> {{ .Values.threshold }}`): what they render to is not known, so they are set aside,
+    /// with that text, instead of checked.
+    pub templated: Vec<(Query, String)>,
     /// What only the file as a whole shows (dashboard variables used by no panel, or by some).
     pub findings: Vec<Finding>,
 }

@@ -51,7 +51,7 @@ pub fn read(file: &str, content: &str) -> Source {
 /// [`read`]; the dashboards embedded in the file are judged by `rules` only.
 pub(crate) fn read_with(file: &str, content: &str, rules: &[&dyn Lint]) -> Source {
     let templated = content.contains("{{");
-    let untemplated = helm(content);
+    let (untemplated, actions) = helm(content);
     let content = untemplated.as_str();
     let mut src = read_rules(file, content, templated);
     if src.queries.is_empty() && src.errors.is_empty() {
@@ -60,7 +60,92 @@ pub(crate) fn read_with(file: &str, content: &str, rules: &[&dyn Lint]) -> Sourc
     if src.queries.is_empty() && src.errors.is_empty() {
         super::embedded::read_with(file, content, templated, rules, &mut src);
     }
+    if !actions.is_empty() {
+        set_aside_templated(&mut src, &actions);
+    }
     src
+}
+
+/// What stands in for the `i`-th inline template action: a name PromQL reads in a label value
+/// and as a metric name alike, and that no exporter uses.
+fn placeholder(i: usize) -> String {
+    format!("{PLACEHOLDER}{i}__")
+}
+const PLACEHOLDER: &str = "__helm_action_";
+
+/// Moves the queries with a template action outside any quoted string (where PromQL expects a
+/// number, a name or an operator) to [`Source::templated`], each with the first such action as
+/// written. An action inside a label value stands for some value and is checked as one.
+/// Every query's text and place are shown as written, the actions back in them.
+fn set_aside_templated(src: &mut Source, actions: &[String]) {
+    let queries = std::mem::take(&mut src.queries);
+    for mut q in queries {
+        q.text = as_written(&q.text, actions);
+        q.location.context = q.location.context.map(|c| as_written(&c, actions));
+        match bare_action(&q.parsed).and_then(|i| actions.get(i)) {
+            Some(action) => src.templated.push((q, action.clone())),
+            None => src.queries.push(q),
+        }
+    }
+}
+
+/// `text` with each placeholder replaced by the action it stands for.
+fn as_written(text: &str, actions: &[String]) -> String {
+    if !text.contains(PLACEHOLDER) {
+        return text.to_owned();
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(PLACEHOLDER) {
+        out.push_str(&rest[..at]);
+        let tail = &rest[at + PLACEHOLDER.len()..];
+        let digits = tail.chars().take_while(char::is_ascii_digit).count();
+        let action = tail[..digits]
+            .parse::<usize>()
+            .ok()
+            .and_then(|i| actions.get(i));
+        match (action, tail[digits..].strip_prefix("__")) {
+            (Some(action), Some(after)) => {
+                out.push_str(action);
+                rest = after;
+            }
+            _ => {
+                out.push_str(PLACEHOLDER);
+                rest = tail;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The index of the first placeholder in `expr` outside a string literal.
+fn bare_action(expr: &str) -> Option<usize> {
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    for (at, c) in expr.char_indices() {
+        match quote {
+            Some(q) => {
+                if escaped {
+                    escaped = false;
+                } else if c == '\\' && q != '`' {
+                    escaped = true;
+                } else if c == q {
+                    quote = None;
+                }
+            }
+            None if matches!(c, '"' | '\'' | '`') => quote = Some(c),
+            None => {
+                if let Some(rest) = expr[at..].strip_prefix(PLACEHOLDER) {
+                    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+                    if let Ok(i) = digits.parse() {
+                        return Some(i);
+                    }
+                }
+            }
+        }
+    }
+    None
 }
 
 /// Several YAML documents; in a template, `if`/`else` branches may repeat a key: the last wins.
@@ -78,12 +163,15 @@ pub(super) fn documents<T: serde::de::DeserializeOwned>(
     }
 }
 
-/// Blanks Helm/Go template actions, keeping every line where it was.
-fn helm(content: &str) -> String {
+/// Blanks Helm/Go template actions, keeping every line where it was: a line that is one action
+/// (`{{- if … }}`) is emptied, an inline action replaced by a [`placeholder`]. Returns the text
+/// and the inline actions as written, in placeholder order.
+fn helm(content: &str) -> (String, Vec<String>) {
+    let mut actions = Vec::new();
     if !content.contains("{{") {
-        return content.to_owned();
+        return (content.to_owned(), actions);
     }
-    content
+    let text = content
         .lines()
         .map(|line| {
             let t = line.trim();
@@ -96,7 +184,10 @@ fn helm(content: &str) -> String {
                 out.push_str(&rest[..at]);
                 match rest[at..].find("}}") {
                     Some(end) => {
-                        out.push_str("helm");
+                        out.push_str(&placeholder(actions.len()));
+                        actions.push(
+                            llmscope_core::safe::excerpt(&rest[at..at + end + 2], 200).into_owned(),
+                        );
                         rest = &rest[at + end + 2..];
                     }
                     None => {
@@ -109,7 +200,8 @@ fn helm(content: &str) -> String {
             out
         })
         .collect::<Vec<_>>()
-        .join("\n")
+        .join("\n");
+    (text, actions)
 }
 
 /// prometheus-adapter rules (`metricsQuery`, `seriesQuery`) and KEDA prometheus triggers.

@@ -161,6 +161,7 @@ registry! {
     "sums/per_process_sum.rs" => per_process_sum::PerProcessSum,
     "files/unused_variable.rs" => unused_variable::UnusedVariable,
     "files/ignored_variable.rs" => ignored_variable::IgnoredVariable,
+    "files/templated_expression.rs" => templated_expression::TemplatedExpression,
     "files/nothing_checked.rs" => nothing_checked::NothingChecked,
 }
 

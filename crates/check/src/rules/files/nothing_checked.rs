@@ -20,7 +20,7 @@ impl Lint for NothingChecked {
         let Fact::Source(src) = fact else {
             return;
         };
-        if !src.queries.is_empty() || !src.errors.is_empty() {
+        if !src.queries.is_empty() || !src.errors.is_empty() || !src.templated.is_empty() {
             return;
         }
         let file = src
