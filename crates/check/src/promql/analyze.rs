@@ -13,8 +13,8 @@ use super::value::{Copies, Sel, Value, lifetime_pair};
 use crate::finding::Finding;
 use crate::inventory::{Inventories, MetricInfo};
 use crate::rules::fact::{
-    AggregateFact, BinaryFact, CallFact, GroupingFact, MatcherFact, RawCounters, SelectorFact,
-    Unparsed, Use,
+    AggregateFact, BinaryFact, CallFact, GroupingFact, MatcherFact, ModifierFact, RawCounters,
+    SelectorFact, Unparsed, Use,
 };
 use crate::rules::{self, Fact, Hits, Lint, Scope};
 use llmscope_catalog::Family;
@@ -99,6 +99,25 @@ pub(crate) fn check_unparsed(
         &Scope::new(inv, cx),
         &mut hits,
     );
+    hits.into_hits()
+}
+
+/// Runs `rules` over the range modifiers [`super::prom3::lower`] took out of an expression.
+pub(crate) fn check_modifiers(
+    modifiers: &[(usize, &'static str)],
+    inv: &Inventories,
+    rules: &[&dyn Lint],
+) -> Vec<Hit> {
+    let scope = Scope::new(inv, Context::default());
+    let mut hits = Hits::distinct();
+    for &(offset, word) in modifiers {
+        rules::judge(
+            rules,
+            &Fact::Modifier(&ModifierFact { word, offset }),
+            &scope,
+            &mut hits,
+        );
+    }
     hits.into_hits()
 }
 

@@ -11,6 +11,7 @@ pub mod dialect;
 pub mod labels;
 pub mod names;
 pub mod parse;
+pub mod prom3;
 pub mod units;
 pub mod value;
 
@@ -31,17 +32,39 @@ pub(crate) fn check_expr_with(
     cx: Context<'_>,
     rules: &[&dyn Lint],
 ) -> Vec<Hit> {
-    match parse::parse(text) {
-        Ok(expr) => analyze::check_with(&expr, inv, cx, rules),
+    let lowered = prom3::lower(text);
+    let mut hits = match parse::parse(&lowered.text) {
+        Ok(expr) => {
+            let mut hits = analyze::check_with(&expr, inv, cx, rules);
+            hits.extend(analyze::check_modifiers(&lowered.modifiers, inv, rules));
+            hits
+        }
         Err(e) => analyze::check_unparsed(text, &e, inv, cx, rules),
+    };
+    if lowered.text != text {
+        for h in &mut hits {
+            let f = &mut h.finding;
+            f.message = prom3::restore(&f.message);
+            f.metric = f.metric.as_deref().map(prom3::restore);
+            f.suggestion = f.suggestion.as_deref().map(prom3::restore);
+            h.needle = h.needle.as_deref().map(prom3::restore);
+        }
     }
+    hits
+}
+
+/// `text` parsed as Prometheus 3 reads it ([`prom3::lower`] first).
+fn parse_lowered(text: &str) -> Option<promql_parser::parser::Expr> {
+    parse::parse(&prom3::lower(text).text).ok()
 }
 
 /// The metric names an expression selects (by name or `__name__` matcher); none if it does not parse.
 pub fn metric_names(text: &str) -> Vec<String> {
     let mut out = Vec::new();
-    if let Ok(expr) = parse::parse(text) {
-        each_selector(&expr, &mut |vs| out.extend(analyze::selector_name(vs)));
+    if let Some(expr) = parse_lowered(text) {
+        each_selector(&expr, &mut |vs| {
+            out.extend(analyze::selector_name(vs).map(|n| prom3::restore(&n)))
+        });
     }
     out
 }
@@ -50,7 +73,7 @@ pub fn metric_names(text: &str) -> Vec<String> {
 /// own excepted; none if it does not parse.
 pub fn label_matchers(text: &str) -> Vec<(String, String)> {
     let mut out = Vec::new();
-    if let Ok(expr) = parse::parse(text) {
+    if let Some(expr) = parse_lowered(text) {
         each_selector(&expr, &mut |vs| {
             let ors = vs.matchers.or_matchers.iter().flatten();
             out.extend(

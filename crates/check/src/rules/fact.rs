@@ -43,6 +43,8 @@ pub enum Fact<'a> {
     Aggregate(&'a AggregateFact<'a>),
     Binary(&'a BinaryFact<'a>),
     Call(&'a CallFact<'a>),
+    /// A range modifier Prometheus reads only behind a feature flag, taken out before parsing.
+    Modifier(&'a ModifierFact),
     Raw(&'a RawCounters<'a>),
     /// The value of the whole expression, as the panel or rule shows it.
     Root(&'a Value),
@@ -200,6 +202,13 @@ pub struct CallFact<'a> {
     pub args: &'a [Value],
     /// The range of its first range-vector or subquery argument.
     pub range: Option<Duration>,
+}
+
+/// A range modifier (`anchored`, `smoothed`) at a byte offset of the expression.
+#[derive(Debug)]
+pub struct ModifierFact {
+    pub word: &'static str,
+    pub offset: usize,
 }
 
 /// Raw counters (no rate()/increase() on the way) where a value is used.

@@ -139,6 +139,7 @@ macro_rules! registry {
 registry! {
     "syntax/parse_error.rs" => parse_error::ParseError,
     "syntax/other_dialect.rs" => other_dialect::OtherDialect,
+    "syntax/experimental_syntax.rs" => experimental_syntax::ExperimentalSyntax,
     "names/unknown_metric.rs" => unknown_metric::UnknownMetric,
     "names/renamed_metric.rs" => renamed_metric::RenamedMetric,
     "names/uncovered_producer.rs" => uncovered_producer::UncoveredProducer,

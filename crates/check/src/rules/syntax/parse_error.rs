@@ -26,6 +26,16 @@ impl Lint for ParseError {
         if u.foreign.is_some() {
             return;
         }
+        if crate::promql::prom3::duration_expression(u.text) {
+            let f = Finding::new(
+                Rule::ParseError,
+                Severity::Info,
+                "a duration expression (`[5m * 2]`, `offset (1h - 5m)`): Prometheus reads it (from 3.4 behind --enable-feature=promql-duration-expr, by default from 3.14), llmscope's PromQL parser does not yet, so this expression is not checked",
+            )
+            .suggest("check it with promtool (`promtool check rules`), or write the duration out (`[10m]`)");
+            out.push(f, None);
+            return;
+        }
         let at = u.error.offset.map(|o| {
             let (line, col) = line_col(u.text, o);
             format!(" at line {line}, column {col}")
@@ -59,6 +69,13 @@ mod tests {
         );
         assert!(f.message.contains("column 4"), "{}", f.message);
         only("vllm:num_requests_running +", false, Rule::ParseError);
+        // Prometheus 3's duration expressions parse there; here they are said as not checked.
+        let f = only(
+            "rate(vllm:generation_tokens_total[1m * 2])",
+            false,
+            Rule::ParseError,
+        );
+        assert_eq!(f.severity, crate::finding::Severity::Info);
         clean("sum(rate(vllm:generation_tokens_total[5m]))", false);
     }
 }
