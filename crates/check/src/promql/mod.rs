@@ -33,6 +33,9 @@ pub(crate) fn check_expr_with(
     rules: &[&dyn Lint],
 ) -> Vec<Hit> {
     let lowered = prom3::lower(text);
+    if let Some(e) = &lowered.refused {
+        return analyze::check_unparsed(text, e, inv, cx, rules);
+    }
     let mut hits = match parse::parse(&lowered.text) {
         Ok(expr) => {
             let mut hits = analyze::check_with(&expr, inv, cx, rules);
@@ -55,7 +58,11 @@ pub(crate) fn check_expr_with(
 
 /// `text` parsed as Prometheus 3 reads it ([`prom3::lower`] first).
 fn parse_lowered(text: &str) -> Option<promql_parser::parser::Expr> {
-    parse::parse(&prom3::lower(text).text).ok()
+    let lowered = prom3::lower(text);
+    match lowered.refused {
+        Some(_) => None,
+        None => parse::parse(&lowered.text).ok(),
+    }
 }
 
 /// The metric names an expression selects (by name or `__name__` matcher); none if it does not parse.
