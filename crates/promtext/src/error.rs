@@ -27,8 +27,6 @@ pub enum ErrorKind {
     UnterminatedQuotedName,
     /// The line ended inside `{…}`.
     UnterminatedLabelSet,
-    /// A backslash followed by something other than `\`, `"` or `n`.
-    InvalidEscape,
     /// A character that cannot appear here (e.g. `=` missing after a label name, text after `}`).
     UnexpectedCharacter,
     /// A sample line without a value.
@@ -68,7 +66,6 @@ impl ErrorKind {
             ErrorKind::UnterminatedLabelValue => "unterminated label value",
             ErrorKind::UnterminatedQuotedName => "unterminated quoted name",
             ErrorKind::UnterminatedLabelSet => "unterminated label set",
-            ErrorKind::InvalidEscape => "invalid escape sequence",
             ErrorKind::UnexpectedCharacter => "unexpected character",
             ErrorKind::MissingValue => "missing sample value",
             ErrorKind::InvalidValue => "invalid sample value",

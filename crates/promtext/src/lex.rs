@@ -126,7 +126,6 @@ impl<'a> Lexer<'a> {
                 Ok(Escaped::new(self.slice(start, end), escaped))
             }
             Err(QuoteError::Unterminated) => err(unterminated, self.s.len()),
-            Err(QuoteError::InvalidEscape(at)) => err(ErrorKind::InvalidEscape, at),
         }
     }
 
@@ -450,13 +449,6 @@ mod tests {
         assert_eq!(e(r#"{a="1" b="2"}"#).kind, ErrorKind::UnexpectedCharacter);
         assert_eq!(e(r#"{a="1","#).kind, ErrorKind::UnterminatedLabelSet);
         assert_eq!(e(r#"{,}"#).kind, ErrorKind::InvalidLabelName);
-        assert_eq!(
-            e(r#"{a="\q"}"#),
-            LexError {
-                kind: ErrorKind::InvalidEscape,
-                offset: 4
-            }
-        );
         assert_eq!(e(r#"{"x"="#).kind, ErrorKind::UnterminatedLabelSet);
     }
 

@@ -35,9 +35,16 @@ impl Shape {
             .iter()
             .filter(|b| (**b < 0x20 && !b"\t\n\r".contains(b)) || **b == 0x7f)
             .count();
+        let nuls = head.iter().filter(|b| **b == 0).count();
+        // Text is UTF-8 (a character cut at the 512th byte aside); binary or compressed data
+        // almost never is. One NUL in text is text (OpenMetrics' suite has one in a HELP).
+        let utf8 = match std::str::from_utf8(head) {
+            Ok(_) => true,
+            Err(e) => e.error_len().is_none(),
+        };
         match trimmed.first() {
             None => Shape::Empty,
-            _ if head.contains(&0) || controls * 10 > head.len() => Shape::Binary,
+            _ if !utf8 || nuls > 1 || controls * 10 > head.len() => Shape::Binary,
             Some(b'"') if trimmed.len() > 1 && trimmed.ends_with(b"\"") => Shape::JsonString,
             Some(b'{' | b'[') => Shape::Json,
             Some(b'<') => Shape::Html,
@@ -89,7 +96,9 @@ impl PageReport {
         let (mut duplicates, mut first_duplicate, mut samples) = (0, None, 0);
         for s in families.iter().flat_map(|f| &f.samples) {
             samples += 1;
-            if !seen.insert((s.name.raw(), s.labels.raw(), s.timestamp.is_some())) {
+            // One series may repeat with different timestamps (valid OpenMetrics).
+            let at = s.timestamp.map(|t| t.as_seconds().to_bits());
+            if !seen.insert((s.name.raw(), s.labels.raw(), at)) {
                 duplicates += 1;
                 first_duplicate
                     .get_or_insert_with(|| format!("{}{{{}}}", s.name.raw(), s.labels.raw()));

@@ -256,10 +256,7 @@ impl<'a> Parser<'a> {
             lx.bump(); // exactly one blank: the rest, leading blanks included, is the text
         }
         let text = lx.rest();
-        let escaped = check_escapes(text.as_bytes()).map_err(|i| LexError {
-            kind: ErrorKind::InvalidEscape,
-            offset: lx.pos() + i,
-        })?;
+        let escaped = check_escapes(text.as_bytes());
         self.group
             .help(name)
             .map_err(|kind| LexError { kind, offset: at })?;

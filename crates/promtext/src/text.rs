@@ -138,8 +138,6 @@ impl Iterator for Unescaped<'_> {
 pub(crate) enum QuoteError {
     /// No closing quote before the end of the line.
     Unterminated,
-    /// A bad escape sequence starting at this byte offset.
-    InvalidEscape(usize),
 }
 
 /// Scans a quoted string whose content starts at `start` (just after the opening `"`).
@@ -156,12 +154,14 @@ pub(crate) fn scan_quoted(b: &[u8], start: usize) -> Result<(usize, bool), Quote
         if b[j] == b'"' {
             return Ok((j, escaped));
         }
+        // Prometheus's lexers take a backslash and whatever follows it as one unit (only `\\`,
+        // `\"` and `\n` are decoded; `\z` stays as written): OpenMetrics' own suite calls
+        // `"b\\a\z"` valid.
         match b.get(j + 1) {
-            Some(b'\\' | b'"' | b'n') => {
+            Some(_) => {
                 escaped = true;
                 i = j + 2;
             }
-            Some(_) => return Err(QuoteError::InvalidEscape(j)),
             None => return Err(QuoteError::Unterminated),
         }
     }
@@ -196,21 +196,18 @@ fn byte_hits(w: u64, c: u8) -> u64 {
     x.wrapping_sub(LOW) & !x & HIGH
 }
 
-/// Checks the escapes of unquoted text (HELP): returns the offset of the first bad backslash.
-pub(crate) fn check_escapes(b: &[u8]) -> Result<bool, usize> {
+/// Whether unquoted text (HELP) holds escapes; every backslash escapes what follows it.
+pub(crate) fn check_escapes(b: &[u8]) -> bool {
     let mut i = 0;
     let mut escaped = false;
     while let Some(k) = memchr(b'\\', b.get(i..).unwrap_or_default()) {
         let j = i + k;
-        match b.get(j + 1) {
-            Some(b'\\' | b'"' | b'n') => {
-                escaped = true;
-                i = j + 2;
-            }
-            _ => return Err(j),
-        }
+        // As in label values: any escape is read (the unknown kept as written), and a lone
+        // backslash at the end is text.
+        escaped = true;
+        i = j + 2;
     }
-    Ok(escaped)
+    escaped
 }
 
 #[cfg(test)]
@@ -236,10 +233,9 @@ mod tests {
     fn scan_quoted_finds_end_and_rejects_bad_escapes() {
         assert_eq!(scan_quoted(br#""ab\"c" x"#, 1), Ok((6, true)));
         assert_eq!(scan_quoted(br#""abc""#, 1), Ok((4, false)));
-        assert_eq!(
-            scan_quoted(br#""a\tb""#, 1),
-            Err(QuoteError::InvalidEscape(2))
-        );
+        // Unknown escapes are read and kept as written, as Prometheus's lexers do.
+        assert_eq!(scan_quoted(br#""a\tb""#, 1), Ok((5, true)));
+        assert_eq!(Escaped::new(r"a\tb\z", true).unescape(), r"a\tb\z");
         assert_eq!(scan_quoted(br#""abc"#, 1), Err(QuoteError::Unterminated));
         assert_eq!(scan_quoted(br#""ab\"#, 1), Err(QuoteError::Unterminated));
     }
@@ -263,10 +259,10 @@ mod tests {
 
     #[test]
     fn check_escapes_in_help_text() {
-        assert_eq!(check_escapes(br"plain"), Ok(false));
-        assert_eq!(check_escapes(br"a\\b\nc"), Ok(true));
-        assert_eq!(check_escapes(br"a\x"), Err(1));
-        assert_eq!(check_escapes(br"trailing\"), Err(8));
+        assert!(!check_escapes(br"plain"));
+        assert!(check_escapes(br"a\\b\nc"));
+        assert!(check_escapes(br"a\x"));
+        assert!(check_escapes(br"trailing\"));
     }
 
     #[test]

@@ -366,18 +366,6 @@ const ERROR_CASES: &[(&[u8], ErrorKind, u32, u32)] = &[
         8,
     ),
     (
-        b"before 1\nm{a=\"x\\ty\"} 1\n",
-        ErrorKind::InvalidEscape,
-        2,
-        7,
-    ),
-    (
-        b"before 1\n# HELP m bad \\escape\n",
-        ErrorKind::InvalidEscape,
-        2,
-        14,
-    ),
-    (
         b"before 1\nm{a=\"1\"}x 1\n",
         ErrorKind::UnexpectedCharacter,
         2,
