@@ -41,6 +41,7 @@ pub mod fmt;
 mod group;
 pub mod labels;
 mod lex;
+pub mod openmetrics;
 pub mod page_report;
 pub mod parse;
 pub mod sample;

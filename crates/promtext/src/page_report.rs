@@ -81,6 +81,10 @@ pub struct PageReport {
     /// Samples whose `name{labels}` an earlier sample of the page already had.
     pub duplicates: usize,
     pub first_duplicate: Option<String>,
+    /// On an OpenMetrics page (`# EOF` at its end), the rules of OpenMetrics it breaks beyond its
+    /// lines' syntax ([`crate::openmetrics::violations`]), and the first of them.
+    pub violations: usize,
+    pub first_violation: Option<crate::openmetrics::Violation>,
 }
 
 impl PageReport {
@@ -104,7 +108,13 @@ impl PageReport {
                     .get_or_insert_with(|| format!("{}{{{}}}", s.name.raw(), s.labels.raw()));
             }
         }
+        let violations = match crate::parse::Format::sniff(body) {
+            crate::parse::Format::OpenMetrics => crate::openmetrics::violations(body, families),
+            crate::parse::Format::Text => Vec::new(),
+        };
         PageReport {
+            violations: violations.len(),
+            first_violation: violations.into_iter().next(),
             shape: Shape::of(body),
             families: families.iter().filter(|f| !f.samples.is_empty()).count(),
             samples,
@@ -147,6 +157,12 @@ impl PageReport {
         }
         if let (Some(what), false) = (self.shape.describe(), self.is_real()) {
             parts.push(format!("{source}: {what}"));
+        }
+        if let Some(v) = &self.first_violation {
+            parts.push(format!(
+                "{source}:{}: not valid OpenMetrics: {} ({} in all; Prometheus may still ingest the page)",
+                v.line, v.why, self.violations
+            ));
         }
         if let Some(first) = &self.first_duplicate {
             parts.push(format!(
