@@ -3,6 +3,7 @@
 
     scripts/cut-promql-tests.py PARSE_TEST_GO SOURCE_NOTE > crates/check/tests/conformance/promql-parser.tsv
     scripts/cut-promql-tests.py --testdata DIR SOURCE_NOTE > crates/check/tests/conformance/promql-testdata.tsv
+    scripts/cut-promql-tests.py --promparse PROMPARSE_TEST_GO SOURCE_NOTE > crates/promtext/tests/conformance/promparse.tsv
 
 The second form reads the engine tests (`promql/promqltest/testdata/*.test`): every `eval`
 expression that no `expect fail` follows is `valid` (each distinct expression once).
@@ -90,7 +91,42 @@ def testdata(folder, note):
         print("valid\t" + json.dumps(expr, ensure_ascii=True))
 
 
+def promparse(path, note):
+    """The text-format pages of model/textparse/promparse_test.go: TestPromParse's page (valid),
+    and the cases of TestPromParseErrors and TestPromNullByteHandling (invalid where they
+    expect an error)."""
+    src = open(path, encoding='utf-8').read()
+    print(f"# {note}")
+    print("# case\toutcome\tpage (JSON string)")
+    start = src.index('func TestPromParse(t *testing.T) {')
+    at = src.index('input := ', start) + len('input := ')
+    page, after = go_string(src, at)
+    while src[after:].lstrip().startswith('+'):
+        nxt = after + src[after:].index('+') + 1
+        while src[nxt] in ' \t\n':
+            nxt += 1
+        more, after = go_string(src, nxt)
+        page += more
+    print("TestPromParse\tvalid\t" + json.dumps(page, ensure_ascii=True))
+    for test in ('TestPromParseErrors', 'TestPromNullByteHandling'):
+        start = src.index(f'func {test}(t *testing.T) {{')
+        end = src.find('\nfunc ', start)
+        block = src[start:end if end >= 0 else len(src)]
+        for k, m in enumerate(re.finditer(r'\binput:\s*', block)):
+            value, after = go_string(block, m.end())
+            err = re.match(r'\s*,\s*err:\s*', block[after:])
+            text, _ = go_string(block, after + err.end())
+            try:
+                value.encode('utf-8')
+            except UnicodeEncodeError:
+                continue
+            outcome = 'invalid' if text else 'valid'
+            print(f"{test}/{k}\t{outcome}\t" + json.dumps(value, ensure_ascii=True))
+
+
 def main():
+    if sys.argv[1] == '--promparse':
+        return promparse(sys.argv[2], sys.argv[3])
     if sys.argv[1] == '--testdata':
         return testdata(sys.argv[2], sys.argv[3])
     src = open(sys.argv[1], encoding='utf-8').read()

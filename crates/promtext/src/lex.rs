@@ -190,6 +190,8 @@ impl<'a> Lexer<'a> {
             self.pos += 1; // the common `name="` with no blanks
             return Ok((name, self.quoted(ErrorKind::UnterminatedLabelValue)?));
         }
+        // Blanks around `=` (`quantile = "0.5"`), as Prometheus's text lexer reads them.
+        self.skip_blanks();
         self.expect(b'=')?;
         self.skip_blanks();
         match self.peek() {
@@ -252,10 +254,13 @@ impl<'a> Lexer<'a> {
                 return err(ErrorKind::DuplicateLabel, at);
             }
             has_le |= label.raw() == "le";
-            self.skip_blanks();
+            let blank = self.skip_blanks();
             match self.peek() {
                 Some(b',') => self.pos += 1,
                 Some(b'}') => break,
+                // Pairs apart by a blank and no comma: Prometheus's text lexer reads them
+                // (`{ quantile = "2.0" a = "b" }` in its own parser tests).
+                Some(c) if blank && (c.is_ascii_alphabetic() || c == b'_' || c == b'"') => {}
                 Some(_) => return err(ErrorKind::UnexpectedCharacter, self.pos),
                 None => return err(ErrorKind::UnterminatedLabelSet, self.pos),
             }
@@ -446,7 +451,12 @@ mod tests {
                 offset: 2
             }
         );
-        assert_eq!(e(r#"{a="1" b="2"}"#).kind, ErrorKind::UnexpectedCharacter);
+        assert_eq!(e(r#"{a="1"b="2"}"#).kind, ErrorKind::UnexpectedCharacter);
+        // A blank and no comma between pairs is read, as Prometheus's text lexer reads it.
+        assert_eq!(
+            set(r#"{a="1" b="2"}"#).unwrap().labels.get("b").unwrap(),
+            "2"
+        );
         assert_eq!(e(r#"{a="1","#).kind, ErrorKind::UnterminatedLabelSet);
         assert_eq!(e(r#"{,}"#).kind, ErrorKind::InvalidLabelName);
         assert_eq!(e(r#"{"x"="#).kind, ErrorKind::UnterminatedLabelSet);

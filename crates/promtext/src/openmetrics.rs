@@ -112,6 +112,19 @@ fn sample_form(line: &str, n: u32, out: &mut Vec<Violation>) {
     if code.contains(",}") {
         say(out, n, "a trailing comma in a label set");
     }
+    // The text format's lexer reads blanks in and before a label set, and pairs without a
+    // comma; OpenMetrics has neither.
+    let sample = code.split('#').next().unwrap_or("");
+    let set = sample
+        .find('{')
+        .map_or("", |a| &sample[a.saturating_sub(1)..]);
+    let set = set.split('}').next().unwrap_or("");
+    if [" {", "{ ", " =", "= ", ", ", " ,", "\" "]
+        .iter()
+        .any(|b| set.contains(b))
+    {
+        say(out, n, "blanks in a label set, or pairs without a comma");
+    }
     if code.ends_with([' ', '\t']) || code.contains("  ") || code.contains('\t') {
         say(
             out,
@@ -609,6 +622,24 @@ mod tests {
                 .any(|l| l.starts_with("5: the buckets of `h` decrease")),
             "{s:?}"
         );
+    }
+
+    #[test]
+    fn what_the_text_format_allows_in_a_label_set_is_said() {
+        for line in [
+            "a {b=\"1\"} 1",
+            "a{b = \"1\"} 1",
+            "a{b=\"1\" c=\"2\"} 1",
+            "a{ b=\"1\"} 1",
+        ] {
+            let s = said(&format!("{line}\n# EOF\n"));
+            assert!(
+                s.iter().any(|l| l.contains("blanks in a label set")),
+                "{line}: {s:?}"
+            );
+        }
+        let clean = "# TYPE a counter\na_total{b=\"x y\",c=\"2\"} 1 # {t=\"1\"} 1\n# EOF\n";
+        assert!(said(clean).is_empty(), "{:?}", said(clean));
     }
 
     #[test]

@@ -356,6 +356,11 @@ impl<'a> Parser<'a> {
                 let set = lx.label_set(outside.is_none(), &mut self.label_names)?;
                 Ok((outside.or(set.name), set.labels, set.has_le))
             }
+            Some(b' ' | b'\t') if lx.rest().trim_start().starts_with('{') => {
+                // `name {labels}`: Prometheus's text lexer reads blanks before the braces.
+                lx.skip_blanks();
+                self.sample_labels(lx, outside)
+            }
             None | Some(b' ' | b'\t') => Ok((outside, Labels::empty(), false)),
             Some(_) => Err(LexError {
                 kind: ErrorKind::InvalidName,
