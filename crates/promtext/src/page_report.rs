@@ -2,7 +2,7 @@
 //! by URL, a scrape): [`PageReport`] counts the families, samples, bad lines and duplicate
 //! series of a page and names a body that is not exposition text at all (JSON, a JSON-quoted
 //! page, HTML, binary). Its [`PageReport::warnings`] is the one warning every reader prints
-//! (`SOURCE:LINE:COLUMN: KIND (N lines skipped)`, [`PageReport::warnings`]), and [`PageReport::is_real`] says whether the
+//! (`SOURCE:LINE:COLUMN: Prometheus will reject this page: KIND; … (N lines skipped)`), and [`PageReport::is_real`] says whether the
 //! page exposes anything (issue 17: a page of random bytes was "0 families" and called up).
 
 use crate::error::ParseError;
@@ -150,8 +150,9 @@ impl PageReport {
     pub fn warnings(&self, source: &str) -> Vec<String> {
         let mut parts = Vec::new();
         if let Some(e) = &self.first_error {
+            // Prometheus's parsers stop at the first bad line and the scrape fails whole.
             parts.push(format!(
-                "{source}:{}:{}: {} ({} lines skipped)",
+                "{source}:{}:{}: Prometheus will reject this page: {}; one bad line fails the whole scrape (up = 0), llmscope read the rest ({} lines skipped)",
                 e.line, e.column, e.kind, self.errors
             ));
         }
@@ -196,7 +197,8 @@ mod tests {
         assert_eq!(r.errors, 2);
         let w = &r.warnings("http://h/metrics")[0];
         assert!(
-            w.starts_with("http://h/metrics:3:") && w.ends_with("(2 lines skipped)"),
+            w.starts_with("http://h/metrics:3:9: Prometheus will reject this page:")
+                && w.ends_with("(2 lines skipped)"),
             "{w}"
         );
         assert_eq!(r.problem(), None);
