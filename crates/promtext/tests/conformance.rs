@@ -1,0 +1,119 @@
+//! Pages as their own format's test suites judge them, each case with the outcome its suite
+//! states: a valid page is read without a warning, an invalid one gets one
+//! ([`PageReport::warnings`]). Tables in `tests/conformance/` (their source and commit on their
+//! first line):
+//!
+//! - `openmetrics.tsv`: the OpenMetrics 1.0 parser suite (prometheus/OpenMetrics
+//!   `tests/testdata/parsers`, cut by `scripts/cut-openmetrics-tests.py`), read as OpenMetrics;
+//!   the (28) bars: valid quiet ≥ 98 %, rejected warned ≥ 95 %. The suite's rules beyond a
+//!   line's syntax are [`promtext::openmetrics`]'s.
+//! - `promparse.tsv`: the text-format pages of Prometheus's own scrape parser tests
+//!   (prometheus/prometheus `model/textparse/promparse_test.go`, cut by
+//!   `scripts/cut-promql-tests.py --promparse`), read as text: every case agrees.
+//!
+//! Where llmscope deliberately says more than a suite, the case is listed with why, and counted
+//! apart. `cargo test -p promtext --test conformance -- --nocapture` prints the counts and every
+//! case on the wrong side.
+
+#![allow(clippy::print_stderr)]
+
+use promtext::{Format, PageReport, ParseOptions, parse_families_with};
+
+/// Valid pages llmscope warns about on purpose (a duplicate series), and why.
+const SAYS_MORE: &[(&str, &str)] = &[
+    (
+        "duplicate_timestamps_1",
+        "one series repeats with the same timestamp: it parses, but Prometheus keeps the first and drops the rest (prometheus_target_scrapes_sample_duplicate_timestamp_total), which llmscope says",
+    ),
+    (
+        "TestPromParse",
+        "it writes go_gc_duration_seconds{quantile=\"1.0\",a=\"b\"} four times with blanks in different places: Prometheus parses each and then drops three as duplicate samples for one timestamp, which llmscope says",
+    ),
+];
+
+/// Counts of one table: valid, valid quiet, invalid, invalid warned.
+struct Judged {
+    valid: usize,
+    quiet: usize,
+    invalid: usize,
+    warned: usize,
+}
+
+fn judge(name: &str, table: &str, format: Format) -> Judged {
+    let mut j = Judged {
+        valid: 0,
+        quiet: 0,
+        invalid: 0,
+        warned: 0,
+    };
+    let mut wrong = Vec::new();
+    for line in table.lines().filter(|l| !l.starts_with('#')) {
+        let mut cols = line.splitn(3, '\t');
+        let (case, outcome, page) = (
+            cols.next().unwrap(),
+            cols.next().unwrap(),
+            cols.next().unwrap(),
+        );
+        let page: String = serde_json::from_str(page).expect("a JSON string");
+        let options = ParseOptions::lenient().with_format(format);
+        let (families, errors) = parse_families_with(page.as_bytes(), options);
+        let said = PageReport::new(page.as_bytes(), &families, &errors).warnings("page");
+        if let Some((_, why)) = SAYS_MORE.iter().find(|(c, _)| *c == case) {
+            let only_duplicates = said.len() == 1 && said[0].contains("duplicate series");
+            assert!(only_duplicates, "{case}: {why}; said {said:?}");
+            continue;
+        }
+        if outcome == "valid" {
+            j.valid += 1;
+            j.quiet += usize::from(said.is_empty());
+            if !said.is_empty() {
+                wrong.push(format!("  valid, warned: {case}: {}", said.join("; ")));
+            }
+        } else {
+            j.invalid += 1;
+            j.warned += usize::from(!said.is_empty());
+            if said.is_empty() {
+                wrong.push(format!("  invalid, quiet: {case}: {page:?}"));
+            }
+        }
+    }
+    eprintln!(
+        "{name} conformance: valid quiet {}/{} ({:.1} %), invalid warned {}/{} ({:.1} %)\n{}",
+        j.quiet,
+        j.valid,
+        pct(j.quiet, j.valid),
+        j.warned,
+        j.invalid,
+        pct(j.warned, j.invalid),
+        wrong.join("\n")
+    );
+    j
+}
+
+fn pct(a: usize, b: usize) -> f64 {
+    100.0 * a as f64 / b.max(1) as f64
+}
+
+#[test]
+fn the_openmetrics_suite_agrees() {
+    let table = include_str!("conformance/openmetrics.tsv");
+    let j = judge("openmetrics", table, Format::OpenMetrics);
+    assert!(j.valid > 40 && j.invalid > 150, "the table was cut short");
+    assert!(pct(j.quiet, j.valid) >= 98.0, "valid pages warned about");
+    assert!(
+        pct(j.warned, j.invalid) >= 95.0,
+        "rejected pages passed quietly"
+    );
+}
+
+#[test]
+fn prometheus_text_parser_tests_agree() {
+    let table = include_str!("conformance/promparse.tsv");
+    let j = judge("promparse", table, Format::Text);
+    assert!(j.valid >= 4 && j.invalid >= 20, "the table was cut short");
+    assert_eq!(j.quiet, j.valid, "valid pages warned about");
+    assert_eq!(
+        j.warned, j.invalid,
+        "pages Prometheus rejects passed quietly"
+    );
+}
