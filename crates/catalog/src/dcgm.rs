@@ -15,25 +15,32 @@
 use super::model::{Exporter, Family, Kind, Unit, Version};
 use crate::Concept as C;
 
+/// The labels of a GPU's series (its identity, MIG instance, and with pod mapping the pod's),
+/// then `extra`: what one collector adds.
+macro_rules! gpu_labels {
+    ($($extra:literal),*) => {
+        &[
+            "gpu",
+            "UUID",
+            "pci_bus_id",
+            "device",
+            "modelName",
+            "Hostname",
+            "DCGM_FI_DRIVER_VERSION",
+            "GPU_I_PROFILE",
+            "GPU_I_ID",
+            "container",
+            "namespace",
+            "pod",
+            "pod_uid",
+            "vgpu",
+            $($extra),*
+        ]
+    };
+}
+
 /// Label names of every GPU series.
-pub const GPU_LABELS: &[&str] = &[
-    "gpu",
-    "UUID",
-    "pci_bus_id",
-    "device",
-    "modelName",
-    "Hostname",
-    "DCGM_FI_DRIVER_VERSION",
-    "GPU_I_PROFILE",
-    "GPU_I_ID",
-    "container",
-    "namespace",
-    "pod",
-    "pod_uid",
-    "vgpu",
-    "err_code",
-    "err_msg",
-];
+pub const GPU_LABELS: &[&str] = gpu_labels!("err_code", "err_msg");
 
 const fn f(name: &'static str, kind: Kind, unit: Unit) -> Family {
     Family::new(Exporter::DcgmExporter, name, kind, unit, GPU_LABELS)
@@ -65,81 +72,13 @@ const fn exp(name: &'static str, labels: &'static [&'static str]) -> Family {
     )
 }
 /// The GPU labels plus what the XID-count collector adds.
-const EXP_XID_LABELS: &[&str] = &[
-    "gpu",
-    "UUID",
-    "pci_bus_id",
-    "device",
-    "modelName",
-    "Hostname",
-    "DCGM_FI_DRIVER_VERSION",
-    "GPU_I_PROFILE",
-    "GPU_I_ID",
-    "container",
-    "namespace",
-    "pod",
-    "pod_uid",
-    "vgpu",
-    "window_size_in_ms",
-    "xid",
-];
+const EXP_XID_LABELS: &[&str] = gpu_labels!("window_size_in_ms", "xid");
 /// The GPU labels plus what the clock-events collector adds.
-const EXP_CLOCK_LABELS: &[&str] = &[
-    "gpu",
-    "UUID",
-    "pci_bus_id",
-    "device",
-    "modelName",
-    "Hostname",
-    "DCGM_FI_DRIVER_VERSION",
-    "GPU_I_PROFILE",
-    "GPU_I_ID",
-    "container",
-    "namespace",
-    "pod",
-    "pod_uid",
-    "vgpu",
-    "window_size_in_ms",
-    "clock_event",
-];
+const EXP_CLOCK_LABELS: &[&str] = gpu_labels!("window_size_in_ms", "clock_event");
 /// The GPU labels plus what the health collector adds.
-const EXP_HEALTH_LABELS: &[&str] = &[
-    "gpu",
-    "UUID",
-    "pci_bus_id",
-    "device",
-    "modelName",
-    "Hostname",
-    "DCGM_FI_DRIVER_VERSION",
-    "GPU_I_PROFILE",
-    "GPU_I_ID",
-    "container",
-    "namespace",
-    "pod",
-    "pod_uid",
-    "vgpu",
-    "health_watch",
-    "health_error_code",
-];
+const EXP_HEALTH_LABELS: &[&str] = gpu_labels!("health_watch", "health_error_code");
 /// The GPU labels plus what the P2P-status collector adds.
-const EXP_P2P_LABELS: &[&str] = &[
-    "gpu",
-    "UUID",
-    "pci_bus_id",
-    "device",
-    "modelName",
-    "Hostname",
-    "DCGM_FI_DRIVER_VERSION",
-    "GPU_I_PROFILE",
-    "GPU_I_ID",
-    "container",
-    "namespace",
-    "pod",
-    "pod_uid",
-    "vgpu",
-    "peer_gpu",
-    "link_status",
-];
+const EXP_P2P_LABELS: &[&str] = gpu_labels!("peer_gpu", "link_status");
 
 use Unit::{Celsius, Count, Fraction, Megahertz, MiB, Millijoules, Percent, Watts};
 
