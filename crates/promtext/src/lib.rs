@@ -122,6 +122,11 @@ pub fn fuzz_parse(data: &[u8]) {
             }
         }
         check_families(data, lenient, &all);
+        // What every reader of a page says of it, and OpenMetrics' rules, on any page.
+        let (families, errors) = parse_families_with(data, lenient);
+        let report = PageReport::new(data, &families, &errors);
+        assert!(report.errors == errors.len() && report.warnings("fuzz").len() <= 4);
+        let _ = openmetrics::violations(data, &families);
     }
 }
 

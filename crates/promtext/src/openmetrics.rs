@@ -115,9 +115,11 @@ fn sample_form(line: &str, n: u32, out: &mut Vec<Violation>) {
     // The text format's lexer reads blanks in and before a label set, and pairs without a
     // comma; OpenMetrics has neither.
     let sample = code.split('#').next().unwrap_or("");
-    let set = sample
-        .find('{')
-        .map_or("", |a| &sample[a.saturating_sub(1)..]);
+    // From the character before the `{` (a blank there is one of the things said).
+    let set = sample.find('{').map_or("", |a| {
+        let before = sample[..a].char_indices().last().map_or(a, |(i, _)| i);
+        &sample[before..]
+    });
     let set = set.split('}').next().unwrap_or("");
     if [" {", "{ ", " =", "= ", ", ", " ,", "\" "]
         .iter()
@@ -638,6 +640,12 @@ mod tests {
                 "{line}: {s:?}"
             );
         }
+        // A name character of several bytes before the braces.
+        assert!(
+            said("é{b=\"1\"} 1\n# EOF\n")
+                .iter()
+                .all(|l| !l.contains("blanks"))
+        );
         let clean = "# TYPE a counter\na_total{b=\"x y\",c=\"2\"} 1 # {t=\"1\"} 1\n# EOF\n";
         assert!(said(clean).is_empty(), "{:?}", said(clean));
     }
