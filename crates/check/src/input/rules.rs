@@ -121,31 +121,12 @@ fn as_written(text: &str, actions: &[String]) -> String {
 
 /// The index of the first placeholder in `expr` outside a string literal.
 fn bare_action(expr: &str) -> Option<usize> {
-    let mut quote: Option<char> = None;
-    let mut escaped = false;
-    for (at, c) in expr.char_indices() {
-        match quote {
-            Some(q) => {
-                if escaped {
-                    escaped = false;
-                } else if c == '\\' && q != '`' {
-                    escaped = true;
-                } else if c == q {
-                    quote = None;
-                }
-            }
-            None if matches!(c, '"' | '\'' | '`') => quote = Some(c),
-            None => {
-                if let Some(rest) = expr[at..].strip_prefix(PLACEHOLDER) {
-                    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-                    if let Ok(i) = digits.parse() {
-                        return Some(i);
-                    }
-                }
-            }
-        }
-    }
-    None
+    let code = crate::promql::dialect::outside_strings(expr);
+    code.match_indices(PLACEHOLDER).find_map(|(at, _)| {
+        let rest = &code[at + PLACEHOLDER.len()..];
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        rest[..digits].parse().ok()
+    })
 }
 
 /// Several YAML documents; in a template, `if`/`else` branches may repeat a key: the last wins.

@@ -191,9 +191,10 @@ pub fn metricsql(expr: &str) -> Option<String> {
     None
 }
 
-/// `expr` with the contents of string literals blanked (same length), so words inside label
-/// values are not taken for functions.
-fn outside_strings(expr: &str) -> String {
+/// `expr` with the contents of string literals blanked (same length, every offset kept), so
+/// words inside label values are not taken for functions, names or operators. A backslash
+/// escapes in `"…"` and `'…'`; a backtick string has no escapes.
+pub(crate) fn outside_strings(expr: &str) -> String {
     let mut out = String::with_capacity(expr.len());
     let mut quote: Option<char> = None;
     let mut escaped = false;
@@ -202,7 +203,7 @@ fn outside_strings(expr: &str) -> String {
             Some(q) => {
                 if escaped {
                     escaped = false;
-                } else if c == '\\' {
+                } else if c == '\\' && q != '`' {
                     escaped = true;
                 } else if c == q {
                     quote = None;

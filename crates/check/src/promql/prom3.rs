@@ -18,6 +18,7 @@
 //!
 //! And what Prometheus refuses but `promql-parser` reads is refused ([`Lowered::refused`]).
 
+use super::dialect::outside_strings;
 use super::parse::PromqlError;
 
 /// An expression as the parser is given it, and the experimental syntax taken out of it.
@@ -60,27 +61,13 @@ const WORDS: [(&str, &str); 2] = [("anchored", "anch0red"), ("smoothed", "sm0oth
 
 /// `expr` lowered; outside string literals and comments only.
 pub fn lower(expr: &str) -> Lowered {
-    let bytes = expr.as_bytes();
-    let mut text = bytes.to_vec();
+    let code = outside_strings(expr);
+    let bytes = code.as_bytes();
+    let mut text = expr.as_bytes().to_vec();
     let mut modifiers = Vec::new();
-    let mut quote: Option<u8> = None;
-    let mut escaped = false;
     let mut i = 0;
     while i < bytes.len() {
-        let c = bytes[i];
-        if let Some(q) = quote {
-            if escaped {
-                escaped = false;
-            } else if c == b'\\' && q != b'`' {
-                escaped = true;
-            } else if c == q {
-                quote = None;
-            }
-            i += 1;
-            continue;
-        }
-        match c {
-            b'"' | b'\'' | b'`' => quote = Some(c),
+        match bytes[i] {
             b'#' => {
                 while i < bytes.len() && bytes[i] != b'\n' {
                     i += 1;
@@ -97,9 +84,9 @@ pub fn lower(expr: &str) -> Lowered {
                     .iter()
                     .take_while(|b| b.is_ascii_alphanumeric() || **b == b'_' || **b == b':')
                     .count();
-                let word = &expr[i..end];
+                let word = &code[i..end];
                 if let Some((w, twin)) = WORDS.iter().find(|(w, _)| w.eq_ignore_ascii_case(word)) {
-                    if after_range(&expr[..i]) {
+                    if after_range(&code[..i]) {
                         text[i..end].fill(b' ');
                         modifiers.push((i, *w));
                     } else {
@@ -156,8 +143,10 @@ fn after_range(before: &str) -> bool {
     }
     if last == ')' {
         // `@ start()`, `@ end()`.
-        let head = t.trim_end_matches(|c: char| c != '@' && c != '(' && c != ' ');
-        return head.trim_end().ends_with("@ start(") || head.trim_end().ends_with("@ end(");
+        return ["start()", "end()"].iter().any(|f| {
+            t.strip_suffix(f)
+                .is_some_and(|b| b.trim_end().ends_with('@'))
+        });
     }
     if !(last.is_ascii_alphanumeric() || last == '_' || last == ':' || last == '.') {
         return false;
@@ -183,6 +172,8 @@ pub fn restore(text: &str) -> String {
 /// Whether `expr`, which does not parse, holds a duration expression: arithmetic or a call
 /// inside a range's brackets, or after `offset`.
 pub fn duration_expression(expr: &str) -> bool {
+    let code = outside_strings(expr);
+    let expr = code.as_str();
     let mut rest = expr;
     while let Some(open) = rest.find('[') {
         let inner = &rest[open + 1..];
@@ -221,6 +212,7 @@ mod tests {
             "metric smoothed",
             "metric @ 100 smoothed",
             "metric offset -100 smoothed",
+            "metric @ end() anchored",
             "x{a=\"b\"} anchored",
         ] {
             assert_eq!(lower(expr).modifiers.len(), 1, "{expr}");
@@ -275,6 +267,9 @@ const MAX_DURATION_S: f64 = 9_223_372_036.854_775;
 /// is known (`[5m * 2]`, `offset -(5)`) as the literal it is, padded to the same length, so the
 /// expression is read and checked like any other. An error is the byte offset and why.
 pub fn durations(expr: &str, text: &mut [u8]) -> Result<(), (usize, String)> {
+    // Outside strings the blanked text is the expression, byte for byte.
+    let code = outside_strings(expr);
+    let expr = code.as_str();
     let spans = scan(expr);
     for (at, len) in spans.numbers {
         let lit = &expr[at..at + len];
@@ -363,22 +358,16 @@ struct Spans {
     range_after_modifier: Option<usize>,
 }
 
-/// The number literals, duration spans and misplaced ranges of `expr`, outside strings and
-/// comments.
+/// The number literals, duration spans and misplaced ranges of `expr` (its strings blanked by
+/// [`outside_strings`]), outside comments.
 fn scan(expr: &str) -> Spans {
     let b = expr.as_bytes();
     let mut out = Spans::default();
     let mut i = 0;
-    let mut last_word = String::new();
     let mut modifier_before = false;
     while i < b.len() {
         let c = b[i];
         match c {
-            b'"' | b'\'' | b'`' => {
-                i = skip_string(b, i);
-                last_word.clear();
-                continue;
-            }
             b'#' => {
                 while i < b.len() && b[i] != b'\n' {
                     i += 1;
@@ -391,7 +380,6 @@ fn scan(expr: &str) -> Spans {
                 };
                 i = close + 1;
                 modifier_before = false;
-                last_word.clear();
                 continue;
             }
             c if c.is_ascii_alphabetic() || c == b'_' || c == b':' => {
@@ -399,8 +387,7 @@ fn scan(expr: &str) -> Spans {
                     .iter()
                     .take_while(|x| x.is_ascii_alphanumeric() || **x == b'_' || **x == b':')
                     .count();
-                last_word = expr[i..end].to_ascii_lowercase();
-                if last_word == "offset" {
+                if expr[i..end].eq_ignore_ascii_case("offset") {
                     let (from, to) = offset_span(b, end);
                     if to > from {
                         out.durations.push(DurationSpan {
@@ -488,23 +475,8 @@ fn number_end(expr: &str, at: usize) -> usize {
     }
 }
 
-fn skip_string(b: &[u8], at: usize) -> usize {
-    let q = b[at];
-    let mut i = at + 1;
-    while i < b.len() {
-        if b[i] == b'\\' && q != b'`' {
-            i += 2;
-            continue;
-        }
-        if b[i] == q {
-            return i + 1;
-        }
-        i += 1;
-    }
-    b.len()
-}
-
-/// The index of the bracket closing the one at `open`, or the length where none does.
+/// The index of the bracket closing the one at `open`, or the length where none does (strings
+/// already blanked).
 fn matching(b: &[u8], open: usize, o: u8, c: u8) -> usize {
     let mut depth = 0;
     let mut i = open;
@@ -516,10 +488,6 @@ fn matching(b: &[u8], open: usize, o: u8, c: u8) -> usize {
                 if depth == 0 {
                     return i;
                 }
-            }
-            b'"' | b'\'' | b'`' => {
-                i = skip_string(b, i);
-                continue;
             }
             _ => {}
         }
