@@ -79,10 +79,12 @@ pub(crate) fn check_with(
     w.hits.into_hits()
 }
 
-/// Runs `rules` over `text`, which did not parse with `error`.
+/// Runs `rules` over `text`, which did not parse with `error` (`refused`: Prometheus refuses it,
+/// though `promql-parser` would read it; [`super::prom3::Lowered::refused`]).
 pub(crate) fn check_unparsed(
     text: &str,
     error: &PromqlError,
+    refused: bool,
     inv: &Inventories,
     cx: Context<'_>,
     rules: &[&dyn Lint],
@@ -90,7 +92,8 @@ pub(crate) fn check_unparsed(
     let fact = Unparsed {
         text,
         error,
-        foreign: dialect::foreign(text, error),
+        refused,
+        foreign: dialect::foreign(text, error, refused),
     };
     let mut hits = Hits::distinct();
     rules::judge(

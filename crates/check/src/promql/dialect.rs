@@ -152,10 +152,10 @@ pub enum Foreign {
 }
 
 /// Whether `expr`, which failed to parse with `error`, is written in another dialect.
-pub fn foreign(expr: &str, error: &PromqlError) -> Option<Foreign> {
+pub fn foreign(expr: &str, error: &PromqlError, refused: bool) -> Option<Foreign> {
     // `step()` and `range()` in a range or after `offset` are Prometheus 3's duration functions,
     // `start()` and `end()` after `@` its own: PromQL, which Prometheus may still refuse.
-    if super::prom3::duration_expression(expr) || super::prom3::lower(expr).refused.is_some() {
+    if refused || super::prom3::duration_expression(expr) {
         return None;
     }
     if let Some(what) = metricsql(expr) {

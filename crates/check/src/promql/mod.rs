@@ -34,7 +34,7 @@ pub(crate) fn check_expr_with(
 ) -> Vec<Hit> {
     let lowered = prom3::lower(text);
     if let Some(e) = &lowered.refused {
-        return analyze::check_unparsed(text, e, inv, cx, rules);
+        return analyze::check_unparsed(text, e, true, inv, cx, rules);
     }
     let mut hits = match parse::parse(&lowered.text) {
         Ok(expr) => {
@@ -42,7 +42,7 @@ pub(crate) fn check_expr_with(
             hits.extend(analyze::check_modifiers(&lowered.modifiers, inv, rules));
             hits
         }
-        Err(e) => analyze::check_unparsed(text, &e, inv, cx, rules),
+        Err(e) => analyze::check_unparsed(text, &e, false, inv, cx, rules),
     };
     if lowered.text != text {
         for h in &mut hits {

@@ -93,6 +93,8 @@ impl<'a> Scope<'a> {
 pub struct Unparsed<'a> {
     pub text: &'a str,
     pub error: &'a PromqlError,
+    /// Prometheus refuses it, though `promql-parser` reads it ([`crate::promql::prom3`]).
+    pub refused: bool,
     /// The dialect it is written in instead, if it is.
     pub foreign: Option<Foreign>,
 }

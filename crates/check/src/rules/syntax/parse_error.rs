@@ -26,8 +26,7 @@ impl Lint for ParseError {
         if u.foreign.is_some() {
             return;
         }
-        let prom3 = || crate::promql::prom3::lower(u.text);
-        if crate::promql::prom3::duration_expression(u.text) && prom3().refused.is_none() {
+        if !u.refused && crate::promql::prom3::duration_expression(u.text) {
             let f = Finding::new(
                 Rule::ParseError,
                 Severity::Info,
