@@ -292,9 +292,15 @@ fn metadata(meta: &str, n: u32, sampled: &HashSet<String>, out: &mut Vec<Violati
 }
 
 /// What a sample's name may add to its family's.
-const SUFFIXES: [&str; 9] = [
-    "", "_total", "_created", "_bucket", "_count", "_sum", "_gcount", "_gsum", "_info",
-];
+const SUFFIXES: [&str; 9] = {
+    let mut out = [""; 9];
+    let mut i = 0;
+    while i < 9 {
+        out[i] = Suffix::ALL[i].as_str();
+        i += 1;
+    }
+    out
+};
 
 /// A value counters, counts and buckets may not take.
 fn not_a_count(v: f64) -> bool {
@@ -426,15 +432,19 @@ fn exemplar(ty: MetricType, s: &Sample<'_>, out: &mut Vec<Violation>) {
 fn points<'f, 'a>(f: &'f Family<'a>) -> HashMap<String, Vec<&'f Sample<'a>>> {
     let mut by: HashMap<String, Vec<&Sample<'_>>> = HashMap::new();
     for s in &f.samples {
-        let key: Vec<String> = s
-            .labels
-            .iter()
-            .filter(|l| l.name != "le" && l.name != "quantile")
-            .map(|l| format!("{}={}", l.name.raw(), l.value.raw()))
-            .collect();
-        by.entry(key.join(",")).or_default().push(s);
+        by.entry(point(s)).or_default().push(s);
     }
     by
+}
+
+/// The metric point a sample belongs to: its labels but `le` and `quantile`, as one key.
+fn point(s: &Sample<'_>) -> String {
+    s.labels
+        .iter()
+        .filter(|l| l.name != "le" && l.name != "quantile")
+        .map(|l| format!("{}={}", l.name.raw(), l.value.raw()))
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// Checks a point's buckets (le in order, counts cumulative); the `+Inf` bucket's count, if it
@@ -551,18 +561,10 @@ fn histogram(name: &str, ty: MetricType, point: &[&Sample<'_>], out: &mut Vec<Vi
 
 /// A metric point's samples (its labels but `le` and `quantile`) are together.
 fn contiguous(f: &Family<'_>, out: &mut Vec<Violation>) {
-    let key = |s: &Sample<'_>| -> String {
-        s.labels
-            .iter()
-            .filter(|l| l.name != "le" && l.name != "quantile")
-            .map(|l| format!("{}={}", l.name.raw(), l.value.raw()))
-            .collect::<Vec<_>>()
-            .join(",")
-    };
     let mut done: HashSet<String> = HashSet::new();
     let mut current: Option<String> = None;
     for s in &f.samples {
-        let k = key(s);
+        let k = point(s);
         if current.as_deref() == Some(k.as_str()) {
             continue;
         }

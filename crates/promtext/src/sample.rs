@@ -56,7 +56,7 @@ pub enum Suffix {
 }
 
 impl Suffix {
-    pub fn as_str(self) -> &'static str {
+    pub const fn as_str(self) -> &'static str {
         match self {
             Suffix::None => "",
             Suffix::Total => "_total",
@@ -69,6 +69,19 @@ impl Suffix {
             Suffix::Info => "_info",
         }
     }
+
+    /// Every suffix, the empty one first.
+    pub const ALL: [Suffix; 9] = [
+        Suffix::None,
+        Suffix::Total,
+        Suffix::Created,
+        Suffix::Bucket,
+        Suffix::Count,
+        Suffix::Sum,
+        Suffix::GCount,
+        Suffix::GSum,
+        Suffix::Info,
+    ];
 
     /// Parses a suffix including its underscore (`"_sum"`).
     pub fn from_suffix(s: &str) -> Option<Self> {
