@@ -70,9 +70,10 @@ pub fn context(input: &Input) -> detect::Context<'_> {
 /// Little's law. A stage's throughput is measured over that window, so the batch it is compared
 /// with must be too, not over the steady phase the gauges alone suggest.
 pub fn levels_over(input: &Input, (from, to): (f64, f64)) -> (Option<f64>, Option<f64>) {
+    // The input as it is where every reading stands (no copy), else the cleaned one.
     let (clean, gauges_stale) = match stale::set_aside(input) {
-        Some((clean, _)) => (clean, true),
-        None => (input.clone(), false),
+        Some((clean, _)) => (std::borrow::Cow::Owned(clean), true),
+        None => (std::borrow::Cow::Borrowed(input), false),
     };
     let phases = window::Phases {
         steady: (to > from).then_some((from, to)),
