@@ -4,6 +4,7 @@
     scripts/cut-promql-tests.py PARSE_TEST_GO SOURCE_NOTE > crates/check/tests/conformance/promql-parser.tsv
     scripts/cut-promql-tests.py --testdata DIR SOURCE_NOTE > crates/check/tests/conformance/promql-testdata.tsv
     scripts/cut-promql-tests.py --promparse PROMPARSE_TEST_GO SOURCE_NOTE > crates/promtext/tests/conformance/promparse.tsv
+    scripts/cut-promql-tests.py --expfmt TEXT_PARSE_TEST_GO SOURCE_NOTE > crates/promtext/tests/conformance/expfmt.tsv
 
 The second form reads the engine tests (`promql/promqltest/testdata/*.test`): every `eval`
 expression that no `expect fail` follows is `valid` (each distinct expression once).
@@ -124,7 +125,34 @@ def promparse(path, note):
             print(f"{test}/{k}\t{outcome}\t" + json.dumps(value, ensure_ascii=True))
 
 
+def expfmt(path, note):
+    """The pages of prometheus/common expfmt/text_parse_test.go: testTextParse's inputs (valid)
+    and testTextParseError's (invalid where `errUTF8` is set: the parser as Prometheus 3 runs it,
+    with UTF-8 names). Inputs that are not UTF-8 are left out (a JSON string cannot hold them)."""
+    src = open(path, encoding='utf-8').read()
+    print(f"# {note}")
+    print("# case\toutcome\tpage (JSON string)")
+    for test in ('testTextParse', 'testTextParseError'):
+        start = src.index(f'func {test}(t testing.TB) {{')
+        end = src.find('\nfunc ', start)
+        block = src[start:end if end >= 0 else len(src)]
+        for k, m in enumerate(re.finditer(r'\bin:\s*', block)):
+            value, after = go_string(block, m.end())
+            outcome = 'valid'
+            if test == 'testTextParseError':
+                err = re.match(r'\s*,\s*errUTF8:\s*', block[after:])
+                text, _ = go_string(block, after + err.end()) if err else ('', 0)
+                outcome = 'invalid' if text else 'valid'
+            try:
+                value.encode('utf-8')
+            except UnicodeEncodeError:
+                continue
+            print(f"{test}/{k}\t{outcome}\t" + json.dumps(value, ensure_ascii=True))
+
+
 def main():
+    if sys.argv[1] == '--expfmt':
+        return expfmt(sys.argv[2], sys.argv[3])
     if sys.argv[1] == '--promparse':
         return promparse(sys.argv[2], sys.argv[3])
     if sys.argv[1] == '--testdata':

@@ -83,6 +83,20 @@ impl ErrorKind {
     }
 }
 
+impl ErrorKind {
+    /// Whether Prometheus's scraper fails a page of `format` over a line of this kind. Its text
+    /// parser (`model/textparse/promparse.go`) keeps no HELP or TYPE per family, so a second
+    /// `# HELP`/`# TYPE` or a `# TYPE` after samples passes there, while prometheus/common's
+    /// stricter parser (`promtool check metrics`, the Pushgateway) refuses them.
+    pub fn fails_scrape(self, format: crate::parse::Format) -> bool {
+        let strict_only = matches!(
+            self,
+            ErrorKind::DuplicateHelp | ErrorKind::DuplicateType | ErrorKind::TypeAfterSamples
+        );
+        !(strict_only && format == crate::parse::Format::Text)
+    }
+}
+
 impl fmt::Display for ErrorKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.description())

@@ -103,6 +103,10 @@ impl<'a> Iterator for LabelIter<'a> {
         if !self.lexer.next_pair_start() {
             return None;
         }
+        // A quoted metric name written between the pairs (`{a="1","my.metric"}`) is no pair.
+        if let Ok(Some(_)) = self.lexer.name_in_braces() {
+            return self.next();
+        }
         match self.lexer.label_pair() {
             Ok((name, value)) => Some(Label { name, value }),
             Err(_) => {

@@ -70,6 +70,11 @@ impl<'a> Lexer<'a> {
         self.s.as_bytes().get(self.pos).copied()
     }
 
+    /// The byte before the cursor.
+    pub fn prev(&self) -> Option<u8> {
+        self.pos.checked_sub(1).map(|i| self.s.as_bytes()[i])
+    }
+
     pub fn at_end(&self) -> bool {
         self.pos >= self.s.len()
     }
@@ -226,7 +231,8 @@ impl<'a> Lexer<'a> {
             None
         };
         let start = self.pos;
-        let has_le = self.label_pairs(names)?;
+        let mut name = name;
+        let has_le = self.label_pairs(names, name_allowed, &mut name)?;
         let labels = Labels::new(self.slice(start, self.pos), names.len());
         self.pos += 1; // '}'
         Ok(LabelSet {
@@ -237,8 +243,15 @@ impl<'a> Lexer<'a> {
     }
 
     /// The `name="value"` pairs up to the closing `}` (the cursor stops on it), each name once;
-    /// true if one is `le`.
-    fn label_pairs(&mut self, names: &mut LabelNames<'a>) -> LexResult<bool> {
+    /// true if one is `le`. Where `name_allowed` and no name is set yet, a quoted string between
+    /// the pairs that no `=` follows is the metric name (`{a="1","my.metric"}`: Prometheus's text
+    /// parser takes it in any position); [`crate::labels::LabelIter`] steps over it.
+    fn label_pairs(
+        &mut self,
+        names: &mut LabelNames<'a>,
+        name_allowed: bool,
+        name: &mut Option<Escaped<'a>>,
+    ) -> LexResult<bool> {
         names.clear();
         let mut has_le = false;
         loop {
@@ -248,9 +261,19 @@ impl<'a> Lexer<'a> {
                 None => return err(ErrorKind::UnterminatedLabelSet, self.pos),
                 Some(_) => {}
             }
+            if name_allowed
+                && name.is_none()
+                && let Some(quoted) = self.name_in_braces()?
+            {
+                *name = Some(quoted);
+                continue;
+            }
             let at = self.pos;
             let (label, _) = self.label_pair()?;
-            if !names.insert(label.raw()) {
+            // `__name__` is the label the metric name becomes: written as a label too, the series
+            // has it twice, and Prometheus's storage refuses the scrape (or, with no name given,
+            // its parser does).
+            if !names.insert(label.raw()) || label.raw() == "__name__" {
                 return err(ErrorKind::DuplicateLabel, at);
             }
             has_le |= label.raw() == "le";
@@ -270,7 +293,7 @@ impl<'a> Lexer<'a> {
 
     /// A quoted metric name as the first item in braces, if there is one (a quoted string that is
     /// not followed by `=`), consuming the comma after it.
-    fn name_in_braces(&mut self) -> LexResult<Option<Escaped<'a>>> {
+    pub(crate) fn name_in_braces(&mut self) -> LexResult<Option<Escaped<'a>>> {
         if self.peek() != Some(b'"') {
             return Ok(None);
         }
@@ -423,6 +446,32 @@ mod tests {
         assert!(s.labels.is_empty());
         let s = set(r#"{ a = "1" , b="2" }"#).unwrap();
         assert_eq!(s.labels.get("b").unwrap(), "2");
+    }
+    #[test]
+    fn a_quoted_name_may_stand_between_the_pairs() {
+        // As Prometheus's text parser reads it (prometheus/common's testTextParse case 10).
+        let mut names = LabelNames::default();
+        let mut lx = Lexer::new(r#"{labelname="value", "my.metric", b="2"}"#);
+        let set = lx.label_set(true, &mut names).unwrap();
+        assert_eq!(set.name.map(|n| n.raw()), Some("my.metric"));
+        let pairs: Vec<(&str, &str)> = set
+            .labels
+            .iter()
+            .map(|l| (l.name.raw(), l.value.raw()))
+            .collect();
+        assert_eq!(pairs, [("labelname", "value"), ("b", "2")]);
+        assert_eq!(set.labels.len(), 2);
+        // A second name, or a name where one is given before the braces, is refused.
+        let mut lx = Lexer::new(r#"{"a", x="1", "b"}"#);
+        assert!(lx.label_set(true, &mut names).is_err());
+        let mut lx = Lexer::new(r#"{x="1", "b"}"#);
+        assert!(lx.label_set(false, &mut names).is_err());
+        // `__name__` as a label gives the series its name twice.
+        let mut lx = Lexer::new(r#"{__name__="b"}"#);
+        assert_eq!(
+            lx.label_set(false, &mut names).unwrap_err().kind,
+            ErrorKind::DuplicateLabel
+        );
     }
 
     #[test]

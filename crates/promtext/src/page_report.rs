@@ -75,9 +75,12 @@ pub struct PageReport {
     pub shape: Shape,
     pub families: usize,
     pub samples: usize,
-    /// Bad lines (skipped) and the first of them.
+    /// Bad lines (skipped), and the first that fails Prometheus's scrape.
     pub errors: usize,
     pub first_error: Option<ParseError>,
+    /// The first bad line Prometheus's scraper reads but stricter readers refuse
+    /// ([`crate::ErrorKind::fails_scrape`]), on a page with no line that fails the scrape.
+    pub first_strict: Option<ParseError>,
     /// Samples whose `name{labels}` an earlier sample of the page already had.
     pub duplicates: usize,
     pub first_duplicate: Option<String>,
@@ -108,9 +111,15 @@ impl PageReport {
                     .get_or_insert_with(|| format!("{}{{{}}}", s.name.raw(), s.labels.raw()));
             }
         }
-        let violations = match crate::parse::Format::sniff(body) {
+        let format = crate::parse::Format::sniff(body);
+        let violations = match format {
             crate::parse::Format::OpenMetrics => crate::openmetrics::violations(body, families),
             crate::parse::Format::Text => Vec::new(),
+        };
+        let first_error = errors.iter().find(|e| e.kind.fails_scrape(format)).cloned();
+        let first_strict = match first_error {
+            Some(_) => None,
+            None => errors.first().cloned(),
         };
         PageReport {
             violations: violations.len(),
@@ -119,7 +128,8 @@ impl PageReport {
             families: families.iter().filter(|f| !f.samples.is_empty()).count(),
             samples,
             errors: errors.len(),
-            first_error: errors.first().cloned(),
+            first_error,
+            first_strict,
             duplicates,
             first_duplicate,
         }
@@ -136,13 +146,15 @@ impl PageReport {
             return None;
         }
         let what = self.shape.describe().unwrap_or("no metric family parses");
-        Some(match &self.first_error {
-            Some(e) => format!(
-                "{what}: line {}:{}: {} ({} lines skipped)",
-                e.line, e.column, e.kind, self.errors
-            ),
-            None => what.to_owned(),
-        })
+        Some(
+            match self.first_error.as_ref().or(self.first_strict.as_ref()) {
+                Some(e) => format!(
+                    "{what}: line {}:{}: {} ({} lines skipped)",
+                    e.line, e.column, e.kind, self.errors
+                ),
+                None => what.to_owned(),
+            },
+        )
     }
 
     /// The warnings every reader of a page prints about it, one a line; none when the page is
@@ -153,6 +165,12 @@ impl PageReport {
             // Prometheus's parsers stop at the first bad line and the scrape fails whole.
             parts.push(format!(
                 "{source}:{}:{}: Prometheus will reject this page: {}; one bad line fails the whole scrape (up = 0), llmscope read the rest ({} lines skipped)",
+                e.line, e.column, e.kind, self.errors
+            ));
+        }
+        if let Some(e) = &self.first_strict {
+            parts.push(format!(
+                "{source}:{}:{}: {}: Prometheus's scraper reads this page, but promtool check metrics and other strict readers refuse it ({} such lines)",
                 e.line, e.column, e.kind, self.errors
             ));
         }
@@ -202,6 +220,27 @@ mod tests {
             "{w}"
         );
         assert_eq!(r.problem(), None);
+    }
+
+    #[test]
+    fn a_second_type_line_fails_an_openmetrics_scrape_but_not_a_text_one() {
+        let text = b"# TYPE m gauge\n# TYPE m counter\nm 1\n";
+        let r = PageReport::read(text);
+        assert_eq!((r.errors, r.first_error.is_none()), (1, true));
+        let w = r.warnings("p");
+        assert!(
+            w.len() == 1
+                && w[0].starts_with(
+                    "p:2:8: duplicate TYPE line: Prometheus's scraper reads this page"
+                ),
+            "{w:?}"
+        );
+        let om = b"# TYPE m gauge\n# TYPE m counter\nm 1\n# EOF\n";
+        let w = PageReport::read(om).warnings("p");
+        assert!(
+            w[0].starts_with("p:2:8: Prometheus will reject this page: duplicate TYPE line"),
+            "{w:?}"
+        );
     }
 
     #[test]

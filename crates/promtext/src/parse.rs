@@ -224,8 +224,14 @@ impl<'a> Parser<'a> {
 
     fn comment(&mut self, mut lx: Lexer<'a>) -> LexResult<Option<Event<'a>>> {
         lx.skip_blanks();
-        match lx.word() {
-            "HELP" => self.help(lx).map(Some),
+        let word = lx.word();
+        if self.format == Format::Text && word != "EOF" && lx.at_end() {
+            // `# HELP` with nothing after it: Prometheus's text lexer wants a blank after the
+            // keyword, and reads the line as a comment.
+            return Ok(None);
+        }
+        match word {
+            "HELP" => self.help(lx),
             "TYPE" => self.type_line(lx).map(Some),
             "UNIT" => self.unit(lx).map(Some),
             "EOF" if lx.rest().trim_ascii().is_empty() => {
@@ -250,8 +256,13 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn help(&mut self, mut lx: Lexer<'a>) -> LexResult<Event<'a>> {
+    /// `# HELP name text`. In the text format a `# HELP name` with nothing after the name sets
+    /// no help (prometheus/common reads it as a comment), so a later `# HELP` is no second one.
+    fn help(&mut self, mut lx: Lexer<'a>) -> LexResult<Option<Event<'a>>> {
         let (name, at) = Self::meta_name(&mut lx)?;
+        if lx.at_end() && self.format == Format::Text {
+            return Ok(None);
+        }
         if !lx.at_end() {
             lx.bump(); // exactly one blank: the rest, leading blanks included, is the text
         }
@@ -260,10 +271,10 @@ impl<'a> Parser<'a> {
         self.group
             .help(name)
             .map_err(|kind| LexError { kind, offset: at })?;
-        Ok(Event::Help {
+        Ok(Some(Event::Help {
             name,
             text: Escaped::new(text, escaped),
-        })
+        }))
     }
 
     fn type_line(&mut self, mut lx: Lexer<'a>) -> LexResult<Event<'a>> {
@@ -313,7 +324,8 @@ impl<'a> Parser<'a> {
             kind: ErrorKind::InvalidName,
             offset: start,
         })?;
-        let (value, value_text) = Self::value(&mut lx)?;
+        let after_brace = self.format == Format::Text && lx.prev() == Some(b'}');
+        let (value, value_text) = Self::value(&mut lx, after_brace)?;
         let (timestamp, exemplar) = self.sample_tail(&mut lx)?;
         let (ty, suffix) = self.group.sample(name, has_le).map_err(|kind| LexError {
             kind,
@@ -369,8 +381,9 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// The value after at least one blank.
-    fn value(lx: &mut Lexer<'a>) -> LexResult<(f64, &'a str)> {
+    /// The value after at least one blank, or right after the `}` of the labels (`a{b="c"}1`,
+    /// which Prometheus's text lexer reads; OpenMetrics wants the blank).
+    fn value(lx: &mut Lexer<'a>, after_brace: bool) -> LexResult<(f64, &'a str)> {
         let blank = lx.skip_blanks();
         if lx.at_end() {
             return Err(LexError {
@@ -378,7 +391,7 @@ impl<'a> Parser<'a> {
                 offset: lx.pos(),
             });
         }
-        if !blank {
+        if !blank && !after_brace {
             return Err(LexError {
                 kind: ErrorKind::UnexpectedCharacter,
                 offset: lx.pos(),
@@ -565,16 +578,17 @@ mod tests {
 
     #[test]
     fn help_unescapes_lazily_and_keeps_text_after_one_blank() {
-        let page = "# HELP m Line one\\nback\\\\slash \"quoted\"\n# HELP n\n# HELP o  two spaces\n";
+        let page = "# HELP m Line one\\nback\\\\slash \"quoted\"\n# HELP n\n# HELP n \n# HELP o  two spaces\n";
         let ev = events(page, Format::Text);
         let Event::Help { text, .. } = ev[0] else {
             panic!("{ev:?}")
         };
         assert_eq!(text.unescape(), "Line one\nback\\slash \"quoted\"");
-        let Event::Help { text, .. } = ev[1] else {
+        // `# HELP n` with nothing after the name sets no help; with a blank, an empty one.
+        let Event::Help { name, text } = ev[1] else {
             panic!("{ev:?}")
         };
-        assert_eq!(text, "");
+        assert_eq!((name.raw(), text.raw()), ("n", ""));
         let Event::Help { text, .. } = ev[2] else {
             panic!("{ev:?}")
         };
@@ -638,6 +652,16 @@ mod tests {
             ]
         );
         assert_eq!(s[4].value_text, "1e+06");
+        // Straight after `}`: Prometheus's text lexer reads the value; OpenMetrics wants a blank.
+        assert_eq!(
+            samples("g{a=\"1\"}-Inf\n", Format::Text)[0].value,
+            f64::NEG_INFINITY
+        );
+        let om = b"g{a=\"1\"}2\n# EOF\n";
+        let errors = Parser::new(om, ParseOptions::lenient().with_format(Format::OpenMetrics))
+            .filter(Result::is_err)
+            .count();
+        assert_eq!(errors, 1);
     }
 
     #[test]

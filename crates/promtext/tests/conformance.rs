@@ -10,6 +10,10 @@
 //! - `promparse.tsv`: the text-format pages of Prometheus's own scrape parser tests
 //!   (prometheus/prometheus `model/textparse/promparse_test.go`, cut by
 //!   `scripts/cut-promql-tests.py --promparse`), read as text: every case agrees.
+//! - `expfmt.tsv`: the pages of prometheus/common's text parser tests (`expfmt/text_parse_test.go`,
+//!   the parser of `promtool check metrics` and the Pushgateway; cut by
+//!   `scripts/cut-promql-tests.py --expfmt`): every case agrees except where Prometheus's scraper
+//!   judges the page otherwise ([`SCRAPER_JUDGES`], each with why).
 //!
 //! Where llmscope deliberately says more than a suite, the case is listed with why, and counted
 //! apart. `cargo test -p promtext --test conformance -- --nocapture` prints the counts and every
@@ -31,12 +35,14 @@ const SAYS_MORE: &[(&str, &str)] = &[
     ),
 ];
 
-/// Counts of one table: valid, valid quiet, invalid, invalid warned.
+/// Counts of one table: valid, valid quiet, invalid, invalid warned; and the cases on the wrong
+/// side.
 struct Judged {
     valid: usize,
     quiet: usize,
     invalid: usize,
     warned: usize,
+    wrong: Vec<String>,
 }
 
 fn judge(name: &str, table: &str, format: Format) -> Judged {
@@ -45,6 +51,7 @@ fn judge(name: &str, table: &str, format: Format) -> Judged {
         quiet: 0,
         invalid: 0,
         warned: 0,
+        wrong: Vec::new(),
     };
     let mut wrong = Vec::new();
     for line in table.lines().filter(|l| !l.starts_with('#')) {
@@ -68,12 +75,14 @@ fn judge(name: &str, table: &str, format: Format) -> Judged {
             j.quiet += usize::from(said.is_empty());
             if !said.is_empty() {
                 wrong.push(format!("  valid, warned: {case}: {}", said.join("; ")));
+                j.wrong.push(case.to_owned());
             }
         } else {
             j.invalid += 1;
             j.warned += usize::from(!said.is_empty());
             if said.is_empty() {
                 wrong.push(format!("  invalid, quiet: {case}: {page:?}"));
+                j.wrong.push(case.to_owned());
             }
         }
     }
@@ -115,5 +124,77 @@ fn prometheus_text_parser_tests_agree() {
     assert_eq!(
         j.warned, j.invalid,
         "pages Prometheus rejects passed quietly"
+    );
+}
+
+/// Where prometheus/common's parser and Prometheus's scraper (`model/textparse/promparse.go`,
+/// `scrape/scrape.go`) judge a page apart, llmscope says what the scrape does; each such case of
+/// `expfmt.tsv`, and why.
+const SCRAPER_JUDGES: &[(&str, &str)] = &[
+    (
+        "testTextParse/0",
+        "an empty page is valid, and llmscope says it is empty: a /metrics page with nothing on it is no live target",
+    ),
+    (
+        "testTextParse/16",
+        "`# TYPE … gauge_histogram` in the text format: prometheus/common tolerates it, the scraper fails the page (invalid metric type)",
+    ),
+    ("testTextParse/17", "the same gauge_histogram TYPE line"),
+    (
+        "testTextParseError/0",
+        "no newline after the last line: the scraper adds one",
+    ),
+    (
+        "testTextParseError/1",
+        "`\\t` in a label value: the scraper's lexer takes any backslash escape",
+    ),
+    (
+        "testTextParseError/36",
+        "`\\x` in a quoted name: any backslash escape, as above",
+    ),
+    (
+        "testTextParseError/38",
+        "`\\t` in a quoted name: any backslash escape, as above",
+    ),
+    (
+        "testTextParseError/7",
+        "a summary's quantile label that is no number: the scraper keeps classic series' label values as text",
+    ),
+    (
+        "testTextParseError/33",
+        "a quantile written in hex: as above",
+    ),
+    (
+        "testTextParseError/19",
+        "a bucket's le that is no number: as above (read as a number only when converting to native histograms)",
+    ),
+    ("testTextParseError/32", "an le written in hex: as above"),
+    (
+        "testTextParseError/43",
+        "a negative histogram count: the scraper stores classic series' values as given",
+    ),
+    ("testTextParseError/44", "a negative bucket count: as above"),
+    (
+        "testTextParseError/45",
+        "a negative, fractional count: as above",
+    ),
+    (
+        "testTextParseError/46",
+        "a negative, fractional bucket count: as above",
+    ),
+];
+
+#[test]
+fn prometheus_common_text_parser_tests_agree_where_the_scraper_does() {
+    let table = include_str!("conformance/expfmt.tsv");
+    let j = judge("expfmt", table, Format::Text);
+    assert!(j.valid >= 15 && j.invalid >= 40, "the table was cut short");
+    let mut apart: Vec<&str> = SCRAPER_JUDGES.iter().map(|(c, _)| *c).collect();
+    let mut wrong: Vec<&str> = j.wrong.iter().map(String::as_str).collect();
+    apart.sort_unstable();
+    wrong.sort_unstable();
+    assert_eq!(
+        wrong, apart,
+        "llmscope and prometheus/common disagree on exactly the cases where Prometheus's scraper does"
     );
 }

@@ -366,10 +366,17 @@ const ERROR_CASES: &[(&[u8], ErrorKind, u32, u32)] = &[
         8,
     ),
     (
+        // Prometheus's text lexer reads a value straight after `}`: `x` is that value.
         b"before 1\nm{a=\"1\"}x 1\n",
-        ErrorKind::UnexpectedCharacter,
+        ErrorKind::InvalidValue,
         2,
         9,
+    ),
+    (
+        b"before 1\nm{a=\"1\"} 1 2 3\n",
+        ErrorKind::UnexpectedCharacter,
+        2,
+        14,
     ),
     (b"before 1\nm 1 2 3\n", ErrorKind::UnexpectedCharacter, 2, 7),
     (b"before 1\nm{a=\"1\"}\n", ErrorKind::MissingValue, 2, 9),
