@@ -4,6 +4,7 @@
     scripts/cut-promql-tests.py PARSE_TEST_GO SOURCE_NOTE > crates/check/tests/conformance/promql-parser.tsv
     scripts/cut-promql-tests.py --testdata DIR SOURCE_NOTE > crates/check/tests/conformance/promql-testdata.tsv
     scripts/cut-promql-tests.py --promparse PROMPARSE_TEST_GO SOURCE_NOTE > crates/promtext/tests/conformance/promparse.tsv
+    scripts/cut-promql-tests.py --omparse OPENMETRICSPARSE_TEST_GO SOURCE_NOTE > crates/promtext/tests/conformance/omparse.tsv
     scripts/cut-promql-tests.py --expfmt TEXT_PARSE_TEST_GO SOURCE_NOTE > crates/promtext/tests/conformance/expfmt.tsv
 
 The second form reads the engine tests (`promql/promqltest/testdata/*.test`): every `eval`
@@ -92,24 +93,34 @@ def testdata(folder, note):
         print("valid\t" + json.dumps(expr, ensure_ascii=True))
 
 
-def promparse(path, note):
-    """The text-format pages of model/textparse/promparse_test.go: TestPromParse's page (valid),
-    and the cases of TestPromParseErrors and TestPromNullByteHandling (invalid where they
-    expect an error)."""
-    src = open(path, encoding='utf-8').read()
-    print(f"# {note}")
-    print("# case\toutcome\tpage (JSON string)")
-    start = src.index('func TestPromParse(t *testing.T) {')
+def valid_page(src, test):
+    """The page of a test that builds one valid `input` (`input := …`, `+ …`, `input += …`)."""
+    start = src.index(f'func {test}(t *testing.T) {{')
     at = src.index('input := ', start) + len('input := ')
     page, after = go_string(src, at)
-    while src[after:].lstrip().startswith('+'):
-        nxt = after + src[after:].index('+') + 1
+    while True:
+        rest = src[after:].lstrip()
+        if rest.startswith('+') and not rest.startswith('+='):
+            nxt = after + src[after:].index('+') + 1
+        elif rest.startswith('input += '):
+            nxt = after + src[after:].index('input += ') + len('input += ')
+        else:
+            return page
         while src[nxt] in ' \t\n':
             nxt += 1
         more, after = go_string(src, nxt)
         page += more
-    print("TestPromParse\tvalid\t" + json.dumps(page, ensure_ascii=True))
-    for test in ('TestPromParseErrors', 'TestPromNullByteHandling'):
+
+
+def textparse(path, note, valid, cases):
+    """The pages of a model/textparse test file: each test of `valid` builds one valid page; each
+    of `cases` is a table of `input`/`err` (invalid where `err` is set)."""
+    src = open(path, encoding='utf-8').read()
+    print(f"# {note}")
+    print("# case\toutcome\tpage (JSON string)")
+    for test in valid:
+        print(f"{test}\tvalid\t" + json.dumps(valid_page(src, test), ensure_ascii=True))
+    for test in cases:
         start = src.index(f'func {test}(t *testing.T) {{')
         end = src.find('\nfunc ', start)
         block = src[start:end if end >= 0 else len(src)]
@@ -121,7 +132,8 @@ def promparse(path, note):
                 value.encode('utf-8')
             except UnicodeEncodeError:
                 continue
-            outcome = 'invalid' if text else 'valid'
+            # `io.EOF` is how a parser says it read the whole page.
+            outcome = 'invalid' if text and text != 'EOF' else 'valid'
             print(f"{test}/{k}\t{outcome}\t" + json.dumps(value, ensure_ascii=True))
 
 
@@ -150,7 +162,22 @@ def expfmt(path, note):
             print(f"{test}/{k}\t{outcome}\t" + json.dumps(value, ensure_ascii=True))
 
 
+def promparse(path, note):
+    """model/textparse/promparse_test.go: TestPromParse's page (valid), and the cases of
+    TestPromParseErrors and TestPromNullByteHandling (invalid where they expect an error)."""
+    textparse(path, note, ['TestPromParse'], ['TestPromParseErrors', 'TestPromNullByteHandling'])
+
+
+def omparse(path, note):
+    """model/textparse/openmetricsparse_test.go: the pages of TestOpenMetricsParse and its UTF-8
+    twin (valid), and the cases of TestOpenMetricsParseErrors and TestOMNullByteHandling."""
+    textparse(path, note, ['TestOpenMetricsParse', 'TestOpenMetricsParse_UTF8'],
+              ['TestOpenMetricsParseErrors', 'TestOMNullByteHandling'])
+
+
 def main():
+    if sys.argv[1] == '--omparse':
+        return omparse(sys.argv[2], sys.argv[3])
     if sys.argv[1] == '--expfmt':
         return expfmt(sys.argv[2], sys.argv[3])
     if sys.argv[1] == '--promparse':

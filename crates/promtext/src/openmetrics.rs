@@ -1,8 +1,11 @@
 //! What OpenMetrics 1.0 requires beyond what a line says on its own: the values, structure and
 //! placement rules of its families, as its own parser test suite (prometheus/OpenMetrics
 //! `tests/testdata/parsers`) holds a page to them. A page that breaks one is not valid
-//! OpenMetrics; Prometheus's scraper checks few of them and may still ingest it, so each is said
-//! as a warning, never a reason to skip data.
+//! OpenMetrics. Prometheus's OpenMetrics parser (`model/textparse/openmetricsparse.go` and its
+//! lexer) fails the scrape over the line forms it cannot lex — blank lines, stray blanks,
+//! comments, malformed metadata, an exemplar written otherwise — and over a unit the name does not
+//! end with: those are [`Violation::fatal`]. The rest it ingests. Each is said as a warning, never
+//! a reason to skip data.
 //!
 //! [`violations`] checks the families a page parsed into and the page's lines: counters and
 //! counts that are negative or NaN, a histogram without its `+Inf` bucket, with buckets out of
@@ -24,6 +27,8 @@ pub struct Violation {
     /// 1-based line.
     pub line: u32,
     pub why: String,
+    /// Prometheus's OpenMetrics parser fails the whole scrape over it.
+    pub fatal: bool,
 }
 
 /// The rules `page` (OpenMetrics text) and its `families` break, in line order.
@@ -40,6 +45,16 @@ fn say(out: &mut Vec<Violation>, line: u32, why: impl Into<String>) {
     out.push(Violation {
         line,
         why: why.into(),
+        fatal: false,
+    });
+}
+
+/// A violation Prometheus's OpenMetrics parser fails the scrape over.
+fn refuse(out: &mut Vec<Violation>, line: u32, why: impl Into<String>) {
+    out.push(Violation {
+        line,
+        why: why.into(),
+        fatal: true,
     });
 }
 
@@ -56,19 +71,19 @@ fn lines(page: &[u8]) -> Vec<Violation> {
         let n = i as u32 + 1;
         if line.is_empty() {
             if i + 1 != count {
-                say(&mut out, n, "a blank line");
+                refuse(&mut out, n, "a blank line");
             }
             continue;
         }
         if line.starts_with(' ') || line.starts_with('\t') {
-            say(&mut out, n, "a line starting with a blank");
+            refuse(&mut out, n, "a line starting with a blank");
             continue;
         }
         if let Some(meta) = line.strip_prefix("# ") {
             metadata(meta, n, &sampled, &mut out);
             page_state.declare(meta, n, &mut out);
         } else if line.starts_with('#') {
-            say(
+            refuse(
                 &mut out,
                 n,
                 "a comment: OpenMetrics has none, only # HELP, # TYPE, # UNIT and # EOF",
@@ -125,10 +140,10 @@ fn sample_form(line: &str, n: u32, out: &mut Vec<Violation>) {
         .iter()
         .any(|b| set.contains(b))
     {
-        say(out, n, "blanks in a label set, or pairs without a comma");
+        refuse(out, n, "blanks in a label set, or pairs without a comma");
     }
     if code.ends_with([' ', '\t']) || code.contains("  ") || code.contains('\t') {
-        say(
+        refuse(
             out,
             n,
             "blanks out of place: one space between a sample's parts, none at its end",
@@ -139,7 +154,7 @@ fn sample_form(line: &str, n: u32, out: &mut Vec<Violation>) {
         let closed = exemplar.find('}').map(|c| &exemplar[c + 1..]);
         let spaced = code[..at].ends_with(' ') && closed.is_none_or(|r| r.starts_with(' '));
         if !exemplar.starts_with("# {") || !spaced {
-            say(
+            refuse(
                 out,
                 n,
                 "an exemplar is written ` # {labels} value [timestamp]`",
@@ -249,25 +264,30 @@ fn metadata(meta: &str, n: u32, sampled: &HashSet<String>, out: &mut Vec<Violati
     let mut parts = meta.splitn(3, ' ');
     let (kind, name, rest) = (parts.next().unwrap_or(""), parts.next(), parts.next());
     let Some(name) = name.filter(|n| !n.is_empty()) else {
-        return say(out, n, format!("`# {kind}` without a metric name"));
+        return refuse(out, n, format!("`# {kind}` without a metric name"));
     };
     let name = name.trim_end_matches(['\t']);
+    // A quoted name (`"go.gc_duration_seconds"`) is the text between the quotes.
+    let name = name
+        .strip_prefix('"')
+        .and_then(|n| n.strip_suffix('"'))
+        .unwrap_or(name);
     match kind {
         "HELP" | "UNIT" | "TYPE" if rest.is_none() => {
-            say(out, n, format!("`# {kind} {name}` without its text"));
+            refuse(out, n, format!("`# {kind} {name}` without its text"));
         }
         "TYPE" if rest.is_some_and(|r| r.ends_with([' ', '\t'])) => {
-            say(out, n, "a blank after the type");
+            refuse(out, n, "a blank after the type");
         }
         "TYPE" if rest == Some("untyped") => {
-            say(
+            refuse(
                 out,
                 n,
                 "`untyped` is the text format's; OpenMetrics says `unknown`",
             );
         }
         "UNIT" if rest.is_some_and(|u| !u.is_empty() && !name.ends_with(&format!("_{u}"))) => {
-            say(
+            refuse(
                 out,
                 n,
                 format!(
@@ -277,7 +297,7 @@ fn metadata(meta: &str, n: u32, sampled: &HashSet<String>, out: &mut Vec<Violati
             );
         }
         "HELP" | "UNIT" | "TYPE" => {}
-        _ => return say(out, n, format!("`# {kind}` is no OpenMetrics metadata")),
+        _ => return refuse(out, n, format!("`# {kind}` is no OpenMetrics metadata")),
     }
     if SUFFIXES
         .iter()

@@ -81,6 +81,9 @@ pub struct PageReport {
     /// The first bad line Prometheus's scraper reads but stricter readers refuse
     /// ([`crate::ErrorKind::fails_scrape`]), on a page with no line that fails the scrape.
     pub first_strict: Option<ParseError>,
+    /// The first OpenMetrics violation Prometheus's OpenMetrics parser fails the scrape over
+    /// ([`crate::openmetrics::Violation::fatal`]).
+    pub first_refused: Option<crate::openmetrics::Violation>,
     /// Samples whose `name{labels}` an earlier sample of the page already had.
     pub duplicates: usize,
     pub first_duplicate: Option<String>,
@@ -97,8 +100,18 @@ impl PageReport {
         PageReport::new(body, &families, &errors)
     }
 
-    /// Summarises a page the caller already parsed.
+    /// Summarises a page the caller already parsed, in the format its text shows.
     pub fn new(body: &[u8], families: &[Family<'_>], errors: &[ParseError]) -> PageReport {
+        PageReport::new_as(body, crate::parse::Format::sniff(body), families, errors)
+    }
+
+    /// Summarises a page the caller parsed as `format` (as its Content-Type said).
+    pub fn new_as(
+        body: &[u8],
+        format: crate::parse::Format,
+        families: &[Family<'_>],
+        errors: &[ParseError],
+    ) -> PageReport {
         let mut seen = HashSet::new();
         let (mut duplicates, mut first_duplicate, mut samples) = (0, None, 0);
         for s in families.iter().flat_map(|f| &f.samples) {
@@ -111,12 +124,12 @@ impl PageReport {
                     .get_or_insert_with(|| format!("{}{{{}}}", s.name.raw(), s.labels.raw()));
             }
         }
-        let format = crate::parse::Format::sniff(body);
         let violations = match format {
             crate::parse::Format::OpenMetrics => crate::openmetrics::violations(body, families),
             crate::parse::Format::Text => Vec::new(),
         };
         let first_error = errors.iter().find(|e| e.kind.fails_scrape(format)).cloned();
+        let first_refused = violations.iter().find(|v| v.fatal).cloned();
         let first_strict = match first_error {
             Some(_) => None,
             None => errors.first().cloned(),
@@ -130,6 +143,7 @@ impl PageReport {
             errors: errors.len(),
             first_error,
             first_strict,
+            first_refused,
             duplicates,
             first_duplicate,
         }
@@ -168,6 +182,12 @@ impl PageReport {
                 e.line, e.column, e.kind, self.errors
             ));
         }
+        if let (None, Some(v)) = (&self.first_error, &self.first_refused) {
+            parts.push(format!(
+                "{source}:{}: Prometheus will reject this page: {}; one bad line fails the whole scrape (up = 0)",
+                v.line, v.why
+            ));
+        }
         if let Some(e) = &self.first_strict {
             parts.push(format!(
                 "{source}:{}:{}: {}: Prometheus's scraper reads this page, but promtool check metrics and other strict readers refuse it ({} such lines)",
@@ -177,7 +197,11 @@ impl PageReport {
         if let (Some(what), false) = (self.shape.describe(), self.is_real()) {
             parts.push(format!("{source}: {what}"));
         }
-        if let Some(v) = &self.first_violation {
+        if let Some(v) = self
+            .first_violation
+            .as_ref()
+            .filter(|_| self.first_refused.is_none())
+        {
             parts.push(format!(
                 "{source}:{}: not valid OpenMetrics: {} ({} in all; Prometheus may still ingest the page)",
                 v.line, v.why, self.violations

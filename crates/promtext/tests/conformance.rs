@@ -14,6 +14,9 @@
 //!   the parser of `promtool check metrics` and the Pushgateway; cut by
 //!   `scripts/cut-promql-tests.py --expfmt`): every case agrees except where Prometheus's scraper
 //!   judges the page otherwise ([`SCRAPER_JUDGES`], each with why).
+//! - `omparse.tsv`: the OpenMetrics pages of Prometheus's own parser tests
+//!   (`model/textparse/openmetricsparse_test.go`, cut by `scripts/cut-promql-tests.py --omparse`),
+//!   read as OpenMetrics: "Prometheus will reject this page" on exactly the pages it refuses.
 //!
 //! Where llmscope deliberately says more than a suite, the case is listed with why, and counted
 //! apart. `cargo test -p promtext --test conformance -- --nocapture` prints the counts and every
@@ -45,7 +48,20 @@ struct Judged {
     wrong: Vec<String>,
 }
 
+/// What a table's invalid pages must get: any warning (the page breaks its format's rules), or
+/// "Prometheus will reject this page" (Prometheus's own parser refuses it; its valid pages must
+/// get no such claim, though another warning may stand).
+#[derive(Clone, Copy, PartialEq)]
+enum Bar {
+    AnyWarning,
+    Rejection,
+}
+
 fn judge(name: &str, table: &str, format: Format) -> Judged {
+    judge_by(name, table, format, Bar::AnyWarning)
+}
+
+fn judge_by(name: &str, table: &str, format: Format, bar: Bar) -> Judged {
     let mut j = Judged {
         valid: 0,
         quiet: 0,
@@ -64,11 +80,15 @@ fn judge(name: &str, table: &str, format: Format) -> Judged {
         let page: String = serde_json::from_str(page).expect("a JSON string");
         let options = ParseOptions::lenient().with_format(format);
         let (families, errors) = parse_families_with(page.as_bytes(), options);
-        let said = PageReport::new(page.as_bytes(), &families, &errors).warnings("page");
+        let mut said =
+            PageReport::new_as(page.as_bytes(), format, &families, &errors).warnings("page");
         if let Some((_, why)) = SAYS_MORE.iter().find(|(c, _)| *c == case) {
             let only_duplicates = said.len() == 1 && said[0].contains("duplicate series");
             assert!(only_duplicates, "{case}: {why}; said {said:?}");
             continue;
+        }
+        if bar == Bar::Rejection {
+            said.retain(|w| w.contains("Prometheus will reject this page"));
         }
         if outcome == "valid" {
             j.valid += 1;
@@ -118,7 +138,7 @@ fn the_openmetrics_suite_agrees() {
 #[test]
 fn prometheus_text_parser_tests_agree() {
     let table = include_str!("conformance/promparse.tsv");
-    let j = judge("promparse", table, Format::Text);
+    let j = judge_by("promparse", table, Format::Text, Bar::Rejection);
     assert!(j.valid >= 4 && j.invalid >= 20, "the table was cut short");
     assert_eq!(j.quiet, j.valid, "valid pages warned about");
     assert_eq!(
@@ -196,5 +216,17 @@ fn prometheus_common_text_parser_tests_agree_where_the_scraper_does() {
     assert_eq!(
         wrong, apart,
         "llmscope and prometheus/common disagree on exactly the cases where Prometheus's scraper does"
+    );
+}
+
+#[test]
+fn prometheus_openmetrics_parser_tests_agree() {
+    let table = include_str!("conformance/omparse.tsv");
+    let j = judge_by("omparse", table, Format::OpenMetrics, Bar::Rejection);
+    assert!(j.valid >= 5 && j.invalid >= 70, "the table was cut short");
+    assert_eq!(j.quiet, j.valid, "valid pages warned about");
+    assert_eq!(
+        j.warned, j.invalid,
+        "pages Prometheus rejects passed quietly"
     );
 }
