@@ -168,10 +168,16 @@ pub fn producer_of(name: &str) -> Option<&'static Producer> {
 
 /// The namespace of a name, with its separator: what comes before its first `:`, or else its
 /// first `_` (`neutree_` of `neutree_node_ready`, `vllm:` of `vllm:num_requests_running`) —
-/// Prometheus' naming convention puts the producer there. `None` for a name without either.
+/// Prometheus' naming convention puts the producer there; for a CamelCase name without either,
+/// its first word (`Host` of HAMi's `HostGPUMemoryUsage`). `None` for a name with none of these.
 pub fn namespace_of(name: &str) -> Option<&str> {
-    let end = name.find(':').or_else(|| name.find('_'))?;
-    (end > 0).then(|| &name[..=end])
+    if let Some(end) = name.find(':').or_else(|| name.find('_')) {
+        return (end > 0).then(|| &name[..=end]);
+    }
+    let b = name.as_bytes();
+    let word =
+        (1..b.len()).find(|&i| b[i].is_ascii_uppercase() && b[i - 1].is_ascii_lowercase())?;
+    b[0].is_ascii_uppercase().then(|| &name[..word])
 }
 
 #[cfg(test)]
@@ -184,6 +190,8 @@ mod tests {
         assert_eq!(namespace_of("vllm:num_requests_running"), Some("vllm:"));
         assert_eq!(namespace_of("ray_vllm:x_total"), Some("ray_vllm:"));
         assert_eq!(namespace_of("up"), None);
+        assert_eq!(namespace_of("HostGPUMemoryUsage"), Some("Host"));
+        assert_eq!(namespace_of("GPUUTIL"), None);
         assert_eq!(namespace_of("_x"), None);
     }
 

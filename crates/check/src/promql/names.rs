@@ -73,11 +73,11 @@ fn uncovered_exporter(inv: &Inventories, name: &str, exporter: Exporter) -> Opti
 /// A name whose producer nothing here knows: no catalog owns the name or its prefix, no known
 /// producer claims it, no inventory has a name in its namespace or one it could be a misspelling
 /// of, and no inventory sees every scraped name (only a Prometheus does: there an absent name is
-/// absent). A name with a colon is no exporter's: Prometheus reserves colons for recording rules,
-/// which must be defined somewhere checked.
+/// absent). A name with a colon is a recording rule's (Prometheus reserves colons for them), which
+/// must be defined somewhere checked — unless it is written `engine:metric` ([`engine_shaped`]).
 fn unknown_producer(inv: &Inventories, name: &str) -> Option<Finding> {
     if family_of(name).is_some()
-        || name.contains(':')
+        || (name.contains(':') && !engine_shaped(name))
         || Exporter::of_name(name).is_some()
         || llmscope_catalog::producers::producer_of(name).is_some()
         || !inv.all_partial()
@@ -168,11 +168,45 @@ fn recording_shaped(name: &str) -> bool {
         return false;
     };
     Exporter::of_name(name).is_none()
+        && !engine_shaped(name)
         && !level.is_empty()
         && Exporter::ALL.into_iter().all(|e| {
             let own = e.name().split('-').next().unwrap_or("");
             !(e.owns(&format!("{own}:x")) && same_producer(level, own))
         })
+}
+
+/// Whether `name` is written as a serving engine writes its own names, `engine:metric` — one colon,
+/// a first part of one word that no recording rule takes as its level (`lmdeploy:`,
+/// `xinference:`, as vLLM and SGLang write theirs) — rather than `level:metric:operations`.
+fn engine_shaped(name: &str) -> bool {
+    /// Aggregation levels recording rules are named by: the labels they keep.
+    const LEVELS: [&str; 14] = [
+        "job",
+        "instance",
+        "cluster",
+        "namespace",
+        "node",
+        "pod",
+        "container",
+        "service",
+        "code",
+        "handler",
+        "method",
+        "model",
+        "tenant",
+        "deployment",
+    ];
+    let mut parts = name.split(':');
+    let (Some(level), Some(metric), None) = (parts.next(), parts.next(), parts.next()) else {
+        return false;
+    };
+    !level.is_empty()
+        && !metric.is_empty()
+        && level
+            .bytes()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && !LEVELS.contains(&level)
 }
 
 /// A recording rule's output that no file given defines, checked where no inventory evaluates
@@ -653,6 +687,24 @@ mod tests {
                 f.message
             );
         }
+        // A serving engine no catalog knows writes `engine:metric`: its producer is uncovered.
+        for name in [
+            "lmdeploy:e2e_request_latency_seconds_bucket",
+            "xinference:model_request_total",
+        ] {
+            let f = absent_name(&vllm, name);
+            assert_eq!(
+                (f.rule, f.severity),
+                (Rule::UncoveredProducer, Severity::Warning),
+                "{name}"
+            );
+        }
+        // So is one whose names are CamelCase words (HAMi's `HostGPUMemoryUsage`).
+        let f = absent_name(&vllm, "HostGPUMemoryUsage");
+        assert_eq!(
+            (f.rule, f.severity),
+            (Rule::UncoveredProducer, Severity::Warning)
+        );
         // An exporter's own colon names, and typos of them, are judged as names.
         for name in [
             "vllm:num_request_running",
