@@ -85,6 +85,9 @@ fn unknown_producer(inv: &Inventories, name: &str) -> Option<Finding> {
         return None;
     }
     let namespace = llmscope_catalog::producers::namespace_of(name)?;
+    if engine_namespace_misspelt(namespace) {
+        return None;
+    }
     let known = inv.names().iter().any(|n| n.starts_with(namespace));
     let misspelt =
         misnomer(name).is_some() || catalogued_near(name).is_some() || nearest(inv, name).is_some();
@@ -174,6 +177,21 @@ fn recording_shaped(name: &str) -> bool {
             let own = e.name().split('-').next().unwrap_or("");
             !(e.owns(&format!("{own}:x")) && same_producer(level, own))
         })
+}
+
+/// Whether `namespace` is a wholly catalogued engine's with the other separator (`vllm_` for
+/// `vllm:`): vLLM exports no `vllm_…` name, so such a name is judged as a name of vLLM's, missing
+/// or misspelt, not as a producer nothing knows.
+fn engine_namespace_misspelt(namespace: &str) -> bool {
+    let (word, sep) = namespace.split_at(namespace.len() - 1);
+    let other = match sep {
+        "_" => ':',
+        ":" => '_',
+        _ => return false,
+    };
+    Exporter::ALL
+        .into_iter()
+        .any(|e| e.catalogued_whole() && e.owns(&format!("{word}{other}x")))
 }
 
 /// Whether `name` is written as a serving engine writes its own names, `engine:metric` — one colon,
@@ -699,6 +717,9 @@ mod tests {
                 "{name}"
             );
         }
+        // vLLM's namespace with the wrong separator is vLLM's: a name it does not export.
+        let f = absent_name(&vllm, "vllm_gpu_oom_total");
+        assert_eq!((f.rule, f.severity), (Rule::UnknownMetric, Severity::Error));
         // So is one whose names are CamelCase words (HAMi's `HostGPUMemoryUsage`).
         let f = absent_name(&vllm, "HostGPUMemoryUsage");
         assert_eq!(
