@@ -59,6 +59,9 @@ const CUSTOM_CSV: &str =
 /// A DCGM field the exporter accepts in a counters CSV (it resolves names through go-dcgm's field
 /// table) though neither shipped CSV lists it, commented or not.
 const UNLISTED_FIELD: &str = "a custom counters CSV that lists it (-f / Helm customMetrics); in neither shipped CSV, not even commented out";
+/// A DCGM field the default counters CSV does not export, which a custom one may list.
+const LISTED_FIELD: &str =
+    "a custom counters CSV that lists it (-f / Helm customMetrics); the default CSV does not";
 const VIOLATION_NOTE: &str =
     "throttling time, in ns per the CSV help (in us before PR #589); a counter of time, not events";
 
@@ -201,6 +204,15 @@ pub const FAMILIES: &[Family] = &[
     gauge("DCGM_FI_DEV_FB_TOTAL", MiB)
         .when(UNLISTED_FIELD)
         .note("absent with the shipped CSVs and the Helm chart's list: ratios over it come out empty; DCGM_FI_DEV_FB_FREE + DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_RESERVED gives the total"),
+    // DCGM fields real dashboards and rules read that the default CSV does not list: present
+    // only where a custom counters CSV adds them (Canonical's hardware-observer charm ships one
+    // with the fan speed).
+    gauge("DCGM_FI_DEV_FAN_SPEED", Percent)
+        .when(LISTED_FIELD)
+        .note("fan speed in percent of its maximum; DCGM reports none for passively cooled data-centre GPUs"),
+    gauge("DCGM_FI_DEV_POWER_MGMT_LIMIT", Watts)
+        .when(LISTED_FIELD)
+        .note("the power limit the driver enforces now, in watts"),
 ];
 
 /// The exporter's label set at `version`: `Hostname` until 4.5.x, `hostname` after (main).

@@ -1,6 +1,7 @@
 //! Grafana dashboards inside Kubernetes resources (issue 13: real deployments ship them so):
 //! a grafana-operator `GrafanaDashboard` holds the dashboard JSON as the string `spec.json`, and
-//! a `ConfigMap` for Grafana's dashboard sidecar holds one under each `data` key ending in `.json`.
+//! a `ConfigMap` for Grafana's dashboard sidecar holds one under each `data` key ending in `.json`,
+//! and one mounted into a plain Prometheus holds a rule file under a `.yml`/`.yaml`/`.rules` key.
 //!
 //! The JSON is read by [`grafana::read`] as if it were its own file, and
 //! every location is moved back into the YAML file: a block scalar (`json: |`) keeps the JSON's
@@ -52,14 +53,20 @@ pub(crate) fn read_with(
         match doc.kind.as_deref() {
             Some("GrafanaDashboard") => {
                 if let Some(json) = doc.spec.and_then(|s| s.json) {
-                    add(file, content, &json, rules, src);
+                    let inner = grafana::read_with(file, &json.value, rules);
+                    add(content, &json, inner, src);
                 }
             }
             Some("ConfigMap") => {
                 for (key, value) in doc.data.into_iter().flatten() {
                     // A sidecar ConfigMap may also carry other JSON; only dashboards are read.
                     if key.ends_with(".json") && looks_like_dashboard(&value.value) {
-                        add(file, content, &value, rules, src);
+                        let inner = grafana::read_with(file, &value.value, rules);
+                        add(content, &value, inner, src);
+                    } else if looks_like_rule_file(&key, &value.value) {
+                        // A plain Prometheus mounts its rule files from a ConfigMap.
+                        let inner = super::rules::read_rules(file, &value.value, templated);
+                        add(content, &value, inner, src);
                     }
                 }
             }
@@ -75,8 +82,14 @@ fn looks_like_dashboard(json: &str) -> bool {
     })
 }
 
-fn add(file: &str, content: &str, json: &Spanned<String>, rules: &[&dyn Lint], src: &mut Source) {
-    let inner = grafana::read_with(file, &json.value, rules);
+/// A `data` key holding a Prometheus rule file (`alerts.yml: |` with its `groups:`).
+fn looks_like_rule_file(key: &str, text: &str) -> bool {
+    [".yml", ".yaml", ".rules"].iter().any(|x| key.ends_with(x))
+        && text.lines().any(|l| l.trim_start().starts_with("groups:"))
+}
+
+/// Adds what was read from the string `json` of the YAML file, its locations moved into the file.
+fn add(content: &str, json: &Spanned<String>, inner: Source, src: &mut Source) {
     let at = block_start(content, json);
     let scalar_line = json.referenced.line() as u32;
     let moved = |loc: &mut Location| match (at, loc.line) {
@@ -93,6 +106,11 @@ fn add(file: &str, content: &str, json: &Spanned<String>, rules: &[&dyn Lint], s
         moved(&mut q.location);
         src.queries.push(q);
     }
+    for (mut q, text) in inner.templated {
+        moved(&mut q.location);
+        src.templated.push((q, text));
+    }
+    src.recorded.extend(inner.recorded);
     for (list, into) in [
         (inner.findings, &mut src.findings),
         (inner.errors, &mut src.errors),
@@ -160,6 +178,37 @@ data:
         assert_eq!(s.queries.len(), 1, "settings.json is no dashboard");
         assert_eq!(s.queries[0].location.line, Some(9));
         assert_eq!(s.queries[0].location.column, None);
+    }
+
+    #[test]
+    fn a_rule_file_mounted_from_a_config_map_is_read_with_yaml_lines() {
+        // As zyvorai/gryvia's manifests/monitoring/alerts/gpu-alerts.yaml ships its GPU alerts.
+        let cm = r#"apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: prometheus-rules
+data:
+  prometheus.yml: |
+    global:
+      scrape_interval: 15s
+  gpu-alerts.yml: |
+    groups:
+      - name: gpu
+        rules:
+          - record: job:gpu_util:avg
+            expr: avg by (job) (DCGM_FI_DEV_GPU_UTIL)
+          - alert: GpuHot
+            expr: DCGM_FI_DEV_GPU_TEMP > 85
+"#;
+        let s = read("cm.yaml", cm);
+        assert!(s.errors.is_empty(), "{:?}", s.errors);
+        let lines: Vec<Option<u32>> = s.queries.iter().map(|q| q.location.line).collect();
+        assert_eq!(
+            lines,
+            [Some(14), Some(16)],
+            "prometheus.yml is no rule file"
+        );
+        assert_eq!(s.recorded, ["job:gpu_util:avg"]);
     }
 
     #[test]

@@ -163,7 +163,7 @@ fn helm(content: &str) -> (String, Vec<String>) {
             let mut rest = line;
             while let Some(at) = rest.find("{{") {
                 out.push_str(&rest[..at]);
-                match rest[at..].find("}}") {
+                match action_end(&rest[at..]) {
                     Some(end) => {
                         out.push_str(&placeholder(actions.len()));
                         actions.push(
@@ -183,6 +183,29 @@ fn helm(content: &str) -> (String, Vec<String>) {
         .collect::<Vec<_>>()
         .join("\n");
     (text, actions)
+}
+
+/// Where the template action starting `action` (at its `{{`) ends: the offset of its `}}`, past
+/// the Go strings inside it — `{{`{{ $value }}`}}`, Helm's way to leave Prometheus's own template
+/// text in an alert, holds a `}}` in a raw string.
+fn action_end(action: &str) -> Option<usize> {
+    let b = action.as_bytes();
+    let mut i = 2;
+    while i + 1 < b.len() {
+        match b[i] {
+            b'`' => i += 1 + action[i + 1..].find('`')? + 1,
+            b'"' => {
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+                i += 1;
+            }
+            b'}' if b[i + 1] == b'}' => return Some(i),
+            _ => i += 1,
+        }
+    }
+    None
 }
 
 /// prometheus-adapter rules (`metricsQuery`, `seriesQuery`) and KEDA prometheus triggers.
@@ -300,7 +323,7 @@ fn push(src: &mut Source, file: &str, content: &str, text: &str, parsed: &str, c
     src.queries.push(q);
 }
 
-fn read_rules(file: &str, content: &str, templated: bool) -> Source {
+pub(super) fn read_rules(file: &str, content: &str, templated: bool) -> Source {
     let docs: Vec<Doc> = match documents(content, templated) {
         Ok(d) => d,
         Err(e) => {
@@ -412,6 +435,19 @@ mod tests {
         expr: |
           sum by (job) (rate(vllm:generation_tokens_total[5m]))
 ";
+
+    #[test]
+    fn a_template_action_ends_past_the_strings_inside_it() {
+        // GaeaRuiW/kube-llmops' chart leaves Prometheus's `{{ $value }}` in an annotation so.
+        let (text, actions) =
+            helm("description: \"{{`{{ $value }}`}}s (threshold: 10s)\"\nx: {{ \"}}\" }} y");
+        assert_eq!(
+            text,
+            "description: \"__helm_action_0__s (threshold: 10s)\"\nx: __helm_action_1__ y"
+        );
+        assert_eq!(actions, ["{{`{{ $value }}`}}", "{{ \"}}\" }}"]);
+        assert_eq!(action_end("{{ unterminated `}}"), None);
+    }
 
     #[test]
     fn rules_with_lines_and_recorded_names() {

@@ -485,7 +485,9 @@ fn same_producer(name: &str, candidate: &str) -> bool {
     };
     let (a, b) = (first(name), first(candidate));
     let longest = a.chars().count().max(b.chars().count()).max(1) as f64;
-    1.0 - levenshtein(&a, &b) as f64 / longest >= 0.5
+    // At most two edits: `ollama` is three from `vllm`, and half as long again.
+    let edits = levenshtein(&a, &b);
+    edits <= 2 && 1.0 - edits as f64 / longest >= 0.5
 }
 
 /// Up to three inventory names close to `name`, as `a, b or c`.
@@ -717,6 +719,12 @@ mod tests {
                 "{name}"
             );
         }
+        // Ollama's exporter is no misspelt vLLM, though `ollama` and `vllm` share letters.
+        let f = absent_name(&vllm, "ollama_load_time_seconds_bucket");
+        assert_eq!(
+            (f.rule, f.severity),
+            (Rule::UncoveredProducer, Severity::Warning)
+        );
         // vLLM's namespace with the wrong separator is vLLM's: a name it does not export.
         let f = absent_name(&vllm, "vllm_gpu_oom_total");
         assert_eq!((f.rule, f.severity), (Rule::UnknownMetric, Severity::Error));
