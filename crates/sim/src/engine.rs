@@ -81,6 +81,10 @@ pub struct NewRequest {
     pub template_tokens: u32,
     /// Hash of the prompt content (requests with the same prompt share its blocks).
     pub prompt_key: u64,
+    /// The key of each full prompt block, by the tokens up to its end
+    /// ([`crate::tokenizer::BlockHashes`]): prompts that share a prefix share those blocks. Empty:
+    /// every block is keyed by `prompt_key`.
+    pub block_keys: std::sync::Arc<[u64]>,
     /// Resolved output cap (`max_tokens`, or what is left of `max_model_len`).
     pub max_tokens: u32,
     /// The `max_tokens` parameter as sent, if it was.
@@ -118,6 +122,7 @@ struct Req {
     prompt: u32,
     template: u32,
     prompt_key: u64,
+    block_keys: std::sync::Arc<[u64]>,
     max_tokens: u32,
     max_tokens_param: Option<u32>,
     n: u32,
@@ -149,6 +154,8 @@ impl Req {
     fn block_key(&self, b: u32, block_size: u32) -> BlockKey {
         if (b + 1) * block_size <= self.template {
             (0x7E3D_1A7E, b)
+        } else if let Some(&k) = self.block_keys.get(b as usize) {
+            (k, b)
         } else {
             (self.prompt_key, b)
         }
@@ -161,6 +168,7 @@ impl Req {
             prompt: r.prompt_tokens.max(1),
             template: r.template_tokens,
             prompt_key: r.prompt_key,
+            block_keys: r.block_keys.clone(),
             max_tokens: r.max_tokens.clamp(1, room),
             max_tokens_param: r.max_tokens_param,
             n: r.n.max(1),
@@ -711,6 +719,7 @@ mod tests {
             prompt_tokens: prompt,
             template_tokens: 24,
             prompt_key: 42,
+            block_keys: std::sync::Arc::from([]),
             max_tokens,
             max_tokens_param: Some(max_tokens),
             ignore_eos,

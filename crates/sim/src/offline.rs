@@ -170,6 +170,7 @@ fn next_request(w: &ClosedLoop, key: &mut u64) -> NewRequest {
         } else {
             1
         },
+        block_keys: std::sync::Arc::from([]),
         max_tokens: w.max_tokens,
         max_tokens_param: Some(w.max_tokens),
         ignore_eos: w.ignore_eos,

@@ -17,7 +17,7 @@ use crate::openai::{self, ChatRequest, ChunkHead, CompletionRequest, Endpoint};
 use crate::preset::Preset;
 use crate::rng::Rng;
 use crate::stats::FinishReason;
-use crate::tokenizer;
+use crate::tokenizer::{self, BlockHashes};
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
@@ -633,6 +633,8 @@ struct Generation {
     prompt_tokens: u32,
     template_tokens: u32,
     prompt_key: u64,
+    /// The prompt's full blocks, keyed by their prefix (the engine's prefix cache).
+    block_keys: std::sync::Arc<[u64]>,
     max_tokens: Option<u32>,
     ignore_eos: bool,
     stream: bool,
@@ -650,12 +652,13 @@ async fn chat(State(sh): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) ->
     if req.messages.is_empty() {
         return bad_request("messages must not be empty");
     }
-    let (prompt, template, prompt_key) = chat_prompt(&sh, &req.messages);
+    let (prompt, template, prompt_key, block_keys) = chat_prompt(&sh, &req.messages);
     let g = Generation {
         endpoint: Endpoint::Chat,
         prompt_tokens: prompt,
         template_tokens: template,
         prompt_key,
+        block_keys,
         max_tokens: req.max_completion_tokens.or(req.max_tokens),
         ignore_eos: req.ignore_eos,
         stream: req.stream,
@@ -677,11 +680,15 @@ async fn completions(State(sh): State<Arc<Shared>>, headers: HeaderMap, body: By
     };
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     text.hash(&mut hasher);
+    // The BOS token, then the text.
+    let mut blocks = BlockHashes::new(1, block_size(&sh));
+    blocks.feed(&text);
     let g = Generation {
         endpoint: Endpoint::Completion,
         prompt_tokens: completion_prompt_tokens(&text),
         template_tokens: 0,
         prompt_key: hasher.finish(),
+        block_keys: blocks.keys.into(),
         max_tokens: Some(req.max_tokens.unwrap_or(16)),
         ignore_eos: req.ignore_eos,
         stream: req.stream,
@@ -703,7 +710,10 @@ fn invalid_body(e: &serde_json::Error) -> Response {
 /// A chat prompt's tokens as the engine sees them: the chat template (or, with a system message,
 /// its per-message share) plus each message's text and framing. Returns (prompt tokens, template
 /// tokens, prefix-cache key).
-fn chat_prompt(sh: &Shared, messages: &[openai::Message]) -> (u32, u32, u64) {
+fn chat_prompt(
+    sh: &Shared,
+    messages: &[openai::Message],
+) -> (u32, u32, u64, std::sync::Arc<[u64]>) {
     let (per_msg, template) = {
         let e = lock(&sh.engine);
         (e.model.per_message_tokens, e.model.chat_template_tokens)
@@ -712,13 +722,22 @@ fn chat_prompt(sh: &Shared, messages: &[openai::Message]) -> (u32, u32, u64) {
     let template = if has_system { per_msg } else { template };
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     let mut prompt = template;
+    let mut blocks = BlockHashes::new(template, block_size(sh));
     for m in messages {
         let text = openai::content_text(&m.content);
         prompt += per_msg + tokenizer::count_tokens(&text);
         m.role.hash(&mut hasher);
         text.hash(&mut hasher);
+        m.role.hash(&mut blocks.hasher);
+        blocks.advance(per_msg);
+        blocks.feed(&text);
     }
-    (prompt, template, hasher.finish())
+    (prompt, template, hasher.finish(), blocks.keys.into())
+}
+
+/// The engine's KV block size (tokens).
+fn block_size(sh: &Shared) -> u32 {
+    lock(&sh.engine).cfg.block_size
 }
 
 /// A completion prompt's tokens: its text and the BOS token.
@@ -747,7 +766,7 @@ async fn tokenize(State(sh): State<Arc<Shared>>, body: Bytes) -> Response {
     }
     let (count, key) = match (&req.messages, &req.prompt) {
         (Some(m), None) if !m.is_empty() => {
-            let (n, _, key) = chat_prompt(&sh, m);
+            let (n, _, key, _) = chat_prompt(&sh, m);
             (n, key)
         }
         (None, Some(p)) => match prompt_text(p) {
@@ -882,6 +901,7 @@ fn submit(sh: &Shared, g: &Generation, max_tokens: u32) -> Option<tmpsc::Unbound
         prompt_tokens: g.prompt_tokens,
         template_tokens: g.template_tokens,
         prompt_key: g.prompt_key,
+        block_keys: g.block_keys.clone(),
         max_tokens,
         max_tokens_param: g.max_tokens,
         ignore_eos: g.ignore_eos,

@@ -30,6 +30,56 @@ pub fn count_tokens(text: &str) -> u32 {
     tokens
 }
 
+/// The running hash of a prompt's text, taken at each KV block boundary: what vLLM's prefix
+/// cache keys a full block by (the tokens up to its end), so prompts that share a prefix share
+/// those blocks' keys. Tokens are counted as [`count_tokens`] counts them, from `at` (the tokens
+/// before `text`: the chat template, earlier messages); `hasher` carries on across messages.
+pub struct BlockHashes {
+    pub hasher: std::collections::hash_map::DefaultHasher,
+    pub at: u32,
+    pub block_size: u32,
+    pub keys: Vec<u64>,
+}
+
+impl BlockHashes {
+    pub fn new(at: u32, block_size: u32) -> Self {
+        BlockHashes {
+            hasher: std::collections::hash_map::DefaultHasher::new(),
+            at,
+            block_size: block_size.max(1),
+            keys: Vec::new(),
+        }
+    }
+
+    /// Adds `n` tokens of text already fed to the hasher, keying every block they complete.
+    pub fn advance(&mut self, n: u32) {
+        use std::hash::Hasher;
+        self.at += n;
+        while (self.keys.len() as u32 + 1) * self.block_size <= self.at {
+            self.keys.push(self.hasher.finish());
+        }
+    }
+
+    /// Feeds `text`, as [`count_tokens`] reads it.
+    pub fn feed(&mut self, text: &str) {
+        use std::hash::Hash;
+        let mut word = 0u32;
+        for c in text.chars() {
+            c.hash(&mut self.hasher);
+            if c.is_ascii_alphanumeric() {
+                word += 1;
+                continue;
+            }
+            self.advance(word.div_ceil(4));
+            word = 0;
+            if !c.is_whitespace() {
+                self.advance(1);
+            }
+        }
+        self.advance(word.div_ceil(4));
+    }
+}
+
 /// The pieces the simulator streams as generated text, one per token.
 const PIECES: &[&str] = &[
     " The",
@@ -77,6 +127,23 @@ pub fn piece(request_seed: u64, i: u32) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shared_prefixes_share_block_keys_and_counts_agree() {
+        let a = "alpha beta gamma delta ".repeat(40) + &"one two three ".repeat(10);
+        let b = "alpha beta gamma delta ".repeat(40) + &"four five six seven ".repeat(10);
+        let keys = |t: &str| {
+            let mut h = BlockHashes::new(0, 16);
+            h.feed(t);
+            (h.keys, h.at)
+        };
+        let ((ka, na), (kb, nb)) = (keys(&a), keys(&b));
+        assert_eq!((na, nb), (count_tokens(&a), count_tokens(&b)));
+        assert_eq!(ka.len(), na as usize / 16);
+        // 40 × 7 tokens of shared text: the 17 blocks within it are the same, the last differs.
+        assert_eq!(ka[..17], kb[..17]);
+        assert_ne!(ka.last(), kb.last());
+    }
 
     #[test]
     fn reference_prompt_is_about_thirty_tokens() {
