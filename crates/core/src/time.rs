@@ -52,6 +52,12 @@ pub fn parse_time(text: &str, now: f64) -> Result<f64, TimeError> {
     }
 }
 
+/// Unix seconds of `YYYY-MM-DD[T ]HH:MM:SS[.frac][Z|±HH:MM]`, a date-time without a zone read as
+/// UTC (as trace files write theirs: `2023-11-16 18:15:46.6805900`).
+pub fn datetime_utc(s: &str) -> Option<f64> {
+    rfc3339(s).or_else(|| rfc3339(&format!("{s}Z")))
+}
+
 /// `YYYY-MM-DD[T ]HH:MM:SS[.frac](Z|±HH:MM)`.
 fn rfc3339(s: &str) -> Option<f64> {
     let b = s.as_bytes();

@@ -151,6 +151,8 @@ struct StageCtx {
     client: Arc<Client>,
     uri: Uri,
     bodies: Arc<[Bytes]>,
+    /// A trace's send offsets: the k-th arrival sends body k.
+    trace: Option<Arc<[Duration]>>,
     stream: bool,
     limits: ReadLimits,
     timeout: Duration,
@@ -380,6 +382,7 @@ async fn run_stage(
         client: plan.client.clone(),
         uri: plan.target.uri(plan.endpoint.path()),
         bodies: plan.bodies.clone(),
+        trace: plan.trace.clone(),
         stream: plan.stream,
         limits: ReadLimits {
             first_token: plan.ttft_timeout,
@@ -628,13 +631,24 @@ enum Arrivals {
 }
 
 impl Arrivals {
-    fn new(sp: &StagePlan, start: Instant, end: Option<Instant>, seed: u64) -> Self {
-        let Mode::Open { rate, arrival, .. } = sp.mode else {
-            return Arrivals::Closed;
-        };
-        let offsets = OpenArrivals::new(rate, arrival, sp.ramp_up, seed);
+    fn new(
+        sp: &StagePlan,
+        trace: Option<Arc<[Duration]>>,
+        start: Instant,
+        end: Option<Instant>,
+        seed: u64,
+    ) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
-        std::thread::spawn(move || pace(offsets, start, end, tx));
+        match (sp.mode, trace) {
+            (Mode::Open { rate, arrival, .. }, _) => {
+                let offsets = OpenArrivals::new(rate, arrival, sp.ramp_up, seed);
+                std::thread::spawn(move || pace(offsets, start, end, tx));
+            }
+            (Mode::Trace { .. }, Some(trace)) => {
+                std::thread::spawn(move || pace(trace.iter().copied(), start, end, tx));
+            }
+            _ => return Arrivals::Closed,
+        }
         Arrivals::Open(rx)
     }
 
@@ -649,7 +663,7 @@ impl Arrivals {
 
 /// Sleeps until each arrival and hands it over; stops at `end` or when the dispatcher is gone.
 fn pace(
-    offsets: OpenArrivals,
+    offsets: impl IntoIterator<Item = Duration>,
     start: Instant,
     end: Option<Instant>,
     tx: mpsc::UnboundedSender<Instant>,
@@ -756,9 +770,9 @@ async fn dispatch(
 ) -> Instant {
     let start = ctx.warmup_end - sp.warmup;
     let deadline = sp.duration.map(|d| ctx.warmup_end + d);
-    let mut arrivals = Arrivals::new(&sp, start, deadline, seed);
+    let mut arrivals = Arrivals::new(&sp, ctx.trace.clone(), start, deadline, seed);
     let gate = Gate::new(&sp, start);
-    let mut measured = 0u64;
+    let (mut measured, mut sent) = (0u64, 0u64);
     while let Some(Some(intended)) = unless_stopped(arrivals.next(), deadline, &mut control).await {
         let Some(slot) = unless_stopped(gate.acquire(), deadline, &mut control).await else {
             break;
@@ -772,7 +786,10 @@ async fn dispatch(
             .and_then(|mut s| s.pop())
             .unwrap_or(0);
         let worker = Worker { slot, streak };
-        tokio::spawn(request(ctx.clone(), intended, worker, warmup));
+        // A trace's k-th arrival sends the k-th request's body (its lengths and blocks).
+        let body = ctx.trace.is_some().then_some(sent as usize);
+        tokio::spawn(request(ctx.clone(), intended, worker, warmup, body));
+        sent += 1;
         measured += u64::from(!warmup);
         if sp.requests.is_some_and(|n| measured >= n) {
             break;
@@ -835,7 +852,13 @@ impl Worker {
 }
 
 /// One request, start to record.
-async fn request(ctx: Arc<StageCtx>, intended: Option<Instant>, worker: Worker, warmup: bool) {
+async fn request(
+    ctx: Arc<StageCtx>,
+    intended: Option<Instant>,
+    worker: Worker,
+    warmup: bool,
+    body: Option<usize>,
+) {
     let id = ctx.next_id.fetch_add(1, Ordering::Relaxed);
     let n = ctx.gauge.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
     ctx.gauge.peak.fetch_max(n, Ordering::Relaxed);
@@ -851,7 +874,7 @@ async fn request(ctx: Arc<StageCtx>, intended: Option<Instant>, worker: Worker, 
             ..Default::default()
         }),
     };
-    let body = ctx.bodies[id as usize % ctx.bodies.len()].clone();
+    let body = ctx.bodies[body.unwrap_or(id as usize) % ctx.bodies.len()].clone();
     let mut out = Outcome::default();
     let mut abort = ctx.abort.clone();
     let result = tokio::select! {

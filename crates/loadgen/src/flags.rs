@@ -1,7 +1,8 @@
 //! The flags of a load (`llmscope load`, and what `run` shares of them), as clap arguments behind
 //! the `clap` feature, and the [`LoadSpec`] they describe.
 
-use crate::{ArrivalKind, Endpoint, LoadSpec, Secret, Slo, TokenSpec};
+use crate::trace::TraceFormat;
+use crate::{ArrivalKind, Endpoint, LoadSpec, Secret, Slo, TokenSpec, TraceSpec};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -92,6 +93,47 @@ pub struct LoadFlags {
     /// Ask `llmscope sim` for its emit timestamps and report first-token delivery error.
     #[cfg_attr(feature = "clap", arg(long))]
     pub check_timing: bool,
+    /// Replay a request trace: each request at its time, with its input and output lengths.
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_name = "FILE", help_heading = "Trace replay")
+    )]
+    pub trace: Option<PathBuf>,
+    /// The trace's format.
+    #[cfg_attr(feature = "clap", arg(long, value_enum, default_value_t = TraceFormat::Mooncake, help_heading = "Trace replay"))]
+    pub trace_format: TraceFormat,
+    /// Multiply the trace's gaps by this (0.5 replays twice as fast).
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, default_value_t = 1.0, help_heading = "Trace replay")
+    )]
+    pub time_scale: f64,
+    /// The part of the trace to replay, in trace time: `10m..20m`, `90s..`, `..1h`.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "FROM..TO", value_parser = parse_window, help_heading = "Trace replay"))]
+    pub trace_window: Option<(Duration, Option<Duration>)>,
+    /// Leave out (and count) trace lines that do not read, and requests longer than the model takes.
+    #[cfg_attr(feature = "clap", arg(long, help_heading = "Trace replay"))]
+    pub skip_bad_lines: bool,
+}
+
+/// `FROM..TO` in trace time, either side optional.
+pub fn parse_window(s: &str) -> Result<(Duration, Option<Duration>), String> {
+    let (from, to) = s
+        .split_once("..")
+        .ok_or_else(|| format!("`{s}`: write FROM..TO, e.g. 10m..20m, 90s.. or ..1h"))?;
+    let side = |t: &str| -> Result<Option<Duration>, String> {
+        if t.trim().is_empty() {
+            return Ok(None);
+        }
+        llmscope_core::duration::parse_duration(t.trim())
+            .map(Some)
+            .map_err(|e| format!("`{t}`: {e}"))
+    };
+    let (from, to) = (side(from)?.unwrap_or(Duration::ZERO), side(to)?);
+    if to.is_some_and(|t| t <= from) {
+        return Err(format!("`{s}`: the window ends before it starts"));
+    }
+    Ok((from, to))
 }
 
 impl LoadFlags {
@@ -123,7 +165,21 @@ impl LoadFlags {
             idle_timeout: self.idle_timeout,
             grace: self.grace,
             seed: self.seed,
+            trace: self.trace_spec(),
         }
+    }
+
+    /// `--trace` and its settings.
+    fn trace_spec(&self) -> Option<TraceSpec> {
+        let path = self.trace.clone()?;
+        let (from, to) = self.trace_window.unwrap_or((Duration::ZERO, None));
+        Some(TraceSpec {
+            time_scale: self.time_scale,
+            from: from.as_secs_f64(),
+            to: to.map(|t| t.as_secs_f64()),
+            skip_bad: self.skip_bad_lines,
+            ..TraceSpec::new(path, self.trace_format)
+        })
     }
 
     /// `--api-key`; an empty one is none.
@@ -143,10 +199,10 @@ impl LoadFlags {
         headers
     }
 
-    /// `--duration`; 30 s when neither it nor `--requests` says when to stop.
+    /// `--duration`; 30 s when neither it nor `--requests` nor a trace says when to stop.
     fn duration(&self) -> Option<Duration> {
         match (self.duration, self.requests) {
-            (None, None) => Some(Duration::from_secs(30)),
+            (None, None) if self.trace.is_none() => Some(Duration::from_secs(30)),
             (d, _) => d,
         }
     }

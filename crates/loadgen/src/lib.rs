@@ -49,10 +49,11 @@ pub mod slo;
 pub mod sse;
 pub mod stats;
 pub mod text;
+pub mod trace;
 
 pub use driver::{Observer, Progress, RunControl, Signal, run};
 pub use http::{Secret, Target};
-pub use plan::{ArrivalKind, LoadPlan, LoadSpec, PlanError, StagePlan, resolve};
+pub use plan::{ArrivalKind, LoadPlan, LoadSpec, PlanError, StagePlan, TraceSpec, resolve};
 pub use prompts::{Endpoint, TokenSpec};
 pub use record::{ErrorKind, RequestRecord};
 pub use report::{LoadReport, StageReport, Summary};

@@ -16,6 +16,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+mod replay;
+pub use replay::TraceSpec;
+
 /// Inter-arrival distribution as named on the command line.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
@@ -59,6 +62,8 @@ pub struct LoadSpec {
     pub idle_timeout: Duration,
     pub grace: Duration,
     pub seed: u64,
+    /// Replay a trace instead (`--trace`): its times and lengths.
+    pub trace: Option<TraceSpec>,
 }
 
 impl Default for LoadSpec {
@@ -90,6 +95,7 @@ impl Default for LoadSpec {
             idle_timeout: Duration::from_secs(30),
             grace: Duration::from_secs(30),
             seed: 1,
+            trace: None,
         }
     }
 }
@@ -120,6 +126,13 @@ impl StagePlan {
                 let cap = cap.map_or(String::new(), |c| format!(", cap {c}"));
                 format!("open-loop, {rate} req/s ({a}){cap}")
             }
+            Mode::Trace { rate, cap } => {
+                let cap = cap.map_or(String::new(), |c| format!(", cap {c}"));
+                format!(
+                    "trace replay, {} requests ({rate:.2} req/s on average){cap}",
+                    self.requests.unwrap_or(0)
+                )
+            }
         }
     }
 }
@@ -133,6 +146,8 @@ pub struct LoadPlan {
     pub stream: bool,
     pub stages: Vec<StagePlan>,
     pub bodies: Arc<[Bytes]>,
+    /// A trace replay's send offsets, one per body, in order.
+    pub trace: Option<Arc<[Duration]>>,
     pub slo: Slo,
     pub timeout: Duration,
     /// Longest wait for a response's first token (queued, then prefill): `ttft_timeout`.
@@ -414,6 +429,9 @@ fn fetch_error(e: FetchError, target: &Target, url: &str) -> PlanError {
 
 /// Resolves a spec: validates it, reads prompts, checks the server and its model, builds bodies.
 pub async fn resolve(spec: &LoadSpec) -> Result<LoadPlan, PlanError> {
+    if let Some(ts) = &spec.trace {
+        return replay::resolve(spec, ts).await;
+    }
     let stages = stages(spec)?;
     if spec.output_tokens.is_some() && spec.max_tokens.is_some() {
         return Err(usage(
@@ -496,13 +514,26 @@ fn plan(spec: &LoadSpec, stages: Vec<StagePlan>, server: Server, fitted: Fitted)
     let mut notes = Vec::new();
     notes.extend(fitted.note);
     let opts = body_options(spec, &server, &mut notes);
+    let bodies = prompts::build_bodies(&fitted.prompts, &opts).into();
+    plan_with(spec, stages, server, bodies, notes)
+}
+
+/// The plan of `stages` sending `bodies`.
+fn plan_with(
+    spec: &LoadSpec,
+    stages: Vec<StagePlan>,
+    server: Server,
+    bodies: Arc<[Bytes]>,
+    notes: Vec<String>,
+) -> LoadPlan {
     LoadPlan {
         target: server.target,
         model: server.model,
         endpoint: spec.endpoint,
         stream: spec.stream,
         stages,
-        bodies: prompts::build_bodies(&fitted.prompts, &opts).into(),
+        bodies,
+        trace: None,
         slo: spec.slo,
         timeout: spec.timeout,
         ttft_timeout: spec.ttft_timeout,

@@ -239,6 +239,37 @@ pub fn synthetic_fit(targets: &[u32], fit: TokenFit, seed: u64) -> Vec<Prompt> {
         .collect()
 }
 
+/// A prompt of `tokens` tokens made of shared blocks (Mooncake's `hash_ids`): every block but the
+/// last is `block_tokens` long and the same text wherever its id appears, so requests that share
+/// ids share a prefix the engine's prefix cache can reuse; the last block fills up to `tokens`.
+pub fn blocks(ids: &[u64], tokens: u32, block_tokens: u32, fit: TokenFit) -> Prompt {
+    let per_word = fit.per_word.max(1e-3);
+    let words_in = |t: f64| (t / per_word).round().max(1.0) as usize;
+    let body = (f64::from(tokens) - fit.overhead).max(1.0);
+    let mut s = String::new();
+    let mut left = body;
+    for (k, &id) in ids.iter().enumerate() {
+        let last = k + 1 == ids.len();
+        let t = if last {
+            left
+        } else {
+            f64::from(block_tokens).min(left)
+        };
+        if t < 1.0 {
+            break;
+        }
+        let mut rng = Rng::new(id ^ 0xB10C);
+        for _ in 0..words_in(t) {
+            if !s.is_empty() {
+                s.push(' ');
+            }
+            s.push_str(WORDS[rng.below(WORDS.len())]);
+        }
+        left -= t;
+    }
+    Prompt::Text(s)
+}
+
 /// What goes into every body besides the prompt.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BodyOptions {
@@ -301,6 +332,21 @@ fn as_text(p: &Prompt) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shared_blocks_give_shared_prefixes() {
+        let fit = TokenFit::WORDS;
+        let Prompt::Text(a) = blocks(&[7, 8, 9], 1100, 512, fit) else {
+            panic!()
+        };
+        let Prompt::Text(b) = blocks(&[7, 8, 4], 1030, 512, fit) else {
+            panic!()
+        };
+        let (wa, wb): (Vec<&str>, Vec<&str>) = (a.split(' ').collect(), b.split(' ').collect());
+        assert_eq!((wa.len(), wb.len()), (1100, 1030));
+        assert_eq!(wa[..1024], wb[..1024], "two shared blocks, the same text");
+        assert_ne!(wa[1024..1030], wb[1024..1030], "the third block differs");
+    }
 
     #[test]
     fn token_specs() {

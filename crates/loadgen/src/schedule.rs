@@ -5,6 +5,7 @@
 //! - [`Mode::Open`]: requests arrive at a target rate whatever the server does
 //!   ([`OpenArrivals`]: constant spacing, Poisson, or gamma with a burstiness), optionally capped
 //!   by a concurrency limit. A ramp-up grows the rate linearly from 0 to the target.
+//! - [`Mode::Trace`]: requests at the times a trace gives ([`crate::trace`]).
 //!
 //! The driver (`driver.rs`) turns these offsets into sends; this module never touches a clock.
 
@@ -37,6 +38,9 @@ pub enum Mode {
         arrival: Arrival,
         cap: Option<u32>,
     },
+    /// A trace's requests at the trace's own times (the plan holds them); `rate` is the trace's
+    /// mean, requests over its span.
+    Trace { rate: f64, cap: Option<u32> },
 }
 
 impl Mode {
@@ -45,6 +49,7 @@ impl Mode {
         match self {
             Mode::Closed { .. } => "closed",
             Mode::Open { .. } => "open",
+            Mode::Trace { .. } => "trace",
         }
     }
 
@@ -52,7 +57,7 @@ impl Mode {
     pub fn concurrency_limit(&self) -> Option<u32> {
         match *self {
             Mode::Closed { concurrency } => Some(concurrency),
-            Mode::Open { cap, .. } => cap,
+            Mode::Open { cap, .. } | Mode::Trace { cap, .. } => cap,
         }
     }
 }

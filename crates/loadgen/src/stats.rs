@@ -456,7 +456,9 @@ fn reach(
             "concurrency",
             Some(concurrency),
         ),
-        Some(Mode::Open { rate, cap, .. }) => (Some(rate), Some(send_rate), "requests_per_s", cap),
+        Some(Mode::Open { rate, cap, .. } | Mode::Trace { rate, cap }) => {
+            (Some(rate), Some(send_rate), "requests_per_s", cap)
+        }
         None => (None, None, "", None),
     }
 }

@@ -3,8 +3,10 @@
 
 pub use llmscope_collect::testing::{RealPrometheus, job};
 use serde_json::Value;
+use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
 
 /// `llmscope ARGS…` to completion, without the developer's `OPENAI_API_KEY`.
 pub fn llmscope(args: &[&str]) -> Output {
@@ -204,3 +206,27 @@ pub fn watch_log(stderr: std::process::ChildStderr) -> (String, LogLines) {
 
 /// A child's lines, shared with the thread reading them.
 pub type LogLines = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
+
+/// `GET path` on `host_port` (HTTP/1.0, to the end): the status and the body.
+pub fn get(host_port: &str, path: &str) -> (u16, String) {
+    let mut s = std::net::TcpStream::connect(host_port).expect("the server listens");
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(s, "GET {path} HTTP/1.0\r\nHost: {host_port}\r\n\r\n").unwrap();
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).unwrap();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (status, body.to_owned())
+}
+
+/// The value of the sample whose line starts with `prefix` (name and labels), if exposed.
+pub fn sample(metrics: &str, prefix: &str) -> Option<f64> {
+    metrics
+        .lines()
+        .find(|l| l.starts_with(prefix))
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+}

@@ -223,3 +223,81 @@ fn load_stops_when_every_request_is_rejected() {
         "{v:#}"
     );
 }
+
+/// A real Mooncake trace replayed against the simulator (issue 27): every request of the window
+/// at its time, and the blocks the trace says requests share are prefix-cache hits in the
+/// engine's own counter. The oracle is the trace's `hash_ids`, not llmscope's report.
+#[test]
+fn a_mooncake_trace_replays_on_time_and_its_shared_blocks_hit_the_prefix_cache() {
+    use llmscope_loadgen::trace::{self, MOONCAKE_BLOCK_TOKENS, TraceFormat};
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../loadgen/tests/fixtures/traces/mooncake.jsonl"
+    );
+    let (_sim, vllm, _dcgm) = crate::common::sim_on_free_ports(
+        "1s",
+        &["--preset", "bench-tiny", "--max-model-len", "32768"],
+    );
+    crate::common::wait_until_listening(&vllm);
+    let out = crate::common::llmscope(&[
+        "load",
+        "--target",
+        &format!("http://{vllm}"),
+        "--trace",
+        path,
+        "--trace-window",
+        "..12s",
+        "--time-scale",
+        "0.25",
+        "--skip-bad-lines",
+        "--format",
+        "json",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    // The oracle: the window's requests that fit 32768 tokens, and the prompt blocks each
+    // shares with an earlier one (a run of leading ids seen before).
+    let text = std::fs::read_to_string(path).unwrap();
+    let window = trace::parse(&text, TraceFormat::Mooncake, false)
+        .unwrap()
+        .window(0.0, Some(12.0));
+    let kept: Vec<_> = window
+        .requests
+        .iter()
+        .filter(|r| r.input_tokens + r.output_tokens <= 32768)
+        .collect();
+    let mut seen = std::collections::HashSet::new();
+    let shared_blocks: usize = kept
+        .iter()
+        .map(|r| {
+            let n = r
+                .hash_ids
+                .iter()
+                .take_while(|id| seen.contains(*id))
+                .count();
+            seen.extend(r.hash_ids.iter().copied());
+            n
+        })
+        .sum();
+    assert!(
+        stderr.contains("2 request(s) longer than max_model_len 32768 left out"),
+        "{stderr}"
+    );
+    let v = crate::common::json(&out);
+    assert_eq!(v["load"]["mode"], "trace", "{v:#}");
+    let n = kept.len() as u64;
+    assert_eq!(v["requests"]["sent"].as_u64(), Some(n), "{v:#}");
+    assert_eq!(v["requests"]["completed"].as_u64(), Some(n), "{v:#}");
+    // Sent at the trace's times (a loose bound: CI hosts are shared; the bench measures it).
+    let lag = v["load"]["schedule_lag_ms"]["p99"].as_f64().unwrap();
+    assert!(lag < 100.0, "send time vs trace offset, p99 {lag} ms");
+    let (_, metrics) = crate::common::get(&vllm, "/metrics");
+    let hits = crate::common::sample(&metrics, "vllm:prefix_cache_hits_total{").unwrap();
+    let expected = (shared_blocks as u32 * MOONCAKE_BLOCK_TOKENS) as f64;
+    assert!(expected > 0.0);
+    // Each shared run is cut at a 16-token KV block and carries the chat template: within 5 %.
+    assert!(
+        (hits - expected).abs() <= expected * 0.05,
+        "prefix-cache hit tokens {hits}, the trace's shared blocks {expected}"
+    );
+}

@@ -5,38 +5,14 @@
 //! within two intervals of the stall lasting `--stall-after`; the status page is rendered in
 //! headless Chromium and its screenshot kept in the test's output folder.
 
-use crate::common::{Reaper, job, prometheus, sim_on_free_ports, unix_now, watch_log};
-use std::io::{Read, Write};
+use crate::common::{Reaper, get, job, prometheus, sample, sim_on_free_ports, unix_now, watch_log};
+use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const INTERVAL_S: f64 = 3.0;
 const STALL_AFTER_S: f64 = 12.0;
 const HANG_AFTER_S: f64 = 55.0;
-
-/// `GET path` on `host_port` (HTTP/1.0, to the end): the status and the body.
-fn get(host_port: &str, path: &str) -> (u16, String) {
-    let mut s = std::net::TcpStream::connect(host_port).expect("watch listens");
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(s, "GET {path} HTTP/1.0\r\nHost: {host_port}\r\n\r\n").unwrap();
-    let mut raw = String::new();
-    s.read_to_string(&mut raw).unwrap();
-    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    (status, body.to_owned())
-}
-
-/// The value of the sample whose line starts with `prefix` (name and labels), if exposed.
-fn sample(metrics: &str, prefix: &str) -> Option<f64> {
-    metrics
-        .lines()
-        .find(|l| l.starts_with(prefix))
-        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
-}
 
 fn load(host_port: &str, concurrency: &str, duration: &str) -> Reaper {
     let child = Command::new(env!("CARGO_BIN_EXE_llmscope"))
