@@ -93,6 +93,20 @@ pub struct LoadFlags {
     /// Ask `llmscope sim` for its emit timestamps and report first-token delivery error.
     #[cfg_attr(feature = "clap", arg(long))]
     pub check_timing: bool,
+    /// A shared system prompt of N tokens before every prompt (the prefix cache's case).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "N"))]
+    pub shared_prefix: Option<u32>,
+    /// How many different shared prefixes (requests take them in turn) [default: 1].
+    #[cfg_attr(
+        feature = "clap",
+        arg(
+            long,
+            value_name = "N",
+            requires = "shared_prefix",
+            default_value_t = 1
+        )
+    )]
+    pub prefix_groups: u32,
     /// Replay a request trace: each request at its time, with its input and output lengths.
     #[cfg_attr(
         feature = "clap",
@@ -166,6 +180,8 @@ impl LoadFlags {
             grace: self.grace,
             seed: self.seed,
             trace: self.trace_spec(),
+            shared_prefix: self.shared_prefix,
+            prefix_groups: self.prefix_groups,
         }
     }
 

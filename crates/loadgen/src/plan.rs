@@ -6,7 +6,7 @@
 
 use crate::calibrate::{self, Calibrated, Meter, Method};
 use crate::http::{Client, FetchError, Secret, Target, TargetError};
-use crate::prompts::{self, BodyOptions, Endpoint, Prompt, PromptError, TokenSpec};
+use crate::prompts::{self, BodyOptions, Endpoint, Prompt, PromptError, TokenFit, TokenSpec};
 use crate::schedule::{Arrival, Mode};
 use crate::slo::Slo;
 use bytes::Bytes;
@@ -64,6 +64,10 @@ pub struct LoadSpec {
     pub seed: u64,
     /// Replay a trace instead (`--trace`): its times and lengths.
     pub trace: Option<TraceSpec>,
+    /// A shared system prompt of this many tokens before every prompt (`--shared-prefix`).
+    pub shared_prefix: Option<u32>,
+    /// How many different shared prefixes, given to requests in turn (`--prefix-groups`).
+    pub prefix_groups: u32,
 }
 
 impl Default for LoadSpec {
@@ -96,6 +100,8 @@ impl Default for LoadSpec {
             grace: Duration::from_secs(30),
             seed: 1,
             trace: None,
+            shared_prefix: None,
+            prefix_groups: 1,
         }
     }
 }
@@ -442,7 +448,15 @@ pub async fn resolve(spec: &LoadSpec) -> Result<LoadPlan, PlanError> {
     let given = load_prompts(spec)?;
     let server = Server::find(spec, target, &headers).await?;
     let meter = Meter::detect(&server.client, &server.target, &server.model, spec.endpoint).await;
-    let fitted = fit_prompts(spec, &meter, given).await;
+    if spec.shared_prefix == Some(0) || spec.prefix_groups == 0 {
+        return Err(usage(
+            "--shared-prefix and --prefix-groups must be at least 1",
+        ));
+    }
+    let mut fitted = fit_prompts(spec, &meter, given).await;
+    if let Some(tokens) = spec.shared_prefix {
+        shared_prefixes(&mut fitted, tokens, spec.prefix_groups);
+    }
     check_length(
         fitted.longest,
         spec.output_tokens.or(spec.max_tokens),
@@ -564,10 +578,40 @@ fn body_options(spec: &LoadSpec, server: &Server, notes: &mut Vec<String>) -> Bo
 /// Prompts as they will be sent, and what the server says of their length.
 struct Fitted {
     prompts: Vec<Prompt>,
+    /// Words per server token, when measured.
+    fit: Option<TokenFit>,
     /// The longest prompt in server tokens, when known.
     longest: Option<u32>,
     max_model_len: Option<u32>,
     note: Option<String>,
+}
+
+/// Puts one of `groups` shared prefixes of `tokens` tokens before each prompt, in turn: as a
+/// system message of a chat prompt, at the head of a text one. The prompts' longest grows by it.
+fn shared_prefixes(fitted: &mut Fitted, tokens: u32, groups: u32) {
+    let fit = fitted.fit.unwrap_or(TokenFit::WORDS);
+    let fit = TokenFit {
+        overhead: 0.0,
+        ..fit
+    };
+    let prefixes: Vec<String> = (0..u64::from(groups.max(1)))
+        .map(
+            |g| match prompts::blocks(&[g ^ 0x5_EA7ED], tokens, tokens, fit) {
+                Prompt::Text(t) => t,
+                Prompt::Messages(_) => String::new(),
+            },
+        )
+        .collect();
+    for (i, p) in fitted.prompts.iter_mut().enumerate() {
+        let prefix = &prefixes[i % prefixes.len()];
+        match p {
+            Prompt::Text(t) => *t = format!("{prefix} {t}"),
+            Prompt::Messages(m) => {
+                m.insert(0, serde_json::json!({"role": "system", "content": prefix}))
+            }
+        }
+    }
+    fitted.longest = fitted.longest.map(|l| l + tokens);
 }
 
 /// Synthetic prompts are calibrated on the server's tokenizer; given prompts are measured (the
@@ -580,12 +624,14 @@ async fn fit_prompts(spec: &LoadSpec, meter: &Meter<'_>, given: Vec<Prompt>) -> 
     let longest = targets.iter().copied().max();
     match calibrate::calibrate(meter, &targets, spec.seed).await {
         Some(c) => Fitted {
+            fit: Some(c.fit),
             note: Some(calibrated_note(input, &c)),
             prompts: c.prompts,
             longest,
             max_model_len: c.max_model_len,
         },
         None => Fitted {
+            fit: None,
             note: Some(format!(
                 "the server would not count prompts: --input-tokens {input} is in words, which its tokenizer may count differently"
             )),
@@ -622,6 +668,7 @@ async fn measure_given(meter: &Meter<'_>, given: Vec<Prompt>) -> Fitted {
     }
     Fitted {
         prompts: given,
+        fit: None,
         longest,
         max_model_len,
         note: None,

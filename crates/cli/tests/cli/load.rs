@@ -301,3 +301,47 @@ fn a_mooncake_trace_replays_on_time_and_its_shared_blocks_hit_the_prefix_cache()
         "prefix-cache hit tokens {hits}, the trace's shared blocks {expected}"
     );
 }
+
+/// `--shared-prefix N --prefix-groups G` (issue 27, point 2): after the first request of each
+/// group, every request's N-token system prompt is a prefix-cache hit in the engine's own counter;
+/// without it, only the chat template is.
+#[test]
+fn shared_prefix_groups_hit_the_prefix_cache() {
+    let hits_after = |extra: &[&str]| -> f64 {
+        let (_sim, vllm, _dcgm) = crate::common::sim_on_free_ports("1s", &[]);
+        crate::common::wait_until_listening(&vllm);
+        let target = format!("http://{vllm}");
+        let mut args = vec![
+            "load",
+            "--target",
+            &target,
+            "--input-tokens",
+            "64",
+            "--output-tokens",
+            "4",
+            "--requests",
+            "30",
+            "--concurrency",
+            "1",
+        ];
+        args.extend_from_slice(extra);
+        let out = crate::common::llmscope(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let (_, metrics) = crate::common::get(&vllm, "/metrics");
+        crate::common::sample(&metrics, "vllm:prefix_cache_hits_total{").unwrap()
+    };
+    let (n, groups, prefix) = (30.0, 3.0, 512.0);
+    let shared = hits_after(&["--shared-prefix", "512", "--prefix-groups", "3"]);
+    let plain = hits_after(&[]);
+    // The chat template (a few dozen tokens) is shared by every request either way.
+    assert!(plain <= n * 64.0, "no shared prefix: {plain} hit tokens");
+    let expected = (n - groups) * prefix;
+    assert!(
+        shared >= expected * 0.95 && shared <= expected + n * 64.0,
+        "{shared} hit tokens, {expected} expected from {groups} groups of a {prefix}-token prefix"
+    );
+}

@@ -56,6 +56,7 @@ pub fn read(spec: &LoadSpec, ts: &TraceSpec) -> Result<(Trace, Vec<String>), Pla
         (spec.output_tokens.is_some(), "--output-tokens"),
         (!spec.warmup.is_zero(), "--warmup"),
         (!spec.ramp_up.is_zero(), "--ramp-up"),
+        (spec.shared_prefix.is_some(), "--shared-prefix"),
     ];
     if let Some((_, flag)) = conflicting.iter().find(|(c, _)| *c) {
         return Err(usage(format!(
