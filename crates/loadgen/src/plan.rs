@@ -439,6 +439,11 @@ pub async fn resolve(spec: &LoadSpec) -> Result<LoadPlan, PlanError> {
         return replay::resolve(spec, ts).await;
     }
     let stages = stages(spec)?;
+    if spec.shared_prefix == Some(0) || spec.prefix_groups == 0 {
+        return Err(usage(
+            "--shared-prefix and --prefix-groups must be at least 1",
+        ));
+    }
     if spec.output_tokens.is_some() && spec.max_tokens.is_some() {
         return Err(usage(
             "give --output-tokens (exact length) or --max-tokens (a cap), not both",
@@ -448,11 +453,6 @@ pub async fn resolve(spec: &LoadSpec) -> Result<LoadPlan, PlanError> {
     let given = load_prompts(spec)?;
     let server = Server::find(spec, target, &headers).await?;
     let meter = Meter::detect(&server.client, &server.target, &server.model, spec.endpoint).await;
-    if spec.shared_prefix == Some(0) || spec.prefix_groups == 0 {
-        return Err(usage(
-            "--shared-prefix and --prefix-groups must be at least 1",
-        ));
-    }
     let mut fitted = fit_prompts(spec, &meter, given).await;
     if let Some(tokens) = spec.shared_prefix {
         shared_prefixes(&mut fitted, tokens, spec.prefix_groups);
@@ -590,17 +590,8 @@ struct Fitted {
 /// system message of a chat prompt, at the head of a text one. The prompts' longest grows by it.
 fn shared_prefixes(fitted: &mut Fitted, tokens: u32, groups: u32) {
     let fit = fitted.fit.unwrap_or(TokenFit::WORDS);
-    let fit = TokenFit {
-        overhead: 0.0,
-        ..fit
-    };
-    let prefixes: Vec<String> = (0..u64::from(groups.max(1)))
-        .map(
-            |g| match prompts::blocks(&[g ^ 0x5_EA7ED], tokens, tokens, fit) {
-                Prompt::Text(t) => t,
-                Prompt::Messages(_) => String::new(),
-            },
-        )
+    let prefixes: Vec<String> = (0..u64::from(groups))
+        .map(|g| prompts::block_text(g ^ 0x5_EA7ED, f64::from(tokens), fit))
         .collect();
     for (i, p) in fitted.prompts.iter_mut().enumerate() {
         let prefix = &prefixes[i % prefixes.len()];

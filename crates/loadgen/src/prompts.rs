@@ -228,29 +228,47 @@ pub fn synthetic_fit(targets: &[u32], fit: TokenFit, seed: u64) -> Vec<Prompt> {
         .map(|&t| {
             let n = fit.words(f64::from(t));
             let mut s = String::with_capacity(n * 6);
-            for i in 0..n {
-                if i > 0 {
-                    s.push(' ');
-                }
-                s.push_str(WORDS[rng.below(WORDS.len())]);
-            }
+            push_words(&mut s, &mut rng, n);
             Prompt::Text(s)
         })
         .collect()
+}
+
+/// Appends `n` synthetic words to `s`, a blank before each but the text's first.
+fn push_words(s: &mut String, rng: &mut Rng, n: usize) {
+    for _ in 0..n {
+        if !s.is_empty() {
+            s.push(' ');
+        }
+        s.push_str(WORDS[rng.below(WORDS.len())]);
+    }
+}
+
+/// The text of block `id`, `tokens` long by `fit`'s words per token (no template counted): the
+/// same wherever the id appears.
+pub fn block_text(id: u64, tokens: f64, fit: TokenFit) -> String {
+    let mut s = String::new();
+    push_block(&mut s, id, tokens, fit);
+    s
+}
+
+fn push_block(s: &mut String, id: u64, tokens: f64, fit: TokenFit) {
+    let words = TokenFit {
+        overhead: 0.0,
+        ..fit
+    }
+    .words(tokens);
+    push_words(s, &mut Rng::new(id ^ 0xB10C), words);
 }
 
 /// A prompt of `tokens` tokens made of shared blocks (Mooncake's `hash_ids`): every block but the
 /// last is `block_tokens` long and the same text wherever its id appears, so requests that share
 /// ids share a prefix the engine's prefix cache can reuse; the last block fills up to `tokens`.
 pub fn blocks(ids: &[u64], tokens: u32, block_tokens: u32, fit: TokenFit) -> Prompt {
-    let per_word = fit.per_word.max(1e-3);
-    let words_in = |t: f64| (t / per_word).round().max(1.0) as usize;
-    let body = (f64::from(tokens) - fit.overhead).max(1.0);
     let mut s = String::new();
-    let mut left = body;
+    let mut left = (f64::from(tokens) - fit.overhead).max(1.0);
     for (k, &id) in ids.iter().enumerate() {
-        let last = k + 1 == ids.len();
-        let t = if last {
+        let t = if k + 1 == ids.len() {
             left
         } else {
             f64::from(block_tokens).min(left)
@@ -258,13 +276,7 @@ pub fn blocks(ids: &[u64], tokens: u32, block_tokens: u32, fit: TokenFit) -> Pro
         if t < 1.0 {
             break;
         }
-        let mut rng = Rng::new(id ^ 0xB10C);
-        for _ in 0..words_in(t) {
-            if !s.is_empty() {
-                s.push(' ');
-            }
-            s.push_str(WORDS[rng.below(WORDS.len())]);
-        }
+        push_block(&mut s, id, t, fit);
         left -= t;
     }
     Prompt::Text(s)
@@ -282,10 +294,12 @@ pub struct BodyOptions {
 
 /// The JSON body of each prompt, serialised once.
 pub fn build_bodies(prompts: &[Prompt], o: &BodyOptions) -> Vec<Bytes> {
-    prompts
-        .iter()
-        .map(|p| Bytes::from(body(p, o).to_string()))
-        .collect()
+    prompts.iter().map(|p| build_body(p, o)).collect()
+}
+
+/// The JSON body of one prompt, serialised.
+pub fn build_body(p: &Prompt, o: &BodyOptions) -> Bytes {
+    Bytes::from(body(p, o).to_string())
 }
 
 /// The prompt part of a body: `messages` for chat, `prompt` for completions — also what

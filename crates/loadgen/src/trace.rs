@@ -67,6 +67,10 @@ impl TraceFormat {
     }
 }
 
+/// The latest a request may come, in seconds after the first (about three years): a time beyond
+/// it is a wrong unit or a wrong column, and no replay runs that long.
+pub const MAX_OFFSET_S: f64 = 1e8;
+
 /// Tokens per Mooncake hash block.
 pub const MOONCAKE_BLOCK_TOKENS: u32 = 512;
 
@@ -152,6 +156,15 @@ pub fn parse(text: &str, format: TraceFormat, skip_bad: bool) -> Result<Trace, T
         }
         last = Some((at, n));
         let start = *first.get_or_insert(at);
+        if at - start > MAX_OFFSET_S {
+            return Err(bad(
+                n,
+                format!(
+                    "it comes {:.0} days after the first request: is --trace-format right (its time unit)?",
+                    (at - start) / 86_400.0
+                ),
+            ));
+        }
         trace.requests.push(TraceRequest {
             offset_s: at - start,
             input_tokens: input,
@@ -161,9 +174,13 @@ pub fn parse(text: &str, format: TraceFormat, skip_bad: bool) -> Result<Trace, T
         });
     }
     if trace.requests.is_empty() {
+        let end = text.lines().count().max(1);
         return Err(bad(
-            0,
-            format!("no request in the trace (read as {})", format.name()),
+            end,
+            format!(
+                "the trace ends without a request (read as {})",
+                format.name()
+            ),
         ));
     }
     Ok(trace)
@@ -293,36 +310,21 @@ fn csv_line(line: &str, format: TraceFormat, columns: &Columns) -> Result<Row, S
 
 impl Trace {
     /// The requests from `from` to before `to` (seconds of the trace), their offsets from `from`.
-    pub fn window(&self, from: f64, to: Option<f64>) -> Trace {
-        let requests = self
-            .requests
-            .iter()
-            .filter(|r| r.offset_s >= from && to.is_none_or(|t| r.offset_s < t))
-            .map(|r| TraceRequest {
-                offset_s: r.offset_s - from,
-                ..r.clone()
-            })
-            .collect();
-        Trace {
-            requests,
-            ..self.clone()
+    pub fn window(mut self, from: f64, to: Option<f64>) -> Trace {
+        self.requests
+            .retain(|r| r.offset_s >= from && to.is_none_or(|t| r.offset_s < t));
+        for r in &mut self.requests {
+            r.offset_s -= from;
         }
+        self
     }
 
     /// Every gap multiplied by `factor` (0.5: twice as fast).
-    pub fn scaled(&self, factor: f64) -> Trace {
-        let requests = self
-            .requests
-            .iter()
-            .map(|r| TraceRequest {
-                offset_s: r.offset_s * factor,
-                ..r.clone()
-            })
-            .collect();
-        Trace {
-            requests,
-            ..self.clone()
+    pub fn scaled(mut self, factor: f64) -> Trace {
+        for r in &mut self.requests {
+            r.offset_s *= factor;
         }
+        self
     }
 
     /// When each request is sent, from the stage start.
@@ -408,6 +410,21 @@ mod tests {
     }
 
     #[test]
+    fn times_in_the_wrong_unit_and_empty_traces_are_named() {
+        // Mooncake's milliseconds read as llmscope's seconds: four years after the first.
+        let text = "{\"timestamp\": 0, \"input_tokens\": 3, \"output_tokens\": 4}\n{\"timestamp\": 126230400, \"input_tokens\": 3, \"output_tokens\": 4}\n";
+        let e = parse(text, TraceFormat::Jsonl, false).unwrap_err();
+        assert_eq!(e.line, 2);
+        assert!(
+            e.why.contains("1461 days") && e.why.contains("--trace-format"),
+            "{e}"
+        );
+        let e = parse("\n\n", TraceFormat::Jsonl, false).unwrap_err();
+        assert_eq!(e.line, 2);
+        assert!(e.why.contains("without a request"), "{e}");
+    }
+
+    #[test]
     fn a_trace_out_of_order_is_refused_even_when_skipping() {
         let text = "{\"timestamp\": 5, \"input_tokens\": 3, \"output_tokens\": 4}\n{\"timestamp\": 2, \"input_tokens\": 3, \"output_tokens\": 4}\n";
         for skip in [false, true] {
@@ -453,7 +470,7 @@ mod tests {
             .collect::<Vec<_>>()
             .join("\n");
         let t = parse(&text, TraceFormat::Jsonl, false).unwrap();
-        let w = t.window(3.0, Some(6.0));
+        let w = t.clone().window(3.0, Some(6.0));
         let at: Vec<f64> = w.requests.iter().map(|r| r.offset_s).collect();
         assert_eq!(at, [0.0, 1.0, 2.0]);
         assert_eq!(w.requests[0].line, 4);

@@ -78,3 +78,24 @@ fn a_real_trace_cut_short_is_named_at_its_last_line() {
     assert_eq!(e.line, 1);
     assert!(e.why.contains("--trace-format"), "{e}");
 }
+
+proptest::proptest! {
+    /// Any text, in any format, with or without skipping: an answer or a named line, never a
+    /// panic; and what parses can be cut, scaled and turned into send offsets.
+    #[test]
+    fn any_text_parses_or_names_a_line(
+        text in "[0-9a-zA-Z{}\\[\\]\":,. \\-\\n_]{0,300}",
+        skip in proptest::bool::ANY,
+    ) {
+        for format in [TraceFormat::Mooncake, TraceFormat::Burstgpt, TraceFormat::Azure, TraceFormat::Jsonl] {
+            match trace::parse(&text, format, skip) {
+                Ok(t) => {
+                    proptest::prop_assert!(!t.requests.is_empty());
+                    let offsets = t.window(0.0, None).scaled(1e3).offsets();
+                    proptest::prop_assert!(offsets.windows(2).all(|w| w[0] <= w[1]));
+                }
+                Err(e) => proptest::prop_assert!(e.line >= 1 && !e.why.is_empty()),
+            }
+        }
+    }
+}

@@ -681,7 +681,7 @@ async fn completions(State(sh): State<Arc<Shared>>, headers: HeaderMap, body: By
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     text.hash(&mut hasher);
     // The BOS token, then the text.
-    let mut blocks = BlockHashes::new(1, block_size(&sh));
+    let mut blocks = BlockHashes::new(1, lock(&sh.engine).cfg.block_size);
     blocks.feed(&text);
     let g = Generation {
         endpoint: Endpoint::Completion,
@@ -714,15 +714,19 @@ fn chat_prompt(
     sh: &Shared,
     messages: &[openai::Message],
 ) -> (u32, u32, u64, std::sync::Arc<[u64]>) {
-    let (per_msg, template) = {
+    let (per_msg, template, block_size) = {
         let e = lock(&sh.engine);
-        (e.model.per_message_tokens, e.model.chat_template_tokens)
+        (
+            e.model.per_message_tokens,
+            e.model.chat_template_tokens,
+            e.cfg.block_size,
+        )
     };
     let has_system = messages.iter().any(|m| m.role == "system");
     let template = if has_system { per_msg } else { template };
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     let mut prompt = template;
-    let mut blocks = BlockHashes::new(template, block_size(sh));
+    let mut blocks = BlockHashes::new(template, block_size);
     for m in messages {
         let text = openai::content_text(&m.content);
         prompt += per_msg + tokenizer::count_tokens(&text);
@@ -733,11 +737,6 @@ fn chat_prompt(
         blocks.feed(&text);
     }
     (prompt, template, hasher.finish(), blocks.keys.into())
-}
-
-/// The engine's KV block size (tokens).
-fn block_size(sh: &Shared) -> u32 {
-    lock(&sh.engine).cfg.block_size
 }
 
 /// A completion prompt's tokens: its text and the BOS token.

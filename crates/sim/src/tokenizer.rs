@@ -9,25 +9,38 @@
 /// Approximate number of tokens in `text`.
 pub fn count_tokens(text: &str) -> u32 {
     let mut tokens = 0u32;
+    scan(text, |step| {
+        if let Step::Tokens(n) = step {
+            tokens += n;
+        }
+    });
+    tokens
+}
+
+/// What [`scan`] sees: a character, or a run of tokens completed.
+enum Step {
+    Char(char),
+    Tokens(u32),
+}
+
+/// Walks `text` as [`count_tokens`] counts it: every character, and each run of tokens as it
+/// completes (a word's when it ends, a sign's at once).
+fn scan(text: &str, mut step: impl FnMut(Step)) {
     let mut word_len = 0u32;
-    let flush = |tokens: &mut u32, word_len: &mut u32| {
-        *tokens += word_len.div_ceil(4);
-        *word_len = 0;
-    };
     for c in text.chars() {
+        step(Step::Char(c));
         if c.is_ascii_alphanumeric() {
             word_len += 1;
-        } else {
-            flush(&mut tokens, &mut word_len);
-            if c.is_whitespace() {
-                continue;
-            }
-            // Hangul, CJK, punctuation, emoji: about one token each.
-            tokens += 1;
+            continue;
+        }
+        step(Step::Tokens(word_len.div_ceil(4)));
+        word_len = 0;
+        // Hangul, CJK, punctuation, emoji: about one token each; whitespace joins the next word.
+        if !c.is_whitespace() {
+            step(Step::Tokens(1));
         }
     }
-    flush(&mut tokens, &mut word_len);
-    tokens
+    step(Step::Tokens(word_len.div_ceil(4)));
 }
 
 /// The running hash of a prompt's text, taken at each KV block boundary: what vLLM's prefix
@@ -63,20 +76,10 @@ impl BlockHashes {
     /// Feeds `text`, as [`count_tokens`] reads it.
     pub fn feed(&mut self, text: &str) {
         use std::hash::Hash;
-        let mut word = 0u32;
-        for c in text.chars() {
-            c.hash(&mut self.hasher);
-            if c.is_ascii_alphanumeric() {
-                word += 1;
-                continue;
-            }
-            self.advance(word.div_ceil(4));
-            word = 0;
-            if !c.is_whitespace() {
-                self.advance(1);
-            }
-        }
-        self.advance(word.div_ceil(4));
+        scan(text, |step| match step {
+            Step::Char(c) => c.hash(&mut self.hasher),
+            Step::Tokens(n) => self.advance(n),
+        });
     }
 }
 

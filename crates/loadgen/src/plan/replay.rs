@@ -54,6 +54,7 @@ pub fn read(spec: &LoadSpec, ts: &TraceSpec) -> Result<(Trace, Vec<String>), Pla
         (spec.prompts_file.is_some(), "--prompts"),
         (spec.input_tokens.is_some(), "--input-tokens"),
         (spec.output_tokens.is_some(), "--output-tokens"),
+        (spec.max_tokens.is_some(), "--max-tokens"),
         (!spec.warmup.is_zero(), "--warmup"),
         (!spec.ramp_up.is_zero(), "--ramp-up"),
         (spec.shared_prefix.is_some(), "--shared-prefix"),
@@ -88,10 +89,19 @@ pub fn read(spec: &LoadSpec, ts: &TraceSpec) -> Result<(Trace, Vec<String>), Pla
         cut.requests
             .truncate(usize::try_from(n).unwrap_or(usize::MAX));
     }
-    if cut.requests.is_empty() {
+    let Some(last) = cut.requests.last() else {
         return Err(usage(format!(
             "no request of the trace {} falls in --trace-window",
             ts.path.display()
+        )));
+    };
+    if last.offset_s > trace::MAX_OFFSET_S {
+        return Err(usage(format!(
+            "trace {}, line {}: at --time-scale {} it would be sent {:.0} days in: shorten --trace-window or lower --time-scale",
+            ts.path.display(),
+            last.line,
+            ts.time_scale,
+            last.offset_s / 86_400.0
         )));
     }
     Ok((cut, notes))
@@ -140,6 +150,9 @@ pub async fn resolve(spec: &LoadSpec, ts: &TraceSpec) -> Result<LoadPlan, PlanEr
     let stage = stage(spec, &trace);
     let mut opts = body_options(spec, &server, &mut notes);
     opts.ignore_eos = server.vllm;
+    if !server.vllm {
+        notes.push("the server does not look like vLLM: sending each request's output length as max_tokens without ignore_eos, so answers may end early".into());
+    }
     let bodies = trace
         .requests
         .iter()
@@ -156,7 +169,7 @@ pub async fn resolve(spec: &LoadSpec, ts: &TraceSpec) -> Result<LoadPlan, PlanEr
                 )
             };
             opts.max_tokens = Some(r.output_tokens.max(1));
-            prompts::build_bodies(std::slice::from_ref(&prompt), &opts).remove(0)
+            prompts::build_body(&prompt, &opts)
         })
         .collect::<Vec<_>>();
     let offsets: Arc<[Duration]> = trace.offsets().into();
