@@ -60,6 +60,55 @@ pub struct Latencies {
     pub e2e_from_schedule: Option<Summary>,
 }
 
+/// Prompt reuse as the client saw it (issue 27): what the load repeats on purpose (a shared
+/// system prompt, the conversation so far in multi-turn sessions) and, where the server counted
+/// cached prompt tokens per request (`usage.prompt_tokens_details.cached_tokens`; vLLM with
+/// `--enable-prompt-tokens-details`, the simulator always), TTFT of the requests that hit the
+/// prefix cache next to those that missed. Absent fields are unknown, never 0.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PrefixReuse {
+    /// `--shared-prefix`: tokens of the shared system prompt, and `--prefix-groups`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_prefix_tokens: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix_groups: Option<u32>,
+    /// `--turns`: turns per session (each carries the conversation so far).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turns: Option<u32>,
+    /// Prompt tokens of completed measured requests, summed (the server's count).
+    pub prompt_tokens: u64,
+    /// Of those, tokens the load repeats from an earlier request: what a prefix cache large
+    /// enough would hit (the shared prefix after each group's first request; a turn's whole
+    /// previous prompt and answer). `None` when the load does not know (a plain load).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeated_tokens: Option<u64>,
+    /// Requests whose usage said how many prompt tokens were cached, and those tokens summed.
+    pub reported: u64,
+    pub cached_tokens: u64,
+    /// TTFT of requests with cached prompt tokens (hits) and without (misses), per the server.
+    pub ttft_hit: Summary,
+    pub ttft_miss: Summary,
+    /// Sessions: TTFT of first turns and of later turns (a miss and a hit, if the cache holds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_first_turn: Option<Summary>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_later_turns: Option<Summary>,
+}
+
+impl PrefixReuse {
+    /// Share of prompt tokens the load repeats: a perfect cache's hit rate.
+    pub fn repeated_share(&self) -> Option<f64> {
+        let r = self.repeated_tokens?;
+        (self.prompt_tokens > 0).then(|| r as f64 / self.prompt_tokens as f64)
+    }
+
+    /// Share of reported prompt tokens the server found cached.
+    pub fn cached_share(&self) -> Option<f64> {
+        (self.reported > 0 && self.prompt_tokens > 0)
+            .then(|| self.cached_tokens as f64 / self.prompt_tokens as f64)
+    }
+}
+
 /// Rates over the measured window (end of warmup to the last response).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Throughput {
@@ -214,6 +263,9 @@ pub struct ClientSummary {
     pub tokens: Tokens,
     pub load: LoadInfo,
     pub client: ClientReport,
+    /// Prompt reuse (shared prefixes, sessions, cached prompt tokens), when there was any to see.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<PrefixReuse>,
 }
 
 /// The error kind of requests the client itself cancelled when the run ended.

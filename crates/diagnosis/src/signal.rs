@@ -106,6 +106,9 @@ pub struct LoadFacts {
     pub contention: Option<String>,
     /// What happened to the requests: sent, ok, failed, per error kind with the server's words.
     pub requests: Option<llmscope_core::outcome::RequestOutcome>,
+    /// Prompt reuse the client saw: the shared prefix or sessions it sent, the cached prompt
+    /// tokens the server reported per request, TTFT of hits and misses.
+    pub prefix: Option<llmscope_core::outcome::PrefixReuse>,
 }
 
 /// Everything one diagnosis reads.

@@ -13,7 +13,8 @@ use std::collections::BTreeMap;
 /// The plain figures of a report live in `llmscope-core` (the typed client summary a run stores
 /// is made of them), so the store and the renderers read them without this crate.
 pub use llmscope_core::outcome::{
-    ClientReport, ClientSummary, Latencies, LoadInfo, RequestCounts, Summary, Throughput, Tokens,
+    ClientReport, ClientSummary, Latencies, LoadInfo, PrefixReuse, RequestCounts, Summary,
+    Throughput, Tokens,
 };
 
 /// Requests that met `--slo`.
@@ -53,6 +54,10 @@ pub struct StageReport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timing: Option<TimingCheck>,
     pub client: ClientReport,
+    /// Prompt reuse: the shared prefix or sessions sent, and the cached prompt tokens the server
+    /// reported per request, with TTFT of hits and misses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<PrefixReuse>,
 }
 
 /// The whole run.
@@ -98,6 +103,7 @@ impl LoadReport {
             tokens: t.tokens,
             load: t.load.clone(),
             client: t.client.clone(),
+            prefix: t.prefix.clone(),
         }
     }
 }

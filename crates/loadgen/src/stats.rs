@@ -358,6 +358,7 @@ impl StageStats {
                 first_tokens_read_behind: self.behind,
                 ..Default::default()
             },
+            prefix: None,
         }
     }
 

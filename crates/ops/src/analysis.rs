@@ -142,6 +142,7 @@ fn load_facts(facts: &RunFacts) -> LoadFacts {
         achieved_concurrency: report.and_then(ClientSummary::achieved_concurrency),
         contention: report.and_then(|r| r.client.contention.clone()),
         requests: report.map(ClientSummary::request_outcome),
+        prefix: report.and_then(|r| r.prefix.clone()),
     }
 }
 
