@@ -163,6 +163,40 @@ pub const METRICS: &[MetricDef] = &[
         Sum,
         "~2025..current",
     ),
+    // Prefix-cache lookups and hits, in prompt tokens (issue 27): V1 from 0.9.2, and the `gpu_`
+    // names before 0.11 (which counted blocks until about 0.9.0: the ratio still holds).
+    def(
+        C::PrefixCacheQueries,
+        "vllm",
+        "vllm:prefix_cache_queries_total",
+        Count,
+        Sum,
+        "0.9.2..current",
+    ),
+    def(
+        C::PrefixCacheQueries,
+        "vllm",
+        "vllm:gpu_prefix_cache_queries_total",
+        Count,
+        Sum,
+        "0.7.3..0.11 (hidden 0.11, removed 0.12.0)",
+    ),
+    def(
+        C::PrefixCacheHits,
+        "vllm",
+        "vllm:prefix_cache_hits_total",
+        Count,
+        Sum,
+        "0.9.2..current",
+    ),
+    def(
+        C::PrefixCacheHits,
+        "vllm",
+        "vllm:gpu_prefix_cache_hits_total",
+        Count,
+        Sum,
+        "0.7.3..0.11 (hidden 0.11, removed 0.12.0)",
+    ),
     def(
         C::GeneratedTokens,
         "vllm",

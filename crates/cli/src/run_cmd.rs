@@ -10,7 +10,7 @@ use crate::prom_flags::PromFlags;
 use anyhow::{Context, Result};
 use llmscope_collect::HttpClient;
 use llmscope_loadgen::TokenSpec;
-use llmscope_ops::run::{self, RunRequest};
+use llmscope_ops::run::{self, RunRequest, Workload};
 use llmscope_sim::options::EngineOptions;
 use std::path::Path;
 use std::process::ExitCode;
@@ -114,6 +114,36 @@ pub struct ShapeArgs {
         help_heading = "Load"
     )]
     pub api_key: Option<String>,
+    /// A shared system prompt of N tokens before every prompt (what a prefix cache reuses).
+    #[arg(long, value_name = "N", help_heading = "Workload")]
+    pub shared_prefix: Option<u32>,
+    /// How many different shared prefixes (requests, or sessions, take them in turn).
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 1,
+        requires = "shared_prefix",
+        help_heading = "Workload"
+    )]
+    pub prefix_groups: u32,
+    /// Multi-turn sessions of K turns, each sending the conversation so far; sessions in flight
+    /// = --concurrency.
+    #[arg(long, value_name = "K", help_heading = "Workload")]
+    pub turns: Option<u32>,
+    /// Pause between a session's answer and its next turn.
+    #[arg(long, default_value = "0s", value_parser = crate::args::duration, requires = "turns", help_heading = "Workload")]
+    pub think_time: Duration,
+}
+
+impl ShapeArgs {
+    fn workload(&self) -> Workload {
+        Workload {
+            shared_prefix: self.shared_prefix,
+            prefix_groups: self.prefix_groups,
+            turns: self.turns,
+            think_time: self.think_time,
+        }
+    }
 }
 
 /// The load of one run as `run` and each capacity stage hold it.
@@ -159,6 +189,7 @@ impl StackArgs {
             dcgm_interval: self.dcgm_interval,
             drain_timeout: self.drain_timeout,
             db: db.to_path_buf(),
+            workload: shape.workload(),
         })
     }
 }

@@ -85,7 +85,9 @@ pub struct PrefixReuse {
     /// Requests whose usage said how many prompt tokens were cached, and those tokens summed.
     pub reported: u64,
     pub cached_tokens: u64,
-    /// TTFT of requests with cached prompt tokens (hits) and without (misses), per the server.
+    /// TTFT of requests that found at least a quarter of their prompt cached (hits: a shared
+    /// prefix, the conversation so far — not just a chat template's first block) and of the rest
+    /// (misses), per the server's count.
     pub ttft_hit: Summary,
     pub ttft_miss: Summary,
     /// Sessions: TTFT of first turns and of later turns (a miss and a hit, if the cache holds).

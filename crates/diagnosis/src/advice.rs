@@ -1,9 +1,10 @@
 //! What to change: the recommendations for a verdict, with numbers derived from its evidence
 //! (e.g. KV used per running request → how far `--max-num-seqs` can go under 0.85) and the
 //! caveats a senior engineer would add. For failing requests, the advice is read from the
-//! server's own messages.
+//! server's own messages. After the verdict's own advice comes what the prefix cache calls for
+//! ([`crate::detect::PrefixCacheReading`]), whatever the verdict.
 
-use crate::detect::{Bottleneck, Context, Finding, KV_HIGH};
+use crate::detect::{Bottleneck, Context, Finding, KV_HIGH, KvSplit, PrefixCacheReading};
 use crate::signal::Concept;
 use crate::verdict::Verdict;
 use llmscope_core::number::thousands;
@@ -53,6 +54,7 @@ pub fn recommend(cx: &Context, verdict: &Verdict, findings: &[Finding]) -> Vec<R
         Bottleneck::FrontEnd => front_end(cx),
         Bottleneck::Host | Bottleneck::None => Vec::new(),
     };
+    out.extend(prefix_cache(cx, findings));
     if findings.iter().any(|f| f.rule == "host") {
         out.push(rec(
             "Find the host-side cost per step: vCPUs for the API server and engine, --enforce-eager (no CUDA graphs), a V0 engine, structured output; try --async-scheduling",
@@ -66,6 +68,112 @@ pub fn recommend(cx: &Context, verdict: &Verdict, findings: &[Finding]) -> Vec<R
         ));
     }
     out
+}
+
+/// What the `prefix_cache` finding calls for, with its numbers: caching turned on, room for the
+/// blocks it evicts, routing by prefix across replicas, a shared prefix that can hit.
+fn prefix_cache(cx: &Context, findings: &[Finding]) -> Vec<Recommendation> {
+    if !findings.iter().any(|f| f.rule == "prefix_cache") {
+        return Vec::new();
+    }
+    let Some(r) = PrefixCacheReading::read(cx) else {
+        return Vec::new();
+    };
+    [
+        enable_prefix_caching(&r),
+        keep_prefixes_cached(cx, &r),
+        route_by_prefix(cx, &r),
+        shorten_prefix(&r),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.0}%", x * 100.0)
+}
+
+fn enable_prefix_caching(r: &PrefixCacheReading) -> Option<Recommendation> {
+    let repeated = r.off_with_repeats()?;
+    let p = r.prefix?;
+    Some(rec(
+        "Enable prefix caching (--enable-prefix-caching; vLLM V1 turns it on by default, so look for --no-enable-prefix-caching)",
+        format!(
+            "the load repeats {} of its prompt tokens ({} of {}) and prefix caching is off: every repeated prefix is prefilled again",
+            pct(repeated),
+            thousands(p.repeated_tokens.unwrap_or(0) as f64),
+            thousands(p.prompt_tokens as f64)
+        ),
+    ))
+}
+
+/// Thrashing: the cache evicts prefix blocks under KV pressure before they are reused.
+fn keep_prefixes_cached(cx: &Context, r: &PrefixCacheReading) -> Option<Recommendation> {
+    if !r.thrashing {
+        return None;
+    }
+    let why = match r.split.filter(KvSplit::falls) {
+        Some(s) => format!(
+            "the prefix cache hit {} of prompt tokens under KV pressure (KV ≥ {}) against {} below it",
+            pct(s.high.rate()),
+            pct(KV_HIGH),
+            pct(s.low.rate())
+        ),
+        None => {
+            let (rate, repeated) = r.falls_short()?;
+            format!(
+                "the prefix cache hit {} of prompt tokens while the load repeats {} and {}",
+                pct(rate),
+                pct(repeated),
+                r.pressure_words()
+            )
+        }
+    };
+    let pool = cx
+        .input
+        .engine
+        .kv_cache
+        .as_ref()
+        .and_then(|k| k.size_tokens)
+        .map_or(String::new(), |t| {
+            format!("; the pool holds {} tokens", thousands(t as f64))
+        });
+    Some(rec(
+        "Give the KV cache more room (--gpu-memory-utilization / --kv-cache-memory-bytes) or lower --max-num-seqs, so shared prefix blocks stay cached",
+        format!("{why}: blocks it would have reused were evicted{pool}"),
+    ))
+}
+
+/// Replicas each caching their own prefixes, reached by a router that ignores them.
+fn route_by_prefix(cx: &Context, r: &PrefixCacheReading) -> Option<Recommendation> {
+    if cx.input.engines <= 1 || r.off {
+        return None;
+    }
+    let (rate, repeated) = r.falls_short()?;
+    Some(rec(
+        "Route requests by prefix (session affinity or a prefix-aware router such as llm-d's or vLLM production-stack's), so each prefix lands on the replica that caches it",
+        format!(
+            "across {} replicas the prefix cache hit {} of prompt tokens while the load repeats {}: a prefix cached on one replica misses on the others",
+            cx.input.engines,
+            pct(rate),
+            pct(repeated)
+        ),
+    ))
+}
+
+fn shorten_prefix(r: &PrefixCacheReading) -> Option<Recommendation> {
+    let (shared, mean, rate) = r.long_prefix_missed()?;
+    Some(rec(
+        "Shorten the shared prefix, or keep it byte-identical at the very start of every prompt",
+        format!(
+            "the shared prefix is {} tokens, {} of the mean {}-token prompt, yet the cache hit {} of prompt tokens: a prefix that differs anywhere (a date, a request id, a reordered tool list) misses from that token on",
+            thousands(f64::from(shared)),
+            pct(f64::from(shared) / mean),
+            thousands(mean),
+            pct(rate)
+        ),
+    ))
 }
 
 fn batch_limit(cx: &Context) -> Vec<Recommendation> {

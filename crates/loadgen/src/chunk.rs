@@ -25,6 +25,23 @@ pub struct Chunk {
 pub struct Usage {
     pub prompt_tokens: Option<u32>,
     pub completion_tokens: Option<u32>,
+    /// `prompt_tokens_details.cached_tokens`: prompt tokens the server found in its prefix cache
+    /// (vLLM with `--enable-prompt-tokens-details`; `null` or absent otherwise).
+    #[serde(default)]
+    pub prompt_tokens_details: Option<PromptDetails>,
+}
+
+impl Usage {
+    /// Prompt tokens the server said it found cached, when it said.
+    pub fn cached_tokens(&self) -> Option<u32> {
+        self.prompt_tokens_details.and_then(|d| d.cached_tokens)
+    }
+}
+
+/// `usage.prompt_tokens_details`.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+pub struct PromptDetails {
+    pub cached_tokens: Option<u32>,
 }
 
 /// The choices of a chunk, folded into totals.
@@ -122,6 +139,49 @@ impl<'de> Deserialize<'de> for Choices {
     }
 }
 
+/// The most answer text kept for one request ([`append_answer`]).
+pub const MAX_ANSWER_BYTES: usize = 1 << 20;
+
+/// Appends the answer text of one chunk or whole response (`delta.content`, `message.content`
+/// or `text` of the first choice) to `into`, up to [`MAX_ANSWER_BYTES`]: what a multi-turn
+/// session sends back as the assistant's turn. Reasoning is not part of the conversation.
+pub fn append_answer(json: &[u8], into: &mut String) {
+    #[derive(Deserialize)]
+    struct Answer {
+        #[serde(default)]
+        choices: Vec<AnswerChoice>,
+    }
+    #[derive(Deserialize)]
+    struct AnswerChoice {
+        delta: Option<AnswerText>,
+        message: Option<AnswerText>,
+        text: Option<String>,
+    }
+    #[derive(Deserialize)]
+    struct AnswerText {
+        content: Option<String>,
+    }
+    let Ok(a) = serde_json::from_slice::<Answer>(json) else {
+        return;
+    };
+    let Some(c) = a.choices.into_iter().next() else {
+        return;
+    };
+    let text = [c.delta, c.message]
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m.content)
+        .chain(c.text);
+    for t in text {
+        let room = MAX_ANSWER_BYTES.saturating_sub(into.len());
+        let mut cut = t.len().min(room);
+        while !t.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        into.push_str(&t[..cut]);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,6 +213,11 @@ mod tests {
             ),
             (Some(12), Some(10), Some(5))
         );
+        assert_eq!(u.cached_tokens(), None);
+        let c = Chunk::parse(br#"{"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":1,"prompt_tokens_details":{"cached_tokens":8}}}"#).unwrap();
+        assert_eq!(c.usage.unwrap().cached_tokens(), Some(8));
+        let c = Chunk::parse(br#"{"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":1,"prompt_tokens_details":null}}"#).unwrap();
+        assert_eq!(c.usage.unwrap().cached_tokens(), None);
         let c = Chunk::parse(
             br#"{"error":{"message":"boom","type":"InternalServerError","param":null,"code":500}}"#,
         )
@@ -164,6 +229,32 @@ mod tests {
     fn reads_a_whole_chat_response() {
         let c = Chunk::parse(br#"{"choices":[{"index":0,"message":{"role":"assistant","content":"Hello!","reasoning":null},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":2}}"#).unwrap();
         assert_eq!((c.choices.content, c.choices.finished), (6, true));
+    }
+
+    #[test]
+    fn answer_text_is_kept_from_deltas_messages_and_texts() {
+        let mut s = String::new();
+        append_answer(
+            br#"{"choices":[{"delta":{"role":"assistant","content":""}}]}"#,
+            &mut s,
+        );
+        append_answer(
+            br#"{"choices":[{"delta":{"content":"Hi \u00e9"}}]}"#,
+            &mut s,
+        );
+        append_answer(br#"{"choices":[{"delta":{"reasoning":"hm"}}]}"#, &mut s);
+        append_answer(br#"{"choices":[],"usage":{"prompt_tokens":1}}"#, &mut s);
+        append_answer(br#"{"choices":[{"text":"!"}]}"#, &mut s);
+        assert_eq!(s, "Hi é!");
+        let mut w = String::new();
+        append_answer(br#"{"choices":[{"message":{"content":"whole"}}]}"#, &mut w);
+        assert_eq!(w, "whole");
+        let mut full = "x".repeat(MAX_ANSWER_BYTES - 1);
+        append_answer(
+            br#"{"choices":[{"delta":{"content":"\u00e9\u00e9"}}]}"#,
+            &mut full,
+        );
+        assert_eq!(full.len(), MAX_ANSWER_BYTES - 1, "a character never split");
     }
 
     #[test]

@@ -22,10 +22,11 @@
 use crate::clock::anchor;
 use crate::http::{Client, ReadLimits};
 use crate::monitor::{AssessInput, LoadReach, Monitor, assess};
-use crate::plan::{LoadPlan, StagePlan};
+use crate::plan::{LoadPlan, SessionPlan, StagePlan};
 use crate::record::{ErrorKind, RequestRecord};
 use crate::report::{ClientReport, LoadReport, StageReport};
 use crate::response::Outcome;
+use crate::reuse::ReuseShape;
 use crate::schedule::{Mode, OpenArrivals, closed_ramp_offsets};
 use crate::stats::{StageMeta, StageStats};
 use bytes::Bytes;
@@ -33,7 +34,7 @@ use hyper::Uri;
 use std::collections::VecDeque;
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 use tokio::task::JoinHandle;
@@ -167,6 +168,12 @@ struct StageCtx {
     backoff: bool,
     /// Failure streaks of the worker slots not in use (one per free slot, at most).
     streaks: Arc<std::sync::Mutex<Vec<u32>>>,
+    /// `--shared-prefix`: tokens and groups, to tag each request with its group.
+    reuse: ReuseShape,
+    /// `--turns`: each dispatch starts a session of several requests.
+    sessions: Option<Arc<SessionPlan>>,
+    /// Set when sending stops: sessions send no further turn.
+    sending_over: AtomicBool,
 }
 
 /// The longest a closed-loop stage waits for its connections to open before it starts sending.
@@ -288,6 +295,7 @@ fn total_report(
     let mut stats = StageStats::default();
     let mut meta = StageMeta {
         label: format!("all {} stages", done.len()),
+        reuse: plan.reuse,
         ..Default::default()
     };
     let mut busy = 0.0;
@@ -398,6 +406,9 @@ async fn run_stage(
         next_id,
         backoff: matches!(sp.mode, Mode::Closed { .. }),
         streaks: Arc::default(),
+        reuse: plan.reuse,
+        sessions: plan.sessions.clone(),
+        sending_over: AtomicBool::new(false),
     });
     let seed = plan.seed.wrapping_add(u64::from(index));
     let dispatcher = tokio::spawn(dispatch(ctx, sp.clone(), seed, control.subscribe()));
@@ -597,6 +608,7 @@ impl Aggregator<'_> {
             sending_concurrency: (!send_window.is_zero())
                 .then(|| self.in_flight.busy_ns as f64 / send_window.as_nanos() as f64),
             duration_s: ended.duration_since(self.started).as_secs_f64(),
+            reuse: self.plan.reuse,
         };
         StageOutcome {
             stats: self.stats,
@@ -786,15 +798,30 @@ async fn dispatch(
             .and_then(|mut s| s.pop())
             .unwrap_or(0);
         let worker = Worker { slot, streak };
-        // A trace's k-th arrival sends the k-th request's body (its lengths and blocks).
-        let body = ctx.trace.is_some().then_some(sent as usize);
-        tokio::spawn(request(ctx.clone(), intended, worker, warmup, body));
+        if let Some(sessions) = &ctx.sessions {
+            // `--requests` counts requests: a session sends all its turns.
+            tokio::spawn(session::run(
+                ctx.clone(),
+                sessions.clone(),
+                intended,
+                worker,
+                sent,
+            ));
+            measured += u64::from(!warmup) * u64::from(sessions.turns);
+        } else {
+            // A trace's k-th arrival sends the k-th request's body (its lengths and blocks).
+            let body = ctx.trace.is_some().then_some(sent as usize);
+            tokio::spawn(request(ctx.clone(), intended, worker, warmup, body));
+            measured += u64::from(!warmup);
+        }
         sent += 1;
-        measured += u64::from(!warmup);
         if sp.requests.is_some_and(|n| measured >= n) {
-            break;
+            // Every request is sent or belongs to a session under way: sessions finish.
+            return Instant::now();
         }
     }
+    // Stopped by the deadline or by the caller: sessions start no further turn.
+    ctx.sending_over.store(true, Ordering::Release);
     Instant::now()
 }
 
@@ -851,7 +878,7 @@ impl Worker {
     }
 }
 
-/// One request, start to record.
+/// One request, start to record, then its worker slot freed.
 async fn request(
     ctx: Arc<StageCtx>,
     intended: Option<Instant>,
@@ -860,6 +887,47 @@ async fn request(
     body: Option<usize>,
 ) {
     let id = ctx.next_id.fetch_add(1, Ordering::Relaxed);
+    let body = ctx.bodies[body.unwrap_or(id as usize) % ctx.bodies.len()].clone();
+    let mut tags = Tags::default();
+    if let (Some(groups), Some(tokens)) = (ctx.reuse.prefix_groups, ctx.reuse.shared_prefix_tokens)
+    {
+        // Bodies take the groups in turn; each group's first request has nothing to reuse.
+        let index = id as usize % ctx.bodies.len();
+        tags.prefix_group = Some(index as u32 % groups.max(1));
+        tags.repeated_tokens = Some(if id < u64::from(groups) { 0 } else { tokens });
+    }
+    let sent = send(&ctx, id, intended, warmup, body, tags, Outcome::default()).await;
+    worker.release(ctx, sent.error).await;
+}
+
+/// What a request is, for its record: its session and turn, its prefix group, what it repeats.
+#[derive(Debug, Clone, Copy, Default)]
+struct Tags {
+    session: Option<u64>,
+    turn: Option<u32>,
+    prefix_group: Option<u32>,
+    repeated_tokens: Option<u32>,
+}
+
+/// How one request ended: its error, its token counts, its answer when kept.
+struct Sent {
+    error: Option<ErrorKind>,
+    prompt_tokens: Option<u32>,
+    output_tokens: u32,
+    text: Option<String>,
+}
+
+/// Sends one request and its record (exactly once). `out` asks for the answer text to be kept
+/// when its `text` is `Some`.
+async fn send(
+    ctx: &Arc<StageCtx>,
+    id: u64,
+    intended: Option<Instant>,
+    warmup: bool,
+    body: Bytes,
+    tags: Tags,
+    mut out: Outcome,
+) -> Sent {
     let n = ctx.gauge.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
     ctx.gauge.peak.fetch_max(n, Ordering::Relaxed);
     let sent = Instant::now();
@@ -871,11 +939,13 @@ async fn request(
             warmup,
             scheduled_unix_ns: intended.map(|t| ctx.clock.ns(t)),
             sent_unix_ns: ctx.clock.ns(sent),
+            session: tags.session,
+            turn: tags.turn,
+            prefix_group: tags.prefix_group,
+            repeated_tokens: tags.repeated_tokens,
             ..Default::default()
         }),
     };
-    let body = ctx.bodies[body.unwrap_or(id as usize) % ctx.bodies.len()].clone();
-    let mut out = Outcome::default();
     let mut abort = ctx.abort.clone();
     let result = tokio::select! {
         biased;
@@ -886,13 +956,21 @@ async fn request(
     };
     let end = Instant::now();
     let error = result.err();
+    let text = out.text.take();
+    let mut done = Sent {
+        error,
+        prompt_tokens: out.usage.prompt_tokens,
+        output_tokens: 0,
+        text,
+    };
     if let Some(mut r) = pending.record.take() {
         fill(&mut r, &ctx.clock, out, error, end);
+        done.output_tokens = r.tokens_out();
         ctx.gauge.in_flight.fetch_sub(1, Ordering::Relaxed);
         let _ = ctx.tx.send(r);
     }
     drop(pending);
-    worker.release(ctx, error).await;
+    done
 }
 
 fn fill(
@@ -909,6 +987,7 @@ fn fill(
     r.first_output_unix_ns = out.first_output.map(|t| clock.ns(t));
     r.prompt_tokens = out.usage.prompt_tokens;
     r.output_tokens = out.usage.completion_tokens;
+    r.cached_tokens = out.usage.cached_tokens();
     r.chunk_tokens = out.chunk_tokens;
     r.server_first_token_unix_ns = out.server_first_token_ns;
     r.first_token_behind = out.first_token_behind;
@@ -918,6 +997,8 @@ fn fill(
     r.gaps_us = out.gaps_us;
     r.error_body = out.error_body.filter(|_| error.is_some());
 }
+
+mod session;
 
 #[cfg(test)]
 mod tests {

@@ -107,6 +107,13 @@ pub struct LoadFlags {
         )
     )]
     pub prefix_groups: u32,
+    /// Multi-turn sessions of K turns: each turn sends the conversation so far (earlier prompts
+    /// and the server's answers) plus the next prompt; sessions in flight = --concurrency.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "K"))]
+    pub turns: Option<u32>,
+    /// Pause between a session's answer and its next turn (a user reading and typing).
+    #[cfg_attr(feature = "clap", arg(long, value_parser = llmscope_core::duration::parse_duration, default_value = "0", requires = "turns"))]
+    pub think_time: Duration,
     /// Replay a request trace: each request at its time, with its input and output lengths.
     #[cfg_attr(
         feature = "clap",
@@ -182,6 +189,8 @@ impl LoadFlags {
             trace: self.trace_spec(),
             shared_prefix: self.shared_prefix,
             prefix_groups: self.prefix_groups,
+            turns: self.turns,
+            think_time: self.think_time,
         }
     }
 

@@ -566,7 +566,7 @@ async fn read_stream(
     out: &mut Outcome,
     streamed: &AtomicU64,
 ) -> Result<(), ErrorKind> {
-    let mut reader = StreamReader::default();
+    let mut reader = StreamReader::new(out.text.is_some());
     let mut counted = 0;
     let mut lag = None;
     let mut behind = false;

@@ -43,6 +43,7 @@ pub mod record;
 pub mod records_file;
 pub mod report;
 pub mod response;
+pub mod reuse;
 pub mod rng;
 pub mod schedule;
 pub mod slo;

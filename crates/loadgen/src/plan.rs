@@ -7,6 +7,7 @@
 use crate::calibrate::{self, Calibrated, Meter, Method};
 use crate::http::{Client, FetchError, Secret, Target, TargetError};
 use crate::prompts::{self, BodyOptions, Endpoint, Prompt, PromptError, TokenFit, TokenSpec};
+use crate::reuse::ReuseShape;
 use crate::schedule::{Arrival, Mode};
 use crate::slo::Slo;
 use bytes::Bytes;
@@ -68,6 +69,10 @@ pub struct LoadSpec {
     pub shared_prefix: Option<u32>,
     /// How many different shared prefixes, given to requests in turn (`--prefix-groups`).
     pub prefix_groups: u32,
+    /// Multi-turn sessions of this many turns (`--turns`).
+    pub turns: Option<u32>,
+    /// Pause between a session's answer and its next turn (`--think-time`).
+    pub think_time: Duration,
 }
 
 impl Default for LoadSpec {
@@ -102,6 +107,8 @@ impl Default for LoadSpec {
             trace: None,
             shared_prefix: None,
             prefix_groups: 1,
+            turns: None,
+            think_time: Duration::ZERO,
         }
     }
 }
@@ -164,7 +171,27 @@ pub struct LoadPlan {
     pub seed: u64,
     /// Things the user should know about how the plan was resolved.
     pub notes: Vec<String>,
+    /// How the load reuses prompts (`--shared-prefix`, `--turns`): request `i` (or session `i`)
+    /// carries prefix group `i % prefix_groups`.
+    pub reuse: ReuseShape,
+    /// Multi-turn sessions, when `--turns` is given: each dispatch starts one.
+    pub sessions: Option<Arc<SessionPlan>>,
     pub(crate) client: Arc<Client>,
+}
+
+/// Sessions of several turns (`--turns`): turn `t` of session `k` sends the conversation so far
+/// (the shared prefix as a system message, every earlier prompt and the server's answer to it)
+/// and then prompt `(k × turns + t) mod n` as the user's next message.
+#[derive(Debug, Clone)]
+pub struct SessionPlan {
+    pub turns: u32,
+    pub think: Duration,
+    /// The user turns, in the order sessions take them.
+    pub prompts: Vec<Prompt>,
+    /// The shared prefixes, one per group (none without `--shared-prefix`), and their length.
+    pub prefixes: Vec<String>,
+    pub prefix_tokens: Option<u32>,
+    pub options: BodyOptions,
 }
 
 /// Why a plan could not be made.
@@ -439,6 +466,7 @@ pub async fn resolve(spec: &LoadSpec) -> Result<LoadPlan, PlanError> {
         return replay::resolve(spec, ts).await;
     }
     let stages = stages(spec)?;
+    check_sessions(spec)?;
     if spec.shared_prefix == Some(0) || spec.prefix_groups == 0 {
         return Err(usage(
             "--shared-prefix and --prefix-groups must be at least 1",
@@ -454,15 +482,50 @@ pub async fn resolve(spec: &LoadSpec) -> Result<LoadPlan, PlanError> {
     let server = Server::find(spec, target, &headers).await?;
     let meter = Meter::detect(&server.client, &server.target, &server.model, spec.endpoint).await;
     let mut fitted = fit_prompts(spec, &meter, given).await;
-    if let Some(tokens) = spec.shared_prefix {
-        shared_prefixes(&mut fitted, tokens, spec.prefix_groups);
+    let prefixes = spec
+        .shared_prefix
+        .map(|tokens| prefix_texts(&fitted, tokens, spec.prefix_groups))
+        .unwrap_or_default();
+    if spec.turns.is_none() {
+        shared_prefixes(&mut fitted, &prefixes, spec.shared_prefix.unwrap_or(0));
     }
     check_length(
-        fitted.longest,
+        conversation_tokens(spec, fitted.longest),
         spec.output_tokens.or(spec.max_tokens),
         fitted.max_model_len.or(server.card_len),
     )?;
-    Ok(plan(spec, stages, server, fitted))
+    Ok(plan(spec, stages, server, fitted, prefixes))
+}
+
+/// `--turns` and `--think-time` as given: at least 2 turns, on the chat API (pure).
+fn check_sessions(spec: &LoadSpec) -> Result<(), PlanError> {
+    match spec.turns {
+        None => Ok(()),
+        Some(0 | 1) => Err(usage(
+            "--turns must be at least 2 (one turn is a plain request: leave --turns out)",
+        )),
+        Some(_) if spec.endpoint != Endpoint::Chat => Err(usage(
+            "--turns needs --endpoint chat: a conversation is a list of messages",
+        )),
+        Some(_) => Ok(()),
+    }
+}
+
+/// The longest prompt a request sends: a session's last turn carries every earlier prompt and
+/// answer, and the shared prefix.
+fn conversation_tokens(spec: &LoadSpec, longest: Option<u32>) -> Option<u32> {
+    let prompt = longest?;
+    let Some(turns) = spec.turns else {
+        return Some(prompt);
+    };
+    let answer = spec.output_tokens.or(spec.max_tokens).unwrap_or(0);
+    let prefix = spec.shared_prefix.unwrap_or(0);
+    Some(
+        prompt
+            .saturating_mul(turns)
+            .saturating_add(answer.saturating_mul(turns - 1))
+            .saturating_add(prefix),
+    )
 }
 
 /// The target, and the extra headers (checked along with the API key, which goes in a header).
@@ -523,13 +586,36 @@ impl Server {
     }
 }
 
-/// The plan: the spec's settings, and a body for every prompt.
-fn plan(spec: &LoadSpec, stages: Vec<StagePlan>, server: Server, fitted: Fitted) -> LoadPlan {
+/// The plan: the spec's settings, and a body for every prompt (sessions build theirs turn by
+/// turn, from the prompts and prefixes).
+fn plan(
+    spec: &LoadSpec,
+    stages: Vec<StagePlan>,
+    server: Server,
+    fitted: Fitted,
+    prefixes: Vec<String>,
+) -> LoadPlan {
     let mut notes = Vec::new();
     notes.extend(fitted.note);
     let opts = body_options(spec, &server, &mut notes);
     let bodies = prompts::build_bodies(&fitted.prompts, &opts).into();
-    plan_with(spec, stages, server, bodies, notes)
+    let mut plan = plan_with(spec, stages, server, bodies, notes);
+    plan.reuse = ReuseShape {
+        shared_prefix_tokens: spec.shared_prefix,
+        prefix_groups: spec.shared_prefix.map(|_| spec.prefix_groups),
+        turns: spec.turns,
+    };
+    plan.sessions = spec.turns.map(|turns| {
+        Arc::new(SessionPlan {
+            turns,
+            think: spec.think_time,
+            prompts: fitted.prompts,
+            prefixes,
+            prefix_tokens: spec.shared_prefix,
+            options: opts,
+        })
+    });
+    plan
 }
 
 /// The plan of `stages` sending `bodies`.
@@ -555,6 +641,8 @@ fn plan_with(
         grace: spec.grace,
         seed: spec.seed,
         notes,
+        reuse: ReuseShape::default(),
+        sessions: None,
         client: server.client,
     }
 }
@@ -586,23 +674,33 @@ struct Fitted {
     note: Option<String>,
 }
 
-/// Puts one of `groups` shared prefixes of `tokens` tokens before each prompt, in turn: as a
-/// system message of a chat prompt, at the head of a text one. The prompts' longest grows by it.
-fn shared_prefixes(fitted: &mut Fitted, tokens: u32, groups: u32) {
+/// The `groups` shared prefixes of `tokens` tokens each, fitted on the server's tokenizer.
+fn prefix_texts(fitted: &Fitted, tokens: u32, groups: u32) -> Vec<String> {
     let fit = fitted.fit.unwrap_or(TokenFit::WORDS);
-    let prefixes: Vec<String> = (0..u64::from(groups))
+    (0..u64::from(groups))
         .map(|g| prompts::block_text(g ^ 0x5_EA7ED, f64::from(tokens), fit))
-        .collect();
+        .collect()
+}
+
+/// Puts the shared prefixes (of `tokens` tokens) before the prompts, in turn: as a system
+/// message of a chat prompt, at the head of a text one. The prompts' longest grows by it.
+fn shared_prefixes(fitted: &mut Fitted, prefixes: &[String], tokens: u32) {
+    if prefixes.is_empty() {
+        return;
+    }
     for (i, p) in fitted.prompts.iter_mut().enumerate() {
         let prefix = &prefixes[i % prefixes.len()];
         match p {
             Prompt::Text(t) => *t = format!("{prefix} {t}"),
-            Prompt::Messages(m) => {
-                m.insert(0, serde_json::json!({"role": "system", "content": prefix}))
-            }
+            Prompt::Messages(m) => m.insert(0, system_message(prefix)),
         }
     }
     fitted.longest = fitted.longest.map(|l| l + tokens);
+}
+
+/// A shared prefix as a chat system message.
+pub(crate) fn system_message(prefix: &str) -> serde_json::Value {
+    serde_json::json!({"role": "system", "content": prefix})
 }
 
 /// Synthetic prompts are calibrated on the server's tokenizer; given prompts are measured (the

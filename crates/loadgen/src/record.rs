@@ -142,6 +142,21 @@ pub struct RequestRecord {
     /// segments, may have stamped it with a later segment's time.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub first_token_behind: bool,
+    /// `usage.prompt_tokens_details.cached_tokens`: prompt tokens the server found cached.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_tokens: Option<u32>,
+    /// Prompt tokens this request repeats from an earlier one on purpose (its group's shared
+    /// prefix after the group's first request; a later turn's conversation so far).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeated_tokens: Option<u32>,
+    /// `--shared-prefix`: which of the `--prefix-groups` shared prefixes it carried (0-based).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix_group: Option<u32>,
+    /// `--turns`: the session it belongs to (dispatch order) and its turn in it (1-based).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<u32>,
     /// A failed request: the server's message (error body or in-band error), sanitised, ≤ 300 bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_body: Option<String>,

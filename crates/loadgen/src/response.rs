@@ -33,6 +33,9 @@ pub struct Outcome {
     /// What the server said when it failed the request (error body or in-band error event),
     /// sanitised and capped ([`crate::failure::message`]).
     pub error_body: Option<String>,
+    /// The answer text, kept only when asked for (`Some` before the request: a session's turns
+    /// carry the conversation so far), capped at [`crate::chunk::MAX_ANSWER_BYTES`].
+    pub text: Option<String>,
 }
 
 /// Streaming state of one response.
@@ -61,6 +64,13 @@ impl Default for StreamReader {
 }
 
 impl StreamReader {
+    /// A reader that also keeps the answer text ([`Outcome::text`]) when `keep_text`.
+    pub fn new(keep_text: bool) -> Self {
+        let mut r = StreamReader::default();
+        r.state.outcome.text = keep_text.then(String::new);
+        r
+    }
+
     /// Feeds bytes that arrived at `at`. An error ends the request.
     pub fn feed(&mut self, bytes: &[u8], at: Instant) -> Result<(), ErrorKind> {
         let state = &mut self.state;
@@ -111,7 +121,12 @@ impl State {
                     self.outcome.error_body = crate::failure::message(d);
                     Err(ErrorKind::StreamError)
                 }
-                Ok(c) => self.on_chunk(&c, at),
+                Ok(c) => {
+                    if let Some(text) = &mut self.outcome.text {
+                        crate::chunk::append_answer(d, text);
+                    }
+                    self.on_chunk(&c, at)
+                }
                 Err(_) => Err(ErrorKind::MalformedSse),
             },
         };
@@ -156,6 +171,9 @@ pub fn read_whole(body: &[u8], out: &mut Outcome) -> Result<(), ErrorKind> {
     }
     if let Some(u) = c.usage {
         out.usage = u;
+    }
+    if let Some(text) = &mut out.text {
+        crate::chunk::append_answer(body, text);
     }
     Ok(())
 }

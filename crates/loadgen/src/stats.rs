@@ -10,6 +10,7 @@ use crate::report::{
     ClientReport, Goodput, Latencies, LoadInfo, RequestCounts, StageReport, Summary, Throughput,
     TimingCheck, Tokens,
 };
+use crate::reuse::{ReuseShape, ReuseStats};
 use crate::schedule::Mode;
 use crate::slo::Slo;
 use hdrhistogram::Histogram;
@@ -108,6 +109,8 @@ pub struct StageStats {
     /// Output tokens that arrived while sending, and that window, summed over merged stages.
     sending_tokens: f64,
     sending_window_ns: u64,
+    /// Prompt reuse: repeated and cached prompt tokens, TTFT of hits and misses.
+    reuse: ReuseStats,
 }
 
 /// The arrival buckets of [`StageStats`]: 10 ms.
@@ -126,6 +129,8 @@ pub struct StageMeta {
     /// Mean requests in flight while sending (warmup and drain excluded).
     pub sending_concurrency: Option<f64>,
     pub duration_s: f64,
+    /// How the load reuses prompts (shared prefix, sessions).
+    pub reuse: ReuseShape,
 }
 
 impl StageStats {
@@ -201,6 +206,7 @@ impl StageStats {
         self.add_latencies(r);
         self.add_timing(r);
         self.add_tokens(r);
+        self.reuse.add(r);
         self.good += u64::from(!slo.is_empty() && slo.met(r));
     }
 
@@ -276,6 +282,7 @@ impl StageStats {
         self.busy_ns += o.busy_ns;
         self.sending_tokens += o.sending_tokens;
         self.sending_window_ns += o.sending_window_ns;
+        self.reuse.merge(&o.reuse);
     }
 
     /// Requests sent, completed, failed (by kind, with the server's messages) and warmup.
@@ -358,7 +365,7 @@ impl StageStats {
                 first_tokens_read_behind: self.behind,
                 ..Default::default()
             },
-            prefix: None,
+            prefix: self.reuse.report(&meta.reuse),
         }
     }
 

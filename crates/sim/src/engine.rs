@@ -100,6 +100,8 @@ pub struct Emitted {
     /// Index of this output token (0 = first).
     pub index: u32,
     pub finish: Option<FinishReason>,
+    /// Prompt tokens found in the prefix cache when the request was first scheduled.
+    pub cached: u32,
 }
 
 /// One scheduled step, costed.
@@ -688,10 +690,16 @@ impl Engine {
         r.count_prompt(&mut self.stats);
         let index = r.sample(&mut self.stats, end);
         let finish = r.finish_reason(self.cfg.max_model_len);
+        let cached = r.cached_hit_tokens;
         if let Some(reason) = finish {
             self.finish(id, reason, end);
         }
-        Some(Emitted { id, index, finish })
+        Some(Emitted {
+            id,
+            index,
+            finish,
+            cached,
+        })
     }
 
     /// Records a finished request and frees its blocks (the caller removes it from the queues).

@@ -181,20 +181,13 @@ impl ChunkHead {
     }
 
     /// `data: …` for the final usage chunk (`stream_options.include_usage`).
-    pub fn usage_event(
-        &self,
-        out: &mut String,
-        prompt: u32,
-        completion: u32,
-        emit_ns: Option<u128>,
-    ) {
+    /// The prompt tokens found in the prefix cache are `prompt_tokens_details.cached_tokens`, as
+    /// vLLM reports them with `--enable-prompt-tokens-details` (the simulator always does).
+    pub fn usage_event(&self, out: &mut String, usage: Usage, emit_ns: Option<u128>) {
         out.push_str("data: ");
         out.push_str(&self.prefix);
-        let _ = write!(
-            out,
-            "\"choices\":[],\"usage\":{{\"prompt_tokens\":{prompt},\"total_tokens\":{},\"completion_tokens\":{completion}}}",
-            prompt + completion
-        );
+        out.push_str("\"choices\":[],");
+        push_usage(out, usage);
         close(out, emit_ns);
     }
 
@@ -237,8 +230,27 @@ fn close(out: &mut String, emit_ns: Option<u128>) {
 pub struct Completed<'a> {
     pub text: &'a str,
     pub finish: &'a str,
+    pub usage: Usage,
+}
+
+/// Token counts of one answer: prompt, completion, and the prompt tokens found cached.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Usage {
     pub prompt: u32,
     pub completion: u32,
+    pub cached: u32,
+}
+
+/// `"usage":{…}` with vLLM's fields, `prompt_tokens_details.cached_tokens` included.
+fn push_usage(out: &mut String, u: Usage) {
+    let _ = write!(
+        out,
+        "\"usage\":{{\"prompt_tokens\":{},\"total_tokens\":{},\"completion_tokens\":{},\"prompt_tokens_details\":{{\"cached_tokens\":{}}}}}",
+        u.prompt,
+        u.prompt + u.completion,
+        u.completion,
+        u.cached
+    );
 }
 
 /// The non-streaming response body.
@@ -252,8 +264,7 @@ pub fn full_response(
     let Completed {
         text,
         finish,
-        prompt,
-        completion,
+        usage,
     } = *done;
     let mut out = String::with_capacity(256 + text.len());
     let object = match endpoint {
@@ -264,11 +275,9 @@ pub fn full_response(
     out.push_str(",\"choices\":[{\"index\":0,");
     push_answer(&mut out, endpoint, text);
     push_finish(&mut out, Some(finish));
-    let _ = write!(
-        out,
-        ",\"stop_reason\":null}}],\"usage\":{{\"prompt_tokens\":{prompt},\"total_tokens\":{},\"completion_tokens\":{completion},\"prompt_tokens_details\":null}}}}",
-        prompt + completion
-    );
+    out.push_str(",\"stop_reason\":null}],");
+    push_usage(&mut out, usage);
+    out.push('}');
     out
 }
 
@@ -333,9 +342,15 @@ mod tests {
         assert_eq!(v["choices"][0]["finish_reason"], "stop");
         assert_eq!(v["llmscope_emit_unix_ns"], 42);
         s.clear();
-        head.usage_event(&mut s, 55, 10, None);
+        let usage = Usage {
+            prompt: 55,
+            completion: 10,
+            cached: 32,
+        };
+        head.usage_event(&mut s, usage, None);
         let v = parse(&s);
         assert_eq!(v["usage"]["total_tokens"], 65);
+        assert_eq!(v["usage"]["prompt_tokens_details"]["cached_tokens"], 32);
         assert_eq!(v["choices"].as_array().unwrap().len(), 0);
     }
 
@@ -348,8 +363,11 @@ mod tests {
         let done = Completed {
             text: "hello",
             finish: "length",
-            prompt: 5,
-            completion: 2,
+            usage: Usage {
+                prompt: 5,
+                completion: 2,
+                cached: 0,
+            },
         };
         let body = full_response(Endpoint::Chat, "chatcmpl-2", 1, "m", &done);
         let v: serde_json::Value = serde_json::from_str(&body).unwrap();

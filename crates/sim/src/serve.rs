@@ -188,6 +188,8 @@ fn unix_ns() -> u128 {
 struct Tok {
     index: u32,
     finish: Option<FinishReason>,
+    /// Prompt tokens the prefix cache held.
+    cached: u32,
 }
 
 enum Cmd {
@@ -540,6 +542,7 @@ fn deliver(
             .send(Tok {
                 index: e.index,
                 finish: e.finish,
+                cached: e.cached,
             })
             .is_err()
             && e.finish.is_none()
@@ -956,8 +959,11 @@ async fn full_body(
             let done = openai::Completed {
                 text: &text,
                 finish: f.as_str(),
-                prompt: g.prompt_tokens,
-                completion: n,
+                usage: openai::Usage {
+                    prompt: g.prompt_tokens,
+                    completion: n,
+                    cached: t.cached,
+                },
             };
             return completed(sh, head.endpoint, id, &done);
         }
@@ -998,6 +1004,8 @@ struct SseStream {
     include_usage: bool,
     timestamps: bool,
     prompt: u32,
+    /// Prompt tokens the prefix cache held (from the engine's tokens).
+    cached: u32,
 }
 
 type Chunk = Result<Bytes, std::io::Error>;
@@ -1029,6 +1037,7 @@ impl SseStream {
             include_usage: g.include_usage,
             timestamps,
             prompt: g.prompt_tokens,
+            cached: 0,
         }
     }
 
@@ -1047,8 +1056,13 @@ impl SseStream {
                 }
             }
             Phase::Usage => {
+                let usage = openai::Usage {
+                    prompt: self.prompt,
+                    completion: self.produced,
+                    cached: self.cached,
+                };
                 self.head
-                    .usage_event(&mut out, self.prompt, self.produced, stamp(self.timestamps));
+                    .usage_event(&mut out, usage, stamp(self.timestamps));
                 self.phase = Phase::Done;
             }
             Phase::Done => {
@@ -1066,6 +1080,7 @@ impl SseStream {
             return Some(std::io::Error::other("engine stopped"));
         };
         let finish = last.finish;
+        self.cached = last.cached;
         let text = self.text_through(last.index);
         let count = last.index + 1 - self.produced;
         let before = self.produced;

@@ -345,3 +345,96 @@ fn shared_prefix_groups_hit_the_prefix_cache() {
         "{shared} hit tokens, {expected} expected from {groups} groups of a {prefix}-token prefix"
     );
 }
+
+/// `--turns 3`: each session's turns carry the conversation so far, so every later turn finds
+/// the earlier turns' prompt in the prefix cache. The oracle is the engine's own hit counter and
+/// its own prompt counts: the cached tokens the records carry add up to the engine's hits, and a
+/// turn hits at least the full blocks of the previous turn's prompt.
+#[test]
+fn sessions_carry_the_conversation_and_later_turns_hit_the_prefix_cache() {
+    let (_sim, vllm, _dcgm) = crate::common::sim_on_free_ports("1s", &[]);
+    crate::common::wait_until_listening(&vllm);
+    let target = format!("http://{vllm}");
+    let records =
+        std::env::temp_dir().join(format!("llmscope-sessions-{}.jsonl", std::process::id()));
+    let out = crate::common::llmscope(&[
+        "load",
+        "--target",
+        &target,
+        "--input-tokens",
+        "100",
+        "--output-tokens",
+        "12",
+        "--turns",
+        "3",
+        "--think-time",
+        "20ms",
+        "--concurrency",
+        "2",
+        "--requests",
+        "12",
+        "--format",
+        "json",
+        "--records",
+        records.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines = std::fs::read_to_string(&records).unwrap();
+    std::fs::remove_file(&records).ok();
+    let recs: Vec<Value> = lines
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(recs.len(), 12, "4 sessions of 3 turns");
+    let (_, metrics) = crate::common::get(&vllm, "/metrics");
+    let engine_hits = crate::common::sample(&metrics, "vllm:prefix_cache_hits_total{").unwrap();
+    let cached: f64 = recs
+        .iter()
+        .map(|r| r["cached_tokens"].as_f64().unwrap())
+        .sum();
+    assert_eq!(
+        cached, engine_hits,
+        "records' cached tokens vs the engine's hit counter"
+    );
+    let block = 16;
+    for r in &recs {
+        let (session, turn) = (r["session"].as_u64().unwrap(), r["turn"].as_u64().unwrap());
+        if turn == 1 {
+            continue;
+        }
+        let prev = recs
+            .iter()
+            .find(|p| p["session"] == session && p["turn"] == turn - 1)
+            .expect("the previous turn");
+        let prev_prompt = prev["prompt_tokens"].as_u64().unwrap();
+        let prompt = r["prompt_tokens"].as_u64().unwrap();
+        let answer = prev["output_tokens"].as_u64().unwrap();
+        assert!(
+            prompt > prev_prompt + answer + 50,
+            "turn {turn} of session {session}: {prompt} prompt tokens after {prev_prompt} + {answer}"
+        );
+        let hit = r["cached_tokens"].as_u64().unwrap();
+        assert!(
+            hit >= prev_prompt / block * block - block && hit < prompt,
+            "turn {turn} of session {session}: {hit} cached of {prompt}; the previous prompt was {prev_prompt}"
+        );
+        assert_eq!(r["repeated_tokens"].as_u64(), Some(prev_prompt + answer));
+    }
+    let j = json(&out);
+    let p = &j["prefix"];
+    assert_eq!(p["turns"], 3);
+    assert_eq!(p["cached_tokens"].as_f64(), Some(engine_hits));
+    assert_eq!(p["ttft_first_turn"]["count"], 4);
+    assert_eq!(p["ttft_later_turns"]["count"], 8);
+    assert_eq!(
+        (
+            p["ttft_hit"]["count"].as_u64(),
+            p["ttft_miss"]["count"].as_u64()
+        ),
+        (Some(8), Some(4))
+    );
+}

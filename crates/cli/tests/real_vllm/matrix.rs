@@ -317,14 +317,75 @@ fn matrix_cap_2() {
     );
 }
 
+/// Also workloads that reuse prompts (issue 27), on the same start: 3-turn sessions under two
+/// shared 300-token system prompts.
 #[test]
 fn matrix_cap_4() {
-    sweep_server(
+    sweep_server_then(
         "matrix_cap_4",
         "c4",
         4,
         &[4, 8, 16],
         &["--max-num-seqs", "4"],
+        prefix_cache_cell,
+    );
+}
+
+/// Sessions whose every later turn carries the conversation so far, under shared prefixes: the
+/// engine's own counters (the oracle's scrapes) say how much of the prompt the prefix cache
+/// served, and the `prefix_cache` finding must state that rate, next to the share the load
+/// repeats — which bounds it from above.
+fn prefix_cache_cell(m: &mut Matrix<'_>) {
+    let extra = [
+        "--turns",
+        "3",
+        "--shared-prefix",
+        "300",
+        "--prefix-groups",
+        "2",
+        "--input-tokens",
+        "100",
+    ];
+    let c = m.cell(
+        set(4, 4),
+        32,
+        &extra,
+        " (3-turn sessions, 2 shared 300-token prefixes)",
+    );
+    let finding = c.report["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|f| f["rule"] == "prefix_cache");
+    let stated = finding.and_then(|f| {
+        f["evidence"]
+            .as_array()?
+            .iter()
+            .find(|e| e["statistic"] == "hit_rate")?["value"]
+            .as_f64()
+    });
+    let engine = c.reading.prefix_hit;
+    let repeated = c.report["client"]["prefix"]["repeated_tokens"].as_f64();
+    let prompt = c.report["client"]["prefix"]["prompt_tokens"].as_f64();
+    let share = repeated.zip(prompt).map(|(r, p)| r / p);
+    let detail = || {
+        format!(
+            "engine hit rate {engine:?}, stated {stated:?}, load repeats {share:?}\n{}",
+            finding.map_or("no prefix_cache finding".into(), |f| f["message"]
+                .to_string())
+        )
+    };
+    m.checks.expect(
+        "c4 sessions: the engine's prefix cache served most of the repeated prompt",
+        engine.is_some_and(|h| h > 0.4) && share.is_some_and(|s| s > 0.5),
+        detail,
+    );
+    m.checks.expect(
+        "c4 sessions: the prefix_cache finding states the engine's hit rate (±0.1)",
+        stated
+            .zip(engine)
+            .is_some_and(|(s, e)| (s - e).abs() <= 0.1),
+        detail,
     );
 }
 

@@ -23,6 +23,8 @@ fn hostile_inputs() -> Vec<Input> {
         Concept::StepCount,
         Concept::PromptTokens,
         Concept::RequestsFinished,
+        Concept::PrefixCacheHits,
+        Concept::PrefixCacheQueries,
     ];
     let make = |f: &dyn Fn(usize) -> Option<f64>| {
         let mut i = Input {
@@ -52,6 +54,24 @@ fn hostile_inputs() -> Vec<Input> {
     out.push(make(&|k| {
         Some(if k % 2 == 0 { f64::INFINITY } else { -1.0 })
     }));
+    // A load's own prompt reuse that cannot be: no prompt tokens, NaN and negative TTFTs.
+    let nan = llmscope_core::outcome::Summary {
+        count: 3,
+        p50: Some(f64::NAN),
+        ..Default::default()
+    };
+    let mut odd = make(&|k| Some(if k < 30 { k as f64 } else { 0.0 }));
+    odd.load.prefix = Some(llmscope_core::outcome::PrefixReuse {
+        shared_prefix_tokens: Some(u32::MAX),
+        repeated_tokens: Some(7),
+        ttft_hit: nan.clone(),
+        ttft_miss: llmscope_core::outcome::Summary {
+            p50: Some(-1.0),
+            ..nan
+        },
+        ..Default::default()
+    });
+    out.push(odd);
     out
 }
 
@@ -63,7 +83,7 @@ fn every_detector_survives_hostile_input_and_cites_evidence() {
             if let Some(f) = d.detect(&cx) {
                 assert_eq!(f.rule, d.id());
                 assert!((0.0..1.0).contains(&f.confidence.unwrap_or(-1.0)));
-                if f.bottleneck.is_some() && f.rule != "client" {
+                if (f.bottleneck.is_some() && f.rule != "client") || f.rule == "prefix_cache" {
                     assert!(!f.evidence.is_empty(), "{} fired without evidence", f.rule);
                 }
             }

@@ -58,6 +58,7 @@ pub fn read(spec: &LoadSpec, ts: &TraceSpec) -> Result<(Trace, Vec<String>), Pla
         (!spec.warmup.is_zero(), "--warmup"),
         (!spec.ramp_up.is_zero(), "--ramp-up"),
         (spec.shared_prefix.is_some(), "--shared-prefix"),
+        (spec.turns.is_some(), "--turns"),
     ];
     if let Some((_, flag)) = conflicting.iter().find(|(c, _)| *c) {
         return Err(usage(format!(

@@ -19,7 +19,7 @@ mod preflight;
 mod request;
 
 pub use preflight::preflight;
-pub use request::{REFERENCE_PROMPT, RunRequest, fd_preflight};
+pub use request::{REFERENCE_PROMPT, RunRequest, Workload, fd_preflight};
 
 use crate::OpsError;
 use crate::analysis::{self, Analysed, RunFacts};

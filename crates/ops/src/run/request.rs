@@ -51,6 +51,29 @@ pub struct RunRequest {
     pub dcgm_interval: Option<Duration>,
     pub drain_timeout: Duration,
     pub db: PathBuf,
+    /// How requests reuse prompts: a shared prefix, multi-turn sessions.
+    pub workload: Workload,
+}
+
+/// How the requests of a run reuse prompts (`--shared-prefix`, `--prefix-groups`, `--turns`,
+/// `--think-time`): what the prefix cache sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Workload {
+    pub shared_prefix: Option<u32>,
+    pub prefix_groups: u32,
+    pub turns: Option<u32>,
+    pub think_time: Duration,
+}
+
+impl Default for Workload {
+    fn default() -> Self {
+        Workload {
+            shared_prefix: None,
+            prefix_groups: 1,
+            turns: None,
+            think_time: Duration::ZERO,
+        }
+    }
 }
 
 /// Where `run` sends load and reads metrics.
@@ -285,6 +308,10 @@ impl RunRequest {
             "baseline_s": self.baseline.as_secs_f64(),
             "interval_s": self.interval.as_secs_f64(),
             "max_tokens": self.max_tokens,
+            "shared_prefix": self.workload.shared_prefix,
+            "prefix_groups": self.workload.shared_prefix.map(|_| self.workload.prefix_groups),
+            "turns": self.workload.turns,
+            "think_time_s": self.workload.turns.map(|_| self.workload.think_time.as_secs_f64()),
             "api_key": self.api_key.as_ref().map(|_| "<redacted>"),
         })
     }
@@ -309,6 +336,10 @@ impl RunRequest {
             max_tokens: self.output_tokens.is_none().then_some(self.max_tokens),
             seed: self.engine.seed,
             grace: Duration::from_secs(60),
+            shared_prefix: self.workload.shared_prefix,
+            prefix_groups: self.workload.prefix_groups,
+            turns: self.workload.turns,
+            think_time: self.workload.think_time,
             ..LoadSpec::default()
         };
         let plan = llmscope_loadgen::resolve(&spec).await?;

@@ -96,5 +96,6 @@ pub fn sim_request(db: &Path, duration: Duration) -> RunRequest {
         dcgm_interval: Some(Duration::from_millis(200)),
         drain_timeout: Duration::from_secs(30),
         db: db.to_path_buf(),
+        workload: Default::default(),
     }
 }
