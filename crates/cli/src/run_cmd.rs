@@ -10,6 +10,7 @@ use crate::prom_flags::PromFlags;
 use anyhow::{Context, Result};
 use llmscope_collect::HttpClient;
 use llmscope_loadgen::TokenSpec;
+use llmscope_loadgen::flags::TraceFlags;
 use llmscope_ops::run::{self, RunRequest, Workload};
 use llmscope_sim::options::EngineOptions;
 use std::path::Path;
@@ -49,6 +50,10 @@ pub struct RunArgs {
     pub baseline: Duration,
     #[command(flatten)]
     pub shape: ShapeArgs,
+    /// A trace replayed instead of the prompt: --concurrency caps requests in flight and
+    /// --duration cuts the replay.
+    #[command(flatten)]
+    pub replay: TraceFlags,
     #[command(flatten)]
     pub out: ReportOutput,
 }
@@ -142,6 +147,7 @@ impl ShapeArgs {
             prefix_groups: self.prefix_groups,
             turns: self.turns,
             think_time: self.think_time,
+            trace: None,
         }
     }
 }
@@ -261,7 +267,9 @@ impl RunArgs {
             baseline: self.baseline,
             max_tokens: 512,
         };
-        self.stack.request(&self.shape, held, &self.out.db)
+        let mut request = self.stack.request(&self.shape, held, &self.out.db)?;
+        request.workload.trace = self.replay.spec();
+        Ok(request)
     }
 }
 

@@ -79,11 +79,13 @@ fn prefix_cache(cx: &Context, findings: &[Finding]) -> Vec<Recommendation> {
     let Some(r) = PrefixCacheReading::read(cx) else {
         return Vec::new();
     };
+    // A thrashing cache misses because it evicts, not because the prefix differs from one
+    // prompt to the next: "keep it identical" would send the user after the wrong cause.
     [
         enable_prefix_caching(&r),
         keep_prefixes_cached(cx, &r),
         route_by_prefix(cx, &r),
-        shorten_prefix(&r),
+        shorten_prefix(&r).filter(|_| !r.thrashing),
     ]
     .into_iter()
     .flatten()

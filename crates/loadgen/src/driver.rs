@@ -172,6 +172,8 @@ struct StageCtx {
     reuse: ReuseShape,
     /// `--turns`: each dispatch starts a session of several requests.
     sessions: Option<Arc<SessionPlan>>,
+    /// A trace's repeated prompt tokens, per body.
+    trace_repeated: Option<Arc<[u32]>>,
     /// Set when sending stops: sessions send no further turn.
     sending_over: AtomicBool,
 }
@@ -408,6 +410,7 @@ async fn run_stage(
         streaks: Arc::default(),
         reuse: plan.reuse,
         sessions: plan.sessions.clone(),
+        trace_repeated: plan.trace_repeated.clone(),
         sending_over: AtomicBool::new(false),
     });
     let seed = plan.seed.wrapping_add(u64::from(index));
@@ -887,6 +890,7 @@ async fn request(
     body: Option<usize>,
 ) {
     let id = ctx.next_id.fetch_add(1, Ordering::Relaxed);
+    let body_index = body;
     let body = ctx.bodies[body.unwrap_or(id as usize) % ctx.bodies.len()].clone();
     let mut tags = Tags::default();
     if let (Some(groups), Some(tokens)) = (ctx.reuse.prefix_groups, ctx.reuse.shared_prefix_tokens)
@@ -895,6 +899,9 @@ async fn request(
         let index = id as usize % ctx.bodies.len();
         tags.prefix_group = Some(index as u32 % groups.max(1));
         tags.repeated_tokens = Some(if id < u64::from(groups) { 0 } else { tokens });
+    }
+    if let (Some(repeated), Some(k)) = (&ctx.trace_repeated, body_index) {
+        tags.repeated_tokens = repeated.get(k).copied();
     }
     let sent = send(&ctx, id, intended, warmup, body, tags, Outcome::default()).await;
     worker.release(ctx, sent.error).await;

@@ -114,6 +114,14 @@ pub struct LoadFlags {
     /// Pause between a session's answer and its next turn (a user reading and typing).
     #[cfg_attr(feature = "clap", arg(long, value_parser = llmscope_core::duration::parse_duration, default_value = "0", requires = "turns"))]
     pub think_time: Duration,
+    #[cfg_attr(feature = "clap", command(flatten))]
+    pub replay: TraceFlags,
+}
+
+/// `--trace FILE` and its settings: `load` and `run` take the same.
+#[derive(Debug, Clone)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+pub struct TraceFlags {
     /// Replay a request trace: each request at its time, with its input and output lengths.
     #[cfg_attr(
         feature = "clap",
@@ -135,6 +143,21 @@ pub struct LoadFlags {
     /// Leave out (and count) trace lines that do not read, and requests longer than the model takes.
     #[cfg_attr(feature = "clap", arg(long, help_heading = "Trace replay"))]
     pub skip_bad_lines: bool,
+}
+
+impl TraceFlags {
+    /// `--trace` and its settings, when a trace is given.
+    pub fn spec(&self) -> Option<TraceSpec> {
+        let path = self.trace.clone()?;
+        let (from, to) = self.trace_window.unwrap_or((Duration::ZERO, None));
+        Some(TraceSpec {
+            time_scale: self.time_scale,
+            from: from.as_secs_f64(),
+            to: to.map(|t| t.as_secs_f64()),
+            skip_bad: self.skip_bad_lines,
+            ..TraceSpec::new(path, self.trace_format)
+        })
+    }
 }
 
 /// `FROM..TO` in trace time, either side optional.
@@ -186,25 +209,12 @@ impl LoadFlags {
             idle_timeout: self.idle_timeout,
             grace: self.grace,
             seed: self.seed,
-            trace: self.trace_spec(),
+            trace: self.replay.spec(),
             shared_prefix: self.shared_prefix,
             prefix_groups: self.prefix_groups,
             turns: self.turns,
             think_time: self.think_time,
         }
-    }
-
-    /// `--trace` and its settings.
-    fn trace_spec(&self) -> Option<TraceSpec> {
-        let path = self.trace.clone()?;
-        let (from, to) = self.trace_window.unwrap_or((Duration::ZERO, None));
-        Some(TraceSpec {
-            time_scale: self.time_scale,
-            from: from.as_secs_f64(),
-            to: to.map(|t| t.as_secs_f64()),
-            skip_bad: self.skip_bad_lines,
-            ..TraceSpec::new(path, self.trace_format)
-        })
     }
 
     /// `--api-key`; an empty one is none.
@@ -227,7 +237,7 @@ impl LoadFlags {
     /// `--duration`; 30 s when neither it nor `--requests` nor a trace says when to stop.
     fn duration(&self) -> Option<Duration> {
         match (self.duration, self.requests) {
-            (None, None) if self.trace.is_none() => Some(Duration::from_secs(30)),
+            (None, None) if self.replay.trace.is_none() => Some(Duration::from_secs(30)),
             (d, _) => d,
         }
     }

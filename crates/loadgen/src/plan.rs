@@ -176,6 +176,8 @@ pub struct LoadPlan {
     pub reuse: ReuseShape,
     /// Multi-turn sessions, when `--turns` is given: each dispatch starts one.
     pub sessions: Option<Arc<SessionPlan>>,
+    /// A trace replay's prompt tokens each request repeats from an earlier one (shared blocks).
+    pub trace_repeated: Option<Arc<[u32]>>,
     pub(crate) client: Arc<Client>,
 }
 
@@ -604,6 +606,7 @@ fn plan(
         shared_prefix_tokens: spec.shared_prefix,
         prefix_groups: spec.shared_prefix.map(|_| spec.prefix_groups),
         turns: spec.turns,
+        trace_blocks: false,
     };
     plan.sessions = spec.turns.map(|turns| {
         Arc::new(SessionPlan {
@@ -643,6 +646,7 @@ fn plan_with(
         notes,
         reuse: ReuseShape::default(),
         sessions: None,
+        trace_repeated: None,
         client: server.client,
     }
 }

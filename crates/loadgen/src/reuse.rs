@@ -26,11 +26,13 @@ pub struct ReuseShape {
     pub shared_prefix_tokens: Option<u32>,
     pub prefix_groups: Option<u32>,
     pub turns: Option<u32>,
+    /// A trace replay whose requests share prompt blocks (Mooncake `hash_ids`).
+    pub trace_blocks: bool,
 }
 
 impl ReuseShape {
     fn any(&self) -> bool {
-        self.shared_prefix_tokens.is_some() || self.turns.is_some()
+        self.shared_prefix_tokens.is_some() || self.turns.is_some() || self.trace_blocks
     }
 }
 

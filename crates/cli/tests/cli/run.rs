@@ -544,3 +544,90 @@ fn an_over_long_request_is_refused_before_the_run() {
     );
     std::fs::remove_dir_all(db.parent().unwrap()).ok();
 }
+
+/// `run --trace` (issue 27): the built-in stack replays a slice of a real Mooncake trace, each
+/// request at its time, and the diagnosis weighs the engine's prefix-cache hit rate against what
+/// the trace repeats. The oracle is the trace file itself: the requests in the window that fit
+/// the context, and the full prompt blocks each shares with an earlier request (512 tokens each).
+#[test]
+fn run_replays_a_trace_and_weighs_the_prefix_cache_against_its_shared_blocks() {
+    use llmscope_loadgen::trace::{self, MOONCAKE_BLOCK_TOKENS, TraceFormat};
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../loadgen/tests/fixtures/traces/mooncake.jsonl"
+    );
+    let dir = temp_dir("run-trace");
+    let db = dir.join("runs.db");
+    let out = llmscope(&[
+        "run",
+        "--preset",
+        "bench-tiny",
+        "--max-model-len",
+        "32768",
+        "--trace",
+        path,
+        "--trace-window",
+        "..12s",
+        "--time-scale",
+        "0.25",
+        "--skip-bad-lines",
+        "--duration",
+        "8s",
+        "--baseline",
+        "1s",
+        "--db",
+        db.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("load: trace replay"), "{stderr}");
+    let text = std::fs::read_to_string(path).unwrap();
+    let window = trace::parse(&text, TraceFormat::Mooncake, false)
+        .unwrap()
+        .window(0.0, Some(12.0));
+    let kept: Vec<_> = window
+        .requests
+        .iter()
+        .filter(|r| r.input_tokens + r.output_tokens <= 32768)
+        .collect();
+    let mut seen = std::collections::HashSet::new();
+    let (mut repeated, mut input) = (0u64, 0u64);
+    for r in &kept {
+        let full = &r.hash_ids[..r.hash_ids.len().saturating_sub(1)];
+        let shared = full.iter().take_while(|id| seen.contains(*id)).count() as u64;
+        seen.extend(r.hash_ids.iter().copied());
+        repeated += (shared * u64::from(MOONCAKE_BLOCK_TOKENS)).min(u64::from(r.input_tokens));
+        input += u64::from(r.input_tokens);
+    }
+    let v = json(&out);
+    let client = &v["client"];
+    assert_eq!(
+        client["requests"]["sent"].as_u64(),
+        Some(kept.len() as u64),
+        "{client:#}"
+    );
+    assert_eq!(
+        client["prefix"]["repeated_tokens"].as_u64(),
+        Some(repeated),
+        "{client:#}"
+    );
+    let prompt = client["prefix"]["prompt_tokens"].as_f64().unwrap();
+    assert!(
+        (prompt - input as f64).abs() <= 0.05 * input as f64,
+        "prompts sent {prompt} tokens, the trace says {input}"
+    );
+    let finding = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["rule"] == "prefix_cache")
+        .unwrap_or_else(|| panic!("no prefix_cache finding: {:#}", v["findings"]));
+    let share = repeated as f64 / prompt;
+    let message = finding["message"].as_str().unwrap();
+    assert!(
+        message.contains(&format!("the load repeats {:.0}%", share * 100.0)),
+        "{message}"
+    );
+}

@@ -326,7 +326,13 @@ fn matrix_cap_4() {
         "c4",
         4,
         &[4, 8, 16],
-        &["--max-num-seqs", "4"],
+        // Per-request cached prompt tokens in `usage`, for the TTFT split of hits and misses.
+        &[
+            "--max-num-seqs",
+            "4",
+            "--",
+            "--enable-prompt-tokens-details",
+        ],
         prefix_cache_cell,
     );
 }
@@ -368,11 +374,22 @@ fn prefix_cache_cell(m: &mut Matrix<'_>) {
     let repeated = c.report["client"]["prefix"]["repeated_tokens"].as_f64();
     let prompt = c.report["client"]["prefix"]["prompt_tokens"].as_f64();
     let share = repeated.zip(prompt).map(|(r, p)| r / p);
+    let prefix = &c.report["client"]["prefix"];
+    let cached = prefix["cached_tokens"]
+        .as_f64()
+        .zip(prompt)
+        .map(|(c, p)| c / p);
+    let (hits, misses) = (
+        prefix["ttft_hit"]["count"].as_u64().unwrap_or(0),
+        prefix["ttft_miss"]["count"].as_u64().unwrap_or(0),
+    );
+    let message = finding.map_or("no prefix_cache finding".into(), |f| {
+        f["message"].to_string()
+    });
+    eprintln!("  c4 sessions: {message}");
     let detail = || {
         format!(
-            "engine hit rate {engine:?}, stated {stated:?}, load repeats {share:?}\n{}",
-            finding.map_or("no prefix_cache finding".into(), |f| f["message"]
-                .to_string())
+            "engine hit rate {engine:?}, stated {stated:?}, load repeats {share:?}, server reported {cached:?} cached; TTFT of {hits} hits and {misses} misses\n{message}"
         )
     };
     m.checks.expect(
@@ -385,6 +402,14 @@ fn prefix_cache_cell(m: &mut Matrix<'_>) {
         stated
             .zip(engine)
             .is_some_and(|(s, e)| (s - e).abs() <= 0.1),
+        detail,
+    );
+    // With --enable-prompt-tokens-details every answer says what was cached: the requests'
+    // counts add up to about the engine's rate (whole load against the steady window), and
+    // TTFT splits into the hits of a warm prefix and the misses of each group's first session.
+    m.checks.expect(
+        "c4 sessions: cached tokens per request agree with the engine's hit rate (±0.15), TTFT split into hits and misses",
+        cached.zip(engine).is_some_and(|(c, e)| (c - e).abs() <= 0.15) && hits > 0 && misses > 0,
         detail,
     );
 }
@@ -646,11 +671,65 @@ fn matrix_kv_far_too_small() {
     // KV admission's signature in the engine's own histograms: longer answers hold their blocks
     // longer, so requests wait longer for admission while each step's pace stays the same.
     eprintln!("  kv4m admission: {}", signature.join("; "));
+    thrashing_cell(&mut m);
     // Its capacity (issue 23): with 384-token answers about five requests fill the 2,048-token
     // pool, before the engine's compute flattens the curve: past the knee KV capacity holds,
     // and it binds where the engine's preemptions start.
     crate::capacity::check(&server, &mut m.checks, "kv4m", (16, 384, 16));
     m.done();
+}
+
+/// Six shared 256-token system prompts on a 2,048-token pool that 16 running requests fill
+/// (issue 27): the engine evicts the prefix blocks before the next request of the group comes.
+/// The oracle calls it thrashing from the engine's own counters — its hit rate under half of
+/// what the load repeats while its KV is full or it preempts — and llmscope must say so, with
+/// the KV advice and without sending the user to make the prefix identical (it is).
+fn thrashing_cell(m: &mut Matrix<'_>) {
+    let extra = [
+        "--shared-prefix",
+        "256",
+        "--prefix-groups",
+        "6",
+        "--input-tokens",
+        "64",
+    ];
+    let c = m.cell(set(16, 32), 64, &extra, " (6 shared 256-token prefixes)");
+    let p = &c.report["client"]["prefix"];
+    let share = p["repeated_tokens"]
+        .as_f64()
+        .zip(p["prompt_tokens"].as_f64())
+        .map(|(r, t)| r / t);
+    let r = &c.reading;
+    let thrashing = r.prefix_hit.zip(share).is_some_and(|(h, s)| h < 0.5 * s)
+        && (r.kv_max >= 0.85 || r.preemptions > 0.0);
+    let finding = c.report["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|f| f["rule"] == "prefix_cache");
+    let message = finding.map_or(String::new(), |f| f["message"].to_string());
+    let warned = finding.is_some_and(|f| f["severity"] == "warning")
+        && message.contains("evicts prefix blocks");
+    let recs = recommendations(&c.report);
+    eprintln!("  kv4m shared prefixes: {message}");
+    let detail = || {
+        format!(
+            "engine hit rate {:?} against a repeat share {share:?}, KV max {:.2}, {} preemptions\n{message}\n{recs}",
+            r.prefix_hit, r.kv_max, r.preemptions
+        )
+    };
+    m.checks.expect(
+        "KV 4 MiB, shared prefixes: the engine's counters show a thrashing prefix cache",
+        thrashing,
+        detail,
+    );
+    m.checks.expect(
+        "KV 4 MiB, shared prefixes: llmscope warns of thrashing, advises KV room, not a shorter prefix",
+        warned == thrashing
+            && recs.contains("so shared prefix blocks stay cached")
+            && !recs.contains("Shorten the shared prefix"),
+        detail,
+    );
 }
 
 /// The committed fixtures (`crates/diagnosis/tests/fixtures/real-matrix`) carry the oracle's verdict as

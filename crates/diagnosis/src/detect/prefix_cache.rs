@@ -96,10 +96,10 @@ pub struct PrefixCacheReading<'a> {
 impl<'a> PrefixCacheReading<'a> {
     /// The reading, when there is something to say: the engine looked prompts up in the window,
     /// or the load knows its own reuse. Thrashing is either of: over the window's scrape
-    /// intervals, the hit rate where KV usage reached [`KV_HIGH`] falls under [`FALLS_SHORT`] of
-    /// the rate below it (each side [`MIN_INTERVALS`] and [`MIN_SIDE_QUERIES`]; below, at least
-    /// [`MIN_LOW_RATE`]); or the load repeats at least [`REPEATED_SHARE`] of its prompt tokens,
-    /// the cache hits under [`FALLS_SHORT`] of that, and KV reached [`KV_HIGH`] or the engine
+    /// intervals, the hit rate where KV usage reached [`KV_HIGH`] falls under `FALLS_SHORT` of
+    /// the rate below it (each side `MIN_INTERVALS` and `MIN_SIDE_QUERIES`; below, at least
+    /// `MIN_LOW_RATE`); or the load repeats at least `REPEATED_SHARE` of its prompt tokens,
+    /// the cache hits under `FALLS_SHORT` of that, and KV reached [`KV_HIGH`] or the engine
     /// preempted.
     pub fn read(cx: &Context<'a>) -> Option<Self> {
         let input: &'a Input = cx.input;
@@ -147,14 +147,14 @@ impl<'a> PrefixCacheReading<'a> {
         self.prefix?.repeated_share()
     }
 
-    /// The hit rate and the repeat share, where the load repeats at least [`REPEATED_SHARE`] and
-    /// the cache hits under [`FALLS_SHORT`] of it.
+    /// The hit rate and the repeat share, where the load repeats at least `REPEATED_SHARE` and
+    /// the cache hits under `FALLS_SHORT` of it.
     pub fn falls_short(&self) -> Option<(f64, f64)> {
         let (rate, repeated) = self.hit_rate().zip(self.repeated())?;
         (repeated >= REPEATED_SHARE && rate < FALLS_SHORT * repeated).then_some((rate, repeated))
     }
 
-    /// Caching is off while the load repeats at least [`REPEATED_SHARE`]: that share.
+    /// Caching is off while the load repeats at least `REPEATED_SHARE`: that share.
     pub fn off_with_repeats(&self) -> Option<f64> {
         self.repeated().filter(|r| self.off && *r >= REPEATED_SHARE)
     }
@@ -168,8 +168,8 @@ impl<'a> PrefixCacheReading<'a> {
             && (self.kv_max.is_some_and(|m| m >= KV_HIGH) || self.preempted())
     }
 
-    /// A long shared prefix (at least [`LONG_PREFIX`] of the mean prompt) of which the cache hits
-    /// under [`FALLS_SHORT`]: the prefix's tokens, the mean prompt, the hit rate.
+    /// A long shared prefix (at least `LONG_PREFIX` of the mean prompt) of which the cache hits
+    /// under `FALLS_SHORT`: the prefix's tokens, the mean prompt, the hit rate.
     pub fn long_prefix_missed(&self) -> Option<(u32, f64, f64)> {
         let p = self.prefix?;
         let shared = p.shared_prefix_tokens.filter(|s| *s > 0)?;

@@ -174,9 +174,37 @@ pub async fn resolve(spec: &LoadSpec, ts: &TraceSpec) -> Result<LoadPlan, PlanEr
         })
         .collect::<Vec<_>>();
     let offsets: Arc<[Duration]> = trace.offsets().into();
+    let repeated = repeated_blocks(&trace);
     let mut plan = super::plan_with(spec, vec![stage], server, bodies.into(), notes);
     plan.trace = Some(offsets);
+    plan.reuse.trace_blocks = repeated.is_some();
+    plan.trace_repeated = repeated.map(Into::into);
     Ok(plan)
+}
+
+/// Prompt tokens each request repeats from an earlier one, in the trace's order: its leading
+/// blocks (Mooncake `hash_ids`) that an earlier request already sent. Only full blocks count (a
+/// prompt's last block is cut to its length, so its text is its own); `None` when the trace has
+/// no block ids.
+pub fn repeated_blocks(trace: &Trace) -> Option<Vec<u32>> {
+    if trace.requests.iter().all(|r| r.hash_ids.is_empty()) {
+        return None;
+    }
+    let mut seen = std::collections::HashSet::new();
+    let repeated = trace
+        .requests
+        .iter()
+        .map(|r| {
+            let full = r.hash_ids.len().saturating_sub(1);
+            let shared = r.hash_ids[..full]
+                .iter()
+                .take_while(|id| seen.contains(*id))
+                .count() as u32;
+            seen.extend(r.hash_ids.iter().copied());
+            (shared * trace::MOONCAKE_BLOCK_TOKENS).min(r.input_tokens)
+        })
+        .collect();
+    Some(repeated)
 }
 
 /// Requests whose prompt and answer exceed the model's context: an error naming the first, or,

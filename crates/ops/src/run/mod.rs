@@ -185,9 +185,16 @@ async fn measure(
         format_duration(plan.baseline)
     ));
     cancel.sleep(plan.baseline).await;
+    let shape = match load.stages.first() {
+        // A trace replay, an open loop or sessions: the stage says what it is.
+        Some(stage) if !matches!(stage.mode, llmscope_loadgen::Mode::Closed { .. }) => {
+            stage.label()
+        }
+        _ if load.sessions.is_some() => format!("{} sessions in flight", plan.concurrency),
+        _ => format!("{} workers", plan.concurrency),
+    };
     n.say(&format!(
-        "load: {} workers for {}",
-        plan.concurrency,
+        "load: {shape} for {}",
         format_duration(plan.duration)
     ));
     let report = load::run_load(load, cancel, &recording.halted(), recording.sink(), n).await?;

@@ -9,7 +9,7 @@ use llmscope_collect::prom::PromClient;
 use llmscope_collect::scrape::ScrapeTarget;
 use llmscope_collect::url::redact;
 use llmscope_core::duration::format_duration;
-use llmscope_loadgen::{LoadPlan, LoadSpec, Secret, TokenSpec};
+use llmscope_loadgen::{LoadPlan, LoadSpec, Secret, TokenSpec, TraceSpec};
 use llmscope_sim::metrics::Dialect;
 use llmscope_sim::options::EngineOptions;
 use llmscope_sim::preset::Preset;
@@ -55,14 +55,16 @@ pub struct RunRequest {
     pub workload: Workload,
 }
 
-/// How the requests of a run reuse prompts (`--shared-prefix`, `--prefix-groups`, `--turns`,
-/// `--think-time`): what the prefix cache sees.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The shape of a run's traffic beyond one prompt: shared prefixes and sessions
+/// (`--shared-prefix`, `--prefix-groups`, `--turns`, `--think-time`: what the prefix cache sees),
+/// or a trace replayed (`--trace`: its arrivals and lengths).
+#[derive(Debug, Clone, PartialEq)]
 pub struct Workload {
     pub shared_prefix: Option<u32>,
     pub prefix_groups: u32,
     pub turns: Option<u32>,
     pub think_time: Duration,
+    pub trace: Option<TraceSpec>,
 }
 
 impl Default for Workload {
@@ -72,6 +74,7 @@ impl Default for Workload {
             prefix_groups: 1,
             turns: None,
             think_time: Duration::ZERO,
+            trace: None,
         }
     }
 }
@@ -312,6 +315,13 @@ impl RunRequest {
             "prefix_groups": self.workload.shared_prefix.map(|_| self.workload.prefix_groups),
             "turns": self.workload.turns,
             "think_time_s": self.workload.turns.map(|_| self.workload.think_time.as_secs_f64()),
+            "trace": self.workload.trace.as_ref().map(|t| serde_json::json!({
+                "path": t.path.display().to_string(),
+                "format": format!("{:?}", t.format).to_lowercase(),
+                "time_scale": t.time_scale,
+                "from_s": t.from,
+                "to_s": t.to,
+            })),
             "api_key": self.api_key.as_ref().map(|_| "<redacted>"),
         })
     }
@@ -341,6 +351,18 @@ impl RunRequest {
             turns: self.workload.turns,
             think_time: self.workload.think_time,
             ..LoadSpec::default()
+        };
+        let spec = match &self.workload.trace {
+            // A trace says when each request comes and how long it is.
+            Some(trace) => LoadSpec {
+                trace: Some(trace.clone()),
+                prompt: None,
+                input_tokens: None,
+                output_tokens: None,
+                max_tokens: None,
+                ..spec
+            },
+            None => spec,
         };
         let plan = llmscope_loadgen::resolve(&spec).await?;
         for note in &plan.notes {
