@@ -631,3 +631,100 @@ fn run_replays_a_trace_and_weighs_the_prefix_cache_against_its_shared_blocks() {
         "{message}"
     );
 }
+
+/// The simulator's prefix cache answers as the real engine's does (issue 27; the real-vLLM tier
+/// has the same cell): six shared 256-token prefixes on a 4 MiB pool that 16 running requests
+/// fill are evicted before they are reused. The oracle is the simulated engine's own page, read
+/// after the run: its hit and lookup counters against what the load repeats, and its
+/// preemptions.
+#[test]
+fn a_prefix_cache_thrashing_on_a_small_pool_is_warned_on_the_simulator_too() {
+    let (_sim, vllm, dcgm) = sim_on_free_ports(
+        "1s",
+        &[
+            "--preset",
+            "cpu-tiny",
+            "--kv-cache-memory-bytes",
+            "4194304",
+            "--max-model-len",
+            "1024",
+            "--max-num-seqs",
+            "16",
+        ],
+    );
+    crate::common::wait_until_listening(&vllm);
+    let dir = temp_dir("run-thrash");
+    let db = dir.join("runs.db");
+    let (target, gpu) = (format!("http://{vllm}"), format!("http://{dcgm}/metrics"));
+    let out = llmscope(&[
+        "run",
+        "--target",
+        &target,
+        "--gpu-metrics",
+        &gpu,
+        "--max-num-seqs",
+        "16",
+        "--concurrency",
+        "32",
+        "--shared-prefix",
+        "256",
+        "--prefix-groups",
+        "6",
+        "--input-tokens",
+        "64",
+        "--max-tokens",
+        "64",
+        "--duration",
+        "8s",
+        "--baseline",
+        "1s",
+        "--interval",
+        "500ms",
+        "--db",
+        db.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (_, page) = crate::common::get(&vllm, "/metrics");
+    let read = |name: &str| crate::common::sample(&page, name).unwrap_or(0.0);
+    let hit = read("vllm:prefix_cache_hits_total{") / read("vllm:prefix_cache_queries_total{");
+    let preempted = read("vllm:num_preemptions_total{");
+    let v = json(&out);
+    let p = &v["client"]["prefix"];
+    let share = p["repeated_tokens"].as_f64().unwrap() / p["prompt_tokens"].as_f64().unwrap();
+    assert!(
+        hit < 0.5 * share && preempted > 0.0,
+        "the regime: the engine hit {hit:.2} of lookups, the load repeats {share:.2}, {preempted} preemptions"
+    );
+    let f = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["rule"] == "prefix_cache")
+        .unwrap_or_else(|| panic!("no prefix_cache finding: {:#}", v["findings"]));
+    let message = f["message"].as_str().unwrap();
+    assert!(
+        f["severity"] == "warning" && message.contains("evicts prefix blocks"),
+        "{message}"
+    );
+    let actions: Vec<&str> = v["recommendations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["action"].as_str())
+        .collect();
+    assert!(
+        actions
+            .iter()
+            .any(|a| a.contains("so shared prefix blocks stay cached"))
+            && !actions
+                .iter()
+                .any(|a| a.contains("Shorten the shared prefix")),
+        "{actions:?}"
+    );
+}
