@@ -267,9 +267,33 @@ impl RunArgs {
             baseline: self.baseline,
             max_tokens: 512,
         };
+        if self.replay.trace.is_some() {
+            self.refuse_beside_a_trace()?;
+        }
         let mut request = self.stack.request(&self.shape, held, &self.out.db)?;
         request.workload.trace = self.replay.spec();
         Ok(request)
+    }
+
+    /// A trace says when each request comes and how long it is: flags that say otherwise are
+    /// refused, not silently dropped.
+    fn refuse_beside_a_trace(&self) -> Result<()> {
+        let s = &self.shape;
+        let given = [
+            (s.prompt.is_some(), "--prompt"),
+            (s.input_tokens.is_some(), "--input-tokens"),
+            (s.output_tokens.is_some(), "--output-tokens"),
+            (s.max_tokens.is_some(), "--max-tokens"),
+            (s.shared_prefix.is_some(), "--shared-prefix"),
+            (s.turns.is_some(), "--turns"),
+            (self.rate.is_some(), "--rate"),
+        ];
+        match given.iter().find(|(g, _)| *g) {
+            Some((_, flag)) => anyhow::bail!(
+                "--trace sets when requests arrive and how long they are: drop {flag} (--concurrency caps requests in flight, --duration cuts the replay)"
+            ),
+            None => Ok(()),
+        }
     }
 }
 

@@ -108,7 +108,8 @@ pub struct LoadFlags {
     )]
     pub prefix_groups: u32,
     /// Multi-turn sessions of K turns: each turn sends the conversation so far (earlier prompts
-    /// and the server's answers) plus the next prompt; sessions in flight = --concurrency.
+    /// and the server's answers) plus the next prompt; sessions in flight = --concurrency (with
+    /// --rate, sessions start at that rate); --requests counts requests.
     #[cfg_attr(feature = "clap", arg(long, value_name = "K"))]
     pub turns: Option<u32>,
     /// Pause between a session's answer and its next turn (a user reading and typing).

@@ -545,6 +545,36 @@ fn an_over_long_request_is_refused_before_the_run() {
     std::fs::remove_dir_all(db.parent().unwrap()).ok();
 }
 
+/// A trace says when requests come and how long they are: `run --trace` refuses the flags that
+/// would say otherwise (exit 2, before anything starts) instead of dropping them.
+#[test]
+fn run_refuses_length_and_rate_flags_beside_a_trace() {
+    let db = temp_dir("run-trace-refused").join("r.db");
+    let trace = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../loadgen/tests/fixtures/traces/mooncake.jsonl"
+    );
+    for flags in [
+        &["--max-tokens", "32"][..],
+        &["--turns", "2"],
+        &["--rate", "5"],
+    ] {
+        let mut args = vec!["run", "--trace", trace, "--db", db.to_str().unwrap()];
+        args.extend_from_slice(flags);
+        let out = llmscope(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flags:?}: {err}");
+        assert!(
+            err.contains(&format!(
+                "--trace sets when requests arrive and how long they are: drop {}",
+                flags[0]
+            )) && !err.contains("baseline:"),
+            "{flags:?}: {err}"
+        );
+    }
+    std::fs::remove_dir_all(db.parent().unwrap()).ok();
+}
+
 /// `run --trace` (issue 27): the built-in stack replays a slice of a real Mooncake trace, each
 /// request at its time, and the diagnosis weighs the engine's prefix-cache hit rate against what
 /// the trace repeats. The oracle is the trace file itself: the requests in the window that fit

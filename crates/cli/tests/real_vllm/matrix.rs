@@ -333,7 +333,80 @@ fn matrix_cap_4() {
             "--",
             "--enable-prompt-tokens-details",
         ],
-        prefix_cache_cell,
+        |m| {
+            prefix_cache_cell(m);
+            mooncake_cell(m);
+        },
+    );
+}
+
+/// A real Mooncake trace replayed on the real engine (issue 27): the requests that fit its
+/// 2,048-token context, each at its time (five times as fast), their prompts built so that the
+/// blocks the trace says they share are the same text. The oracle is the trace file (the full
+/// 512-token blocks each request shares with an earlier one) and the engine's own hit counter
+/// before and after: the shared blocks show as prefix-cache hits.
+fn mooncake_cell(m: &mut Matrix<'_>) {
+    use llmscope_loadgen::trace::{self, MOONCAKE_BLOCK_TOKENS, TraceFormat};
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../loadgen/tests/fixtures/traces/mooncake.jsonl"
+    );
+    let fixture = std::fs::read_to_string(path).expect("the Mooncake fixture");
+    let parsed = trace::parse(&fixture, TraceFormat::Mooncake, false).expect("it parses");
+    let kept: Vec<_> = parsed
+        .requests
+        .iter()
+        .filter(|r| r.input_tokens + r.output_tokens <= 2048)
+        .collect();
+    let mut seen = std::collections::HashSet::new();
+    let shared: u32 = kept
+        .iter()
+        .map(|r| {
+            let full = &r.hash_ids[..r.hash_ids.len().saturating_sub(1)];
+            let n = full.iter().take_while(|id| seen.contains(*id)).count() as u32;
+            seen.extend(r.hash_ids.iter().copied());
+            n * MOONCAKE_BLOCK_TOKENS
+        })
+        .sum();
+    let port = m.server.port;
+    let before = oracle::once(port).expect("a scrape before");
+    let url = m.server.url();
+    let out = llmscope(&[
+        "load",
+        "--target",
+        &url,
+        "--trace",
+        path,
+        "--time-scale",
+        "0.2",
+        "--skip-bad-lines",
+        "--concurrency",
+        "8",
+        "--format",
+        "json",
+    ]);
+    let after = oracle::once(port).expect("a scrape after");
+    let delta = |name: &str| after.value(name) - before.value(name);
+    let hits = delta("vllm:prefix_cache_hits_total");
+    let finished = delta("vllm:request_success_total");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    let completed = report["requests"]["completed"].as_u64();
+    let expected = f64::from(shared);
+    // The chat template's first block is cached for every request besides the shared blocks.
+    let slack = kept.len() as f64 * 64.0;
+    eprintln!(
+        "  c4 Mooncake replay: {} requests fit, {completed:?} completed ({finished} by the engine's count); engine prefix hits {hits} tokens for {expected} tokens of shared blocks",
+        kept.len()
+    );
+    m.checks.expect(
+        "c4 Mooncake replay: every request that fits was sent and completed",
+        completed == Some(kept.len() as u64) && finished == kept.len() as f64,
+        || text(&out),
+    );
+    m.checks.expect(
+        "c4 Mooncake replay: the trace's shared blocks are the engine's prefix-cache hits",
+        hits >= 0.85 * expected && hits <= 1.15 * expected + slack,
+        || format!("{hits} hit tokens for {expected} shared; {}", text(&out)),
     );
 }
 
@@ -671,11 +744,12 @@ fn matrix_kv_far_too_small() {
     // KV admission's signature in the engine's own histograms: longer answers hold their blocks
     // longer, so requests wait longer for admission while each step's pace stays the same.
     eprintln!("  kv4m admission: {}", signature.join("; "));
-    thrashing_cell(&mut m);
     // Its capacity (issue 23): with 384-token answers about five requests fill the 2,048-token
     // pool, before the engine's compute flattens the curve: past the knee KV capacity holds,
     // and it binds where the engine's preemptions start.
     crate::capacity::check(&server, &mut m.checks, "kv4m", (16, 384, 16));
+    // After the capacity search, which was measured on this server as it always was.
+    thrashing_cell(&mut m);
     m.done();
 }
 

@@ -99,6 +99,18 @@ fn now() -> f64 {
         .map_or(0.0, |d| d.as_secs_f64())
 }
 
+/// One scrape of the engine's page now, for a before-and-after reading.
+pub fn once(port: u16) -> Option<Scrape> {
+    scrape(port)
+}
+
+impl Scrape {
+    /// A name's value (summed over its label sets); 0 when absent.
+    pub fn value(&self, name: &str) -> f64 {
+        get(self, name)
+    }
+}
+
 fn scrape(port: u16) -> Option<Scrape> {
     let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(3))).ok()?;
