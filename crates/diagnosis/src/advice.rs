@@ -4,7 +4,7 @@
 //! server's own messages. After the verdict's own advice comes what the prefix cache calls for
 //! ([`crate::detect::PrefixCacheReading`]), whatever the verdict.
 
-use crate::detect::{Bottleneck, Context, Finding, KV_HIGH, KvSplit, PrefixCacheReading};
+use crate::detect::{Bottleneck, Context, Finding, KV_HIGH, KvSplit, PrefixCacheReading, pct};
 use crate::signal::Concept;
 use crate::verdict::Verdict;
 use llmscope_core::number::thousands;
@@ -90,10 +90,6 @@ fn prefix_cache(cx: &Context, findings: &[Finding]) -> Vec<Recommendation> {
     .into_iter()
     .flatten()
     .collect()
-}
-
-fn pct(x: f64) -> String {
-    format!("{:.0}%", x * 100.0)
 }
 
 fn enable_prefix_caching(r: &PrefixCacheReading) -> Option<Recommendation> {

@@ -798,6 +798,44 @@ fn choose_model(
 mod tests {
     use super::*;
 
+    #[test]
+    fn sessions_need_two_turns_on_the_chat_api() {
+        let with = |turns, endpoint| LoadSpec {
+            turns,
+            endpoint,
+            ..LoadSpec::default()
+        };
+        assert!(check_sessions(&with(None, Endpoint::Completions)).is_ok());
+        assert!(check_sessions(&with(Some(3), Endpoint::Chat)).is_ok());
+        for (turns, endpoint, says) in [
+            (0, Endpoint::Chat, "at least 2"),
+            (1, Endpoint::Chat, "at least 2"),
+            (3, Endpoint::Completions, "needs --endpoint chat"),
+        ] {
+            let e = check_sessions(&with(Some(turns), endpoint)).unwrap_err();
+            assert!(e.to_string().contains(says), "{turns} turns: {e}");
+        }
+    }
+
+    #[test]
+    fn a_session_grows_by_every_earlier_prompt_and_answer() {
+        let spec = LoadSpec {
+            turns: Some(3),
+            max_tokens: Some(50),
+            shared_prefix: Some(200),
+            ..LoadSpec::default()
+        };
+        assert_eq!(
+            conversation_tokens(&spec, Some(100)),
+            Some(3 * 100 + 2 * 50 + 200)
+        );
+        assert_eq!(
+            conversation_tokens(&LoadSpec::default(), Some(100)),
+            Some(100)
+        );
+        assert_eq!(conversation_tokens(&spec, None), None);
+    }
+
     fn spec() -> LoadSpec {
         LoadSpec {
             duration: Some(Duration::from_secs(1)),

@@ -45,10 +45,28 @@ pub struct ReuseStats {
     repeat_known: u64,
     reported: u64,
     cached_tokens: u64,
-    ttft_hit: Hist,
-    ttft_miss: Hist,
-    ttft_first_turn: Hist,
-    ttft_later_turns: Hist,
+    /// Made on the first request that needs them: a plain load keeps none.
+    ttft_hit: Option<Hist>,
+    ttft_miss: Option<Hist>,
+    ttft_first_turn: Option<Hist>,
+    ttft_later_turns: Option<Hist>,
+}
+
+/// Records `ns` in `h`, making it first.
+fn record(h: &mut Option<Hist>, ns: u64) {
+    h.get_or_insert_default().record_ns(ns);
+}
+
+/// Adds `other` to `h`.
+fn merge(h: &mut Option<Hist>, other: &Option<Hist>) {
+    if let Some(o) = other {
+        h.get_or_insert_default().merge(o);
+    }
+}
+
+/// The summary of `h`; empty when it was never made.
+fn summary(h: &Option<Hist>) -> crate::report::Summary {
+    h.as_ref().map(Hist::summary).unwrap_or_default()
 }
 
 impl ReuseStats {
@@ -69,7 +87,7 @@ impl ReuseStats {
                 } else {
                     &mut self.ttft_miss
                 };
-                h.record_ns(t);
+                record(h, t);
             }
         }
         if let (Some(turn), Some(t)) = (r.turn, ttft) {
@@ -78,7 +96,7 @@ impl ReuseStats {
             } else {
                 &mut self.ttft_later_turns
             };
-            h.record_ns(t);
+            record(h, t);
         }
     }
 
@@ -88,10 +106,10 @@ impl ReuseStats {
         self.repeat_known += o.repeat_known;
         self.reported += o.reported;
         self.cached_tokens += o.cached_tokens;
-        self.ttft_hit.merge(&o.ttft_hit);
-        self.ttft_miss.merge(&o.ttft_miss);
-        self.ttft_first_turn.merge(&o.ttft_first_turn);
-        self.ttft_later_turns.merge(&o.ttft_later_turns);
+        merge(&mut self.ttft_hit, &o.ttft_hit);
+        merge(&mut self.ttft_miss, &o.ttft_miss);
+        merge(&mut self.ttft_first_turn, &o.ttft_first_turn);
+        merge(&mut self.ttft_later_turns, &o.ttft_later_turns);
     }
 
     /// The report, when there is reuse to speak of: the load shaped it, or the server counted
@@ -109,10 +127,10 @@ impl ReuseStats {
             repeated_tokens: (self.repeat_known > 0).then_some(self.repeated_tokens),
             reported: self.reported,
             cached_tokens: self.cached_tokens,
-            ttft_hit: self.ttft_hit.summary(),
-            ttft_miss: self.ttft_miss.summary(),
-            ttft_first_turn: sessions.then(|| self.ttft_first_turn.summary()),
-            ttft_later_turns: sessions.then(|| self.ttft_later_turns.summary()),
+            ttft_hit: summary(&self.ttft_hit),
+            ttft_miss: summary(&self.ttft_miss),
+            ttft_first_turn: sessions.then(|| summary(&self.ttft_first_turn)),
+            ttft_later_turns: sessions.then(|| summary(&self.ttft_later_turns)),
         })
     }
 }
@@ -165,6 +183,14 @@ mod tests {
         assert!(is_hit(96, Some(194)));
         assert!(is_hit(25, Some(100)) && !is_hit(24, Some(100)));
         assert!(is_hit(1, None) && !is_hit(0, None) && !is_hit(0, Some(0)));
+    }
+
+    #[test]
+    fn a_plain_load_allocates_no_histogram() {
+        let mut s = ReuseStats::default();
+        s.add(&rec(None, None, 10));
+        s.merge(&ReuseStats::default());
+        assert!(s.ttft_hit.is_none() && s.ttft_miss.is_none() && s.ttft_first_turn.is_none());
     }
 
     #[test]

@@ -106,7 +106,7 @@ detectors! {
     prefix_cache::PrefixCache,
 }
 
-pub use prefix_cache::{KvSplit, Lookups, PrefixCacheReading};
+pub use prefix_cache::{KvSplit, Lookups, PrefixCacheReading, pct};
 
 #[cfg(test)]
 mod tests;

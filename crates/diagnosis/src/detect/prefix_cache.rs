@@ -345,7 +345,8 @@ impl Detector for PrefixCache {
     }
 }
 
-fn pct(x: f64) -> String {
+/// A 0..1 share as a whole percent (`0.694` → `69%`): the finding's and its advice's wording.
+pub fn pct(x: f64) -> String {
     format!("{:.0}%", x * 100.0)
 }
 
