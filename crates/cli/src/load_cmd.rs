@@ -11,13 +11,15 @@ use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use llmscope_loadgen::flags::LoadFlags;
 use llmscope_loadgen::records_file::RecordsFile;
+use llmscope_loadgen::shard::{Shard, ShardStage};
+use llmscope_loadgen::stats::{StageMeta, StageStats};
 use llmscope_loadgen::{
     LoadReport, Observer, Progress, RequestRecord, RunControl, StagePlan, text,
 };
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 const AFTER_HELP: &str = "\
 Definitions (arrival = the kernel's receive time of the bytes, else the monotonic clock when
@@ -36,6 +38,8 @@ Examples:
   llmscope load --concurrency 1,8,32,64 --duration 30s --warmup 5s --slo ttft=500ms,itl=50ms
   llmscope load --prompts sharegpt.json --max-tokens 256 --requests 500 --records out.jsonl
   llmscope load --input-tokens 512±64 --output-tokens 128 --rate 5,10,20 --duration 60s
+  llmscope load --shard 0/3 --start-at 2026-12-03T10:00:00Z --concurrency 96 --duration 60s --out shards/
+  llmscope merge shards/
 
 Ctrl-C stops sending and waits for requests in flight (up to --grace); press again to abort.
 Exit status: 0 done (server errors are counted in the report); 1 when the load stopped early
@@ -52,11 +56,35 @@ pub struct LoadArgs {
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
     /// Write one JSON line per request here.
-    #[arg(long, value_name = "FILE.jsonl")]
+    #[arg(long, value_name = "FILE.jsonl", conflicts_with = "out")]
     records: Option<PathBuf>,
+    /// Drive shard I of N of the load (I from 0, as JOB_COMPLETION_INDEX): 1/N of the
+    /// concurrency, rate, requests and cap, every N-th request of a trace. Needs --out.
+    #[arg(long, value_name = "I/N", requires = "out", help_heading = "Sharding")]
+    shard: Option<Shard>,
+    /// Hold the first stage until this time (RFC 3339, Unix seconds, or now+DURATION), so that
+    /// every shard starts together.
+    #[arg(long, value_name = "TIME", value_parser = start_time, help_heading = "Sharding")]
+    start_at: Option<SystemTime>,
+    /// Write the report, its statistics (mergeable, lossless) and the per-request records into
+    /// DIR as shard-I-of-N.json and shard-I-of-N.records.jsonl, for `llmscope merge`.
+    #[arg(long, value_name = "DIR", help_heading = "Sharding")]
+    out: Option<PathBuf>,
     /// Runtime worker threads [default: the number of cores].
     #[arg(long)]
     threads: Option<usize>,
+}
+
+/// `--start-at`: a time as `parse_time` reads it, as a wall-clock instant.
+fn start_time(s: &str) -> Result<SystemTime, String> {
+    let now = llmscope_core::time::unix_now();
+    let t = llmscope_core::time::parse_time(s, now).map_err(|e| e.to_string())?;
+    if t < now - 24.0 * 3600.0 {
+        return Err(format!(
+            "`{s}` is more than a day ago: give the time the shards should start"
+        ));
+    }
+    Ok(SystemTime::UNIX_EPOCH + Duration::from_secs_f64(t))
 }
 
 /// Runs `llmscope load`.
@@ -93,18 +121,25 @@ async fn load(args: &LoadArgs) -> Result<LoadReport> {
     if let Some(path) = &args.records {
         llmscope_store::guard::refuse_database(path)?;
     }
-    let plan = llmscope_loadgen::resolve(&args.flags.spec()).await?;
+    let mut spec = args.flags.spec();
+    spec.shard = args.shard.or(args.out.is_some().then(Shard::default));
+    spec.start_at = args.start_at;
+    let plan = llmscope_loadgen::resolve(&spec).await?;
     for note in &plan.notes {
         eprintln!("note: {}", llmscope_core::safe::clean(note));
     }
-    let records = args
-        .records
+    let records_path = match (&args.out, &plan.shard) {
+        (Some(dir), Some(part)) => Some(shard_out::prepare(dir, part.shard)?),
+        _ => args.records.clone(),
+    };
+    let records = records_path
         .as_deref()
         .map(RecordsFile::create)
         .transpose()?;
     let mut observer = CliObserver {
         records,
         view: View::new(std::io::stderr().is_terminal()),
+        measured: Vec::new(),
     };
     let control = RunControl::new();
     let ctrl_c = stop_on_ctrl_c(&control, args.flags.grace);
@@ -114,7 +149,53 @@ async fn load(args: &LoadArgs) -> Result<LoadReport> {
     if let Some(r) = observer.records {
         r.finish()?;
     }
+    if let (Some(dir), Some(part)) = (&args.out, &plan.shard) {
+        let path = shard_out::write(dir, part, &plan, &report, observer.measured)?;
+        eprintln!("wrote {}", path.display());
+    }
     Ok(report)
+}
+
+/// `--out DIR`: where a shard's files go.
+mod shard_out {
+    use anyhow::{Context, Result};
+    use llmscope_loadgen::plan::ShardPlan;
+    use llmscope_loadgen::shard::{FORMAT, Shard, ShardFile, ShardStage};
+    use llmscope_loadgen::{LoadPlan, LoadReport};
+    use std::path::{Path, PathBuf};
+
+    /// Makes the directory and says where the records go.
+    pub fn prepare(dir: &Path, shard: Shard) -> Result<PathBuf> {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create --out directory {}", dir.display()))?;
+        let path = dir.join(ShardFile::records_name(shard));
+        llmscope_store::guard::refuse_database(&path)?;
+        Ok(path)
+    }
+
+    /// Writes the shard file (to a temporary name first: a merge never reads half of one).
+    pub fn write(
+        dir: &Path,
+        part: &ShardPlan,
+        plan: &LoadPlan,
+        report: &LoadReport,
+        stages: Vec<ShardStage>,
+    ) -> Result<PathBuf> {
+        let file = ShardFile {
+            format: FORMAT.into(),
+            shard: report.shard.unwrap_or_default(),
+            slo: plan.slo,
+            whole: part.whole.clone(),
+            report: report.clone(),
+            stages,
+        };
+        let path = dir.join(ShardFile::name(part.shard));
+        let tmp = dir.join(format!(".{}.tmp", ShardFile::name(part.shard)));
+        let bytes = serde_json::to_vec(&file).context("cannot encode the shard file")?;
+        std::fs::write(&tmp, bytes).with_context(|| format!("cannot write {}", tmp.display()))?;
+        std::fs::rename(&tmp, &path).with_context(|| format!("cannot write {}", path.display()))?;
+        Ok(path)
+    }
 }
 
 /// The first Ctrl-C stops sending and lets requests in flight drain (for the run's grace), the
@@ -139,6 +220,8 @@ fn stop_on_ctrl_c(control: &RunControl, grace: Duration) -> tokio::task::JoinHan
 struct CliObserver {
     records: Option<RecordsFile>,
     view: View,
+    /// Each stage's statistics, whole (written to `--out`).
+    measured: Vec<ShardStage>,
 }
 
 impl Observer for CliObserver {
@@ -154,6 +237,13 @@ impl Observer for CliObserver {
 
     fn progress(&mut self, p: &Progress) {
         self.view.update(p);
+    }
+
+    fn stage_measured(&mut self, stats: &StageStats, meta: &StageMeta) {
+        self.measured.push(ShardStage {
+            meta: meta.clone(),
+            stats: stats.clone(),
+        });
     }
 }
 

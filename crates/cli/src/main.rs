@@ -14,6 +14,7 @@ mod cost_cmd;
 mod dashboard_cmd;
 mod inventory_cmd;
 mod load_cmd;
+mod merge_cmd;
 mod observe_cmd;
 mod output;
 mod prom_flags;
@@ -62,6 +63,8 @@ enum Command {
     Sim(sim_cmd::SimArgs),
     /// Load an OpenAI-compatible server and report client-side latency and throughput.
     Load(load_cmd::LoadArgs),
+    /// Merge the shards of a sharded load (`load --shard I/N --out DIR`) into one report.
+    Merge(merge_cmd::MergeArgs),
     /// Record metrics from targets (direct scrape) or a Prometheus-compatible server.
     Observe(observe_cmd::ObserveArgs),
     /// List the runs kept in the store.
@@ -86,6 +89,7 @@ fn main() -> ExitCode {
         Command::Cost(args) => cost_cmd::run(args),
         Command::Sim(args) => sim_cmd::run(args),
         Command::Load(args) => load_cmd::run(args),
+        Command::Merge(args) => merge_cmd::run(args),
         Command::Observe(args) => observe_cmd::run(args),
         Command::Runs(args) => runs_cmd::run(args),
         Command::Watch(args) => watch_cmd::run(*args),

@@ -25,4 +25,5 @@ pub mod outcome;
 pub mod safe;
 pub mod series;
 pub mod severity;
+pub mod shard;
 pub mod time;

@@ -28,6 +28,7 @@ use crate::report::{ClientReport, LoadReport, StageReport};
 use crate::response::Outcome;
 use crate::reuse::ReuseShape;
 use crate::schedule::{Mode, OpenArrivals, closed_ramp_offsets};
+use crate::shard::{Shard, ShardInfo};
 use crate::stats::{StageMeta, StageStats};
 use bytes::Bytes;
 use hyper::Uri;
@@ -35,7 +36,7 @@ use std::collections::VecDeque;
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 use tokio::task::JoinHandle;
 
@@ -132,6 +133,9 @@ pub trait Observer: Send {
     /// Called about five times a second.
     fn progress(&mut self, _p: &Progress) {}
     fn stage_finished(&mut self, _report: &StageReport) {}
+    /// A stage's statistics, whole, with what the driver knew of it (a shard writes them for
+    /// `llmscope merge`).
+    fn stage_measured(&mut self, _stats: &StageStats, _meta: &StageMeta) {}
 }
 
 /// An observer that ignores everything.
@@ -164,6 +168,9 @@ struct StageCtx {
     gauge: Arc<Gauge>,
     abort: watch::Receiver<bool>,
     next_id: Arc<AtomicU64>,
+    /// The shard this process drives (0/1 unsharded): its `k`-th request is the whole load's
+    /// `shard.id(k)`.
+    shard: Shard,
     /// Closed loop: failed requests hold their slot for a backoff.
     backoff: bool,
     /// Failure streaks of the worker slots not in use (one per free slot, at most).
@@ -176,6 +183,13 @@ struct StageCtx {
     trace_repeated: Option<Arc<[u32]>>,
     /// Set when sending stops: sessions send no further turn.
     sending_over: AtomicBool,
+}
+
+impl StageCtx {
+    /// The next request's number in the whole load.
+    fn next_id(&self) -> u64 {
+        self.shard.id(self.next_id.fetch_add(1, Ordering::Relaxed))
+    }
 }
 
 /// The longest a closed-loop stage waits for its connections to open before it starts sending.
@@ -231,6 +245,7 @@ pub async fn run(plan: &LoadPlan, observer: &mut dyn Observer, control: &RunCont
         let mut report = out.stats.report(&out.meta, &plan.slo);
         attach_client(&mut report, &monitor, out.started, out.ended);
         observer.stage_finished(&report);
+        observer.stage_measured(&out.stats, &out.meta);
         done.push((out.stats, out.meta, report));
         stopped_early = stopped_early.or(out.stopped_early);
     }
@@ -247,9 +262,43 @@ pub async fn run(plan: &LoadPlan, observer: &mut dyn Observer, control: &RunCont
         started_unix_ns: clock.ns(t0),
         interrupted: control.signal() != Signal::Run && stopped_early.is_none(),
         stopped_early,
+        shard: shard_info(plan, done.first().and_then(|(_, m, _)| m.started_unix_ns)),
+        shards: None,
         total,
         stages: done.into_iter().map(|(_, _, r)| r).collect(),
     }
+}
+
+/// Waits until the wall clock reaches `at` (`--start-at`), or the run is stopped.
+async fn hold_until(at: SystemTime, control: &RunControl) {
+    let Ok(wait) = at.duration_since(SystemTime::now()) else {
+        return;
+    };
+    let mut signal = control.subscribe();
+    tokio::select! {
+        _ = tokio::time::sleep(wait) => {}
+        _ = signal.wait_for(|s| *s != Signal::Run) => {}
+    }
+}
+
+/// How this process took part in a sharded load: when its first stage began, and how late
+/// after `--start-at`.
+fn shard_info(plan: &LoadPlan, started_unix_ns: Option<u64>) -> Option<ShardInfo> {
+    let part = plan.shard.as_ref()?;
+    let at = part.start_at.map(unix_ns);
+    let started_unix_ns = started_unix_ns.unwrap_or(0);
+    Some(ShardInfo {
+        index: part.shard.index,
+        count: part.shard.count,
+        start_at_unix_ns: at,
+        started_unix_ns,
+        late_ms: at.map(|at| started_unix_ns.saturating_sub(at) as f64 / 1e6),
+    })
+}
+
+fn unix_ns(t: SystemTime) -> u64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
 }
 
 /// Adds the monitor's assessment to the client figures measured from the records.
@@ -294,31 +343,9 @@ fn total_report(
     if let [(_, _, only)] = done {
         return only.clone();
     }
-    let mut stats = StageStats::default();
-    let mut meta = StageMeta {
-        label: format!("all {} stages", done.len()),
-        reuse: plan.reuse,
-        ..Default::default()
-    };
-    let mut busy = 0.0;
-    for (s, m, _) in done {
-        stats.merge(s);
-        meta.peak_concurrency = meta.peak_concurrency.max(m.peak_concurrency);
-        meta.send_window_s += m.send_window_s;
-        busy += m.sending_concurrency.unwrap_or(0.0) * m.send_window_s;
-        meta.duration_s += m.duration_s;
-    }
-    meta.sending_concurrency = (meta.send_window_s > 0.0).then(|| busy / meta.send_window_s);
-    let names: Vec<&str> = done.iter().map(|(_, m, _)| m.mode_name.as_str()).collect();
-    meta.mode_name = match names.first() {
-        Some(first) if names.iter().all(|n| n == first) => (*first).to_owned(),
-        Some(_) => "mixed".into(),
-        None => plan
-            .stages
-            .first()
-            .map_or("closed", |s| s.mode.name())
-            .into(),
-    };
+    let stages: Vec<_> = done.iter().map(|(s, m, _)| (s, m)).collect();
+    let first = plan.stages.first().map_or("closed", |s| s.mode.name());
+    let (stats, meta) = crate::stats::run_total(&stages, plan.reuse, first);
     let mut report = stats.report(&meta, &plan.slo);
     attach_client(&mut report, monitor, t0, Instant::now());
     report
@@ -384,6 +411,11 @@ async fn run_stage(
             .prewarm(concurrency as usize, PREWARM_WITHIN)
             .await;
     }
+    if index == 0
+        && let Some(at) = plan.shard.as_ref().and_then(|s| s.start_at)
+    {
+        hold_until(at, control).await;
+    }
     let (tx, rx) = mpsc::unbounded_channel();
     let (abort_tx, abort_rx) = watch::channel(false);
     let started = Instant::now();
@@ -406,6 +438,7 @@ async fn run_stage(
         gauge: gauge.clone(),
         abort: abort_rx,
         next_id,
+        shard: plan.shard.as_ref().map_or_else(Shard::default, |s| s.shard),
         backoff: matches!(sp.mode, Mode::Closed { .. }),
         streaks: Arc::default(),
         reuse: plan.reuse,
@@ -413,7 +446,9 @@ async fn run_stage(
         trace_repeated: plan.trace_repeated.clone(),
         sending_over: AtomicBool::new(false),
     });
-    let seed = plan.seed.wrapping_add(u64::from(index));
+    // Shards draw independent arrivals (shard 0, and an unsharded load, keep the plain seed).
+    let salt = u64::from(ctx.shard.index).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let seed = plan.seed.wrapping_add(u64::from(index)).wrapping_add(salt);
     let dispatcher = tokio::spawn(dispatch(ctx, sp.clone(), seed, control.subscribe()));
     let mut agg = Aggregator {
         plan,
@@ -603,6 +638,7 @@ impl Aggregator<'_> {
         }
         let meta = StageMeta {
             stage: Some(self.index),
+            started_unix_ns: Some(anchor().unix_ns(self.started)),
             label: self.sp.label(),
             mode: Some(self.sp.mode),
             mode_name: self.sp.mode.name().into(),
@@ -656,7 +692,9 @@ impl Arrivals {
         let (tx, rx) = mpsc::unbounded_channel();
         match (sp.mode, trace) {
             (Mode::Open { rate, arrival, .. }, _) => {
-                let offsets = OpenArrivals::new(rate, arrival, sp.ramp_up, seed);
+                let phase = sp.phase;
+                let offsets =
+                    OpenArrivals::new(rate, arrival, sp.ramp_up, seed).map(move |d| d + phase);
                 std::thread::spawn(move || pace(offsets, start, end, tx));
             }
             (Mode::Trace { .. }, Some(trace)) => {
@@ -808,7 +846,7 @@ async fn dispatch(
                 sessions.clone(),
                 intended,
                 worker,
-                sent,
+                ctx.shard.id(sent),
             ));
             measured += u64::from(!warmup) * u64::from(sessions.turns);
         } else {
@@ -889,7 +927,7 @@ async fn request(
     warmup: bool,
     body: Option<usize>,
 ) {
-    let id = ctx.next_id.fetch_add(1, Ordering::Relaxed);
+    let id = ctx.next_id();
     let body_index = body;
     let body = ctx.bodies[body.unwrap_or(id as usize) % ctx.bodies.len()].clone();
     let mut tags = Tags::default();

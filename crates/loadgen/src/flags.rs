@@ -215,6 +215,8 @@ impl LoadFlags {
             prefix_groups: self.prefix_groups,
             turns: self.turns,
             think_time: self.think_time,
+            shard: None,
+            start_at: None,
         }
     }
 

@@ -186,7 +186,8 @@ pub struct AssessInput {
 /// Thresholds: a client this busy, this late, is the bottleneck.
 const CPU_SATURATED: f64 = 0.85;
 const LAG_LIMIT_MS: f64 = 10.0;
-const REACHED: f64 = 0.95;
+/// The share of its target a load must achieve to count as reached.
+pub const REACHED: f64 = 0.95;
 const HOST_BUSY: f64 = 90.0;
 /// Run-queue wait, percent of wall time, beyond which the OS is starving the client.
 const WAIT_LIMIT: f64 = 5.0;

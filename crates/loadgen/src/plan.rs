@@ -9,13 +9,14 @@ use crate::http::{Client, FetchError, Secret, Target, TargetError};
 use crate::prompts::{self, BodyOptions, Endpoint, Prompt, PromptError, TokenFit, TokenSpec};
 use crate::reuse::ReuseShape;
 use crate::schedule::{Arrival, Mode};
+use crate::shard::{Shard, WholeStage};
 use crate::slo::Slo;
 use bytes::Bytes;
 use hyper::header::{HeaderName, HeaderValue};
 use serde::Deserialize;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 mod replay;
 pub use replay::TraceSpec;
@@ -73,6 +74,10 @@ pub struct LoadSpec {
     pub turns: Option<u32>,
     /// Pause between a session's answer and its next turn (`--think-time`).
     pub think_time: Duration,
+    /// Drive only this shard's share of the load (`--shard I/N`).
+    pub shard: Option<Shard>,
+    /// Hold the first stage until this wall-clock time (`--start-at`), so shards line up.
+    pub start_at: Option<SystemTime>,
 }
 
 impl Default for LoadSpec {
@@ -109,6 +114,8 @@ impl Default for LoadSpec {
             prefix_groups: 1,
             turns: None,
             think_time: Duration::ZERO,
+            shard: None,
+            start_at: None,
         }
     }
 }
@@ -123,6 +130,9 @@ pub struct StagePlan {
     pub duration: Option<Duration>,
     /// Measured requests to send.
     pub requests: Option<u64>,
+    /// An open loop's first arrival comes this late (a shard's constant arrivals, phased so that
+    /// the shards' union is evenly spaced).
+    pub phase: Duration,
 }
 
 impl StagePlan {
@@ -137,6 +147,8 @@ impl StagePlan {
                     Arrival::Gamma { burstiness } => format!("gamma, burstiness {burstiness}"),
                 };
                 let cap = cap.map_or(String::new(), |c| format!(", cap {c}"));
+                // A shard's share (8/3) reads as 2.667, not with every digit of the f64.
+                let rate = (rate * 1e3).round() / 1e3;
                 format!("open-loop, {rate} req/s ({a}){cap}")
             }
             Mode::Trace { rate, cap } => {
@@ -178,7 +190,38 @@ pub struct LoadPlan {
     pub sessions: Option<Arc<SessionPlan>>,
     /// A trace replay's prompt tokens each request repeats from an earlier one (shared blocks).
     pub trace_repeated: Option<Arc<[u32]>>,
+    /// A shard's part in a sharded load (`--shard`, `--start-at`).
+    pub shard: Option<ShardPlan>,
     pub(crate) client: Arc<Client>,
+}
+
+/// A shard's part: which shard, when to start, and the whole load's stages (what the merged
+/// report calls them).
+#[derive(Debug, Clone)]
+pub struct ShardPlan {
+    pub shard: Shard,
+    pub start_at: Option<SystemTime>,
+    pub whole: Vec<WholeStage>,
+}
+
+/// Keeps shard `spec.shard`'s share of `stages` (all of them without `--shard`), and says what the
+/// whole load was.
+fn shard_stages(
+    spec: &LoadSpec,
+    stages: Vec<StagePlan>,
+) -> Result<(Vec<StagePlan>, Option<ShardPlan>), PlanError> {
+    if spec.shard.is_none() && spec.start_at.is_none() {
+        return Ok((stages, None));
+    }
+    let shard = spec.shard.unwrap_or_default();
+    let whole = stages.iter().map(WholeStage::of).collect();
+    let stages = crate::shard::split(&shard, &stages)?;
+    let part = ShardPlan {
+        shard,
+        start_at: spec.start_at,
+        whole,
+    };
+    Ok((stages, Some(part)))
 }
 
 /// Sessions of several turns (`--turns`): turn `t` of session `k` sends the conversation so far
@@ -280,6 +323,7 @@ pub fn stages(spec: &LoadSpec) -> Result<Vec<StagePlan>, PlanError> {
             warmup: spec.warmup,
             duration: spec.duration,
             requests: spec.requests,
+            phase: Duration::ZERO,
         })
         .collect())
 }
@@ -467,7 +511,7 @@ pub async fn resolve(spec: &LoadSpec) -> Result<LoadPlan, PlanError> {
     if let Some(ts) = &spec.trace {
         return replay::resolve(spec, ts).await;
     }
-    let stages = stages(spec)?;
+    let (stages, shard) = shard_stages(spec, stages(spec)?)?;
     check_sessions(spec)?;
     if spec.shared_prefix == Some(0) || spec.prefix_groups == 0 {
         return Err(usage(
@@ -496,7 +540,9 @@ pub async fn resolve(spec: &LoadSpec) -> Result<LoadPlan, PlanError> {
         spec.output_tokens.or(spec.max_tokens),
         fitted.max_model_len.or(server.card_len),
     )?;
-    Ok(plan(spec, stages, server, fitted, prefixes))
+    let mut plan = plan(spec, stages, server, fitted, prefixes);
+    plan.shard = shard;
+    Ok(plan)
 }
 
 /// `--turns` and `--think-time` as given: at least 2 turns, on the chat API (pure).
@@ -647,6 +693,7 @@ fn plan_with(
         reuse: ReuseShape::default(),
         sessions: None,
         trace_repeated: None,
+        shard: None,
         client: server.client,
     }
 }

@@ -5,7 +5,9 @@
 //! `count` is 0 has every statistic `null` (absent, never a fake 0).
 
 use crate::failure::Samples;
+use crate::merge::ShardsReport;
 use crate::record::ErrorKind;
+use crate::shard::ShardInfo;
 use crate::slo::Slo;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -74,6 +76,12 @@ pub struct LoadReport {
     /// sentence with the server's message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped_early: Option<String>,
+    /// This process drove one shard of a sharded load (`--shard`, `--start-at`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardInfo>,
+    /// The shards this report was merged from (`llmscope merge`), and how well they agreed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shards: Option<ShardsReport>,
     #[serde(flatten)]
     pub total: StageReport,
     pub stages: Vec<StageReport>,

@@ -21,7 +21,7 @@ pub fn is_hit(cached: u32, prompt: Option<u32>) -> bool {
 }
 
 /// What the load does to reuse prompts (from the plan): a shared prefix, sessions.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ReuseShape {
     pub shared_prefix_tokens: Option<u32>,
     pub prefix_groups: Option<u32>,
@@ -37,7 +37,7 @@ impl ReuseShape {
 }
 
 /// The completed, measured requests' prompt reuse.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct ReuseStats {
     prompt_tokens: u64,
     repeated_tokens: u64,

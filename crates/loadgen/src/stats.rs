@@ -14,9 +14,10 @@ use crate::reuse::{ReuseShape, ReuseStats};
 use crate::schedule::Mode;
 use crate::slo::Slo;
 use hdrhistogram::Histogram;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::BTreeMap;
 
-const MAX_US: u64 = 3_600_000_000;
+pub const MAX_US: u64 = 3_600_000_000;
 
 /// A latency histogram in microseconds.
 #[derive(Debug, Clone)]
@@ -75,12 +76,53 @@ impl Hist {
     }
 }
 
+/// A histogram travels (a shard's snapshot, `--out`) as its recorded buckets, `[[value, count],
+/// …]` with each bucket's highest value: read back, every value lands in the bucket it came from,
+/// so percentiles, min, max and moments are the same as before — lossless at the histogram's own
+/// precision, and mergeable.
+impl Serialize for Hist {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(
+            self.0
+                .iter_recorded()
+                .map(|v| [v.value_iterated_to(), v.count_at_value()]),
+        )
+    }
+}
+
+impl<'de> Deserialize<'de> for Hist {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let buckets = Vec::<[u64; 2]>::deserialize(d)?;
+        let mut h = Hist::default();
+        for [value, count] in buckets {
+            if value > MAX_US {
+                return Err(serde::de::Error::custom(format!(
+                    "histogram value {value} µs is past the {MAX_US} µs bound"
+                )));
+            }
+            h.0.record_n(value, count).map_err(|e| {
+                serde::de::Error::custom(format!("histogram bucket {value} µs: {e:?}"))
+            })?;
+        }
+        Ok(h)
+    }
+}
+
+impl Hist {
+    /// The bucket `us` falls in, as its highest value: what a percentile of a histogram holding
+    /// `us` reads (HDR never under-reports).
+    pub fn highest_equivalent_us(us: u64) -> u64 {
+        Hist::default().0.highest_equivalent(us.min(MAX_US))
+    }
+}
+
 fn round3(v: f64) -> f64 {
     (v * 1e3).round() / 1e3
 }
 
-/// Everything measured in one stage.
-#[derive(Debug, Clone, Default)]
+/// Everything measured in one stage. It serialises whole (a shard's snapshot), so stages measured
+/// by several processes merge exactly ([`StageStats::merge_concurrent`]).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct StageStats {
     pub requests: RequestCounts,
     pub errors: BTreeMap<ErrorKind, u64>,
@@ -109,6 +151,10 @@ pub struct StageStats {
     /// Output tokens that arrived while sending, and that window, summed over merged stages.
     sending_tokens: f64,
     sending_window_ns: u64,
+    /// The sending window itself (Unix ns), when this stage closed one: concurrent shards'
+    /// windows overlap, and their union is the merged stage's.
+    #[serde(default)]
+    sending_span: Option<(u64, u64)>,
     /// Prompt reuse: repeated and cached prompt tokens, TTFT of hits and misses.
     reuse: ReuseStats,
 }
@@ -117,9 +163,12 @@ pub struct StageStats {
 const ARRIVAL_BUCKET_NS: u64 = 10_000_000;
 
 /// What the driver knows about a stage that the records do not say.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct StageMeta {
     pub stage: Option<u32>,
+    /// When the stage began (its warmup included), Unix ns.
+    #[serde(default)]
+    pub started_unix_ns: Option<u64>,
     pub label: String,
     /// `None` for merged stages of different modes.
     pub mode: Option<Mode>,
@@ -193,6 +242,7 @@ impl StageStats {
         let range = from_ns / ARRIVAL_BUCKET_NS..to_ns / ARRIVAL_BUCKET_NS;
         self.sending_tokens += self.arrivals.range(range).map(|(_, n)| n).sum::<f64>();
         self.sending_window_ns += to_ns.saturating_sub(from_ns);
+        self.sending_span = union(self.sending_span, Some((from_ns, to_ns)));
         self.arrivals.clear();
     }
 
@@ -298,6 +348,22 @@ impl StageStats {
         for (k, v) in &o.failures {
             self.failures.entry(*k).or_default().merge(v);
         }
+    }
+
+    /// Adds the stats of the same stage measured at the same time by another process (a shard):
+    /// counts and histograms add as in [`StageStats::merge`], but the windows overlap, so the
+    /// measured window and the sending window are their union, not their sum.
+    pub fn merge_concurrent(&mut self, o: &StageStats) {
+        let (closed, span, sending) = (self.closed_windows_ns, self.span, self.sending_span);
+        let sending_ns = self.sending_window_ns;
+        self.merge(o);
+        self.closed_windows_ns = closed.max(o.closed_windows_ns);
+        self.span = union(span, o.span);
+        self.sending_span = union(sending, o.sending_span);
+        self.sending_window_ns = match self.sending_span {
+            Some((a, b)) if sending.is_some() && o.sending_span.is_some() => b - a,
+            _ => sending_ns.max(o.sending_window_ns),
+        };
     }
 
     fn merge_tokens(&mut self, o: &StageStats) {
@@ -438,6 +504,50 @@ impl StageStats {
             send_rate: round3(send_rate),
             schedule_lag_ms: (!self.lag.is_empty()).then(|| self.lag.summary()),
         }
+    }
+}
+
+/// The stages of a run, one after the other, as one: their stats merged and their windows summed
+/// (a single stage is its own whole). `mode_name` names the first stage's mode when there are
+/// none.
+pub fn run_total(
+    stages: &[(&StageStats, &StageMeta)],
+    reuse: ReuseShape,
+    mode_name: &str,
+) -> (StageStats, StageMeta) {
+    if let [(stats, meta)] = stages {
+        return ((*stats).clone(), (*meta).clone());
+    }
+    let mut stats = StageStats::default();
+    let mut meta = StageMeta {
+        label: format!("all {} stages", stages.len()),
+        reuse,
+        ..Default::default()
+    };
+    let mut busy = 0.0;
+    for (s, m) in stages {
+        stats.merge(s);
+        meta.peak_concurrency = meta.peak_concurrency.max(m.peak_concurrency);
+        meta.send_window_s += m.send_window_s;
+        busy += m.sending_concurrency.unwrap_or(0.0) * m.send_window_s;
+        meta.duration_s += m.duration_s;
+    }
+    meta.started_unix_ns = stages.first().and_then(|(_, m)| m.started_unix_ns);
+    meta.sending_concurrency = (meta.send_window_s > 0.0).then(|| busy / meta.send_window_s);
+    let names: Vec<&str> = stages.iter().map(|(_, m)| m.mode_name.as_str()).collect();
+    meta.mode_name = match names.first() {
+        Some(first) if names.iter().all(|n| n == first) => (*first).to_owned(),
+        Some(_) => "mixed".into(),
+        None => mode_name.into(),
+    };
+    (stats, meta)
+}
+
+/// The smallest span holding both.
+fn union(a: Option<(u64, u64)>, b: Option<(u64, u64)>) -> Option<(u64, u64)> {
+    match (a, b) {
+        (Some((a0, a1)), Some((b0, b1))) => Some((a0.min(b0), a1.max(b1))),
+        (x, None) | (None, x) => x,
     }
 }
 

@@ -2,6 +2,7 @@
 //! What the server said (model name, error bodies, why a run stopped) is outside text: it is
 //! shown through [`clean`] (secrets redacted, control characters escaped; issue 17).
 
+use crate::merge::ShardsReport;
 use crate::report::{LoadReport, StageReport, Summary};
 use llmscope_core::number::thousands;
 use llmscope_core::safe::clean;
@@ -22,6 +23,83 @@ pub fn write_summary(r: &LoadReport, w: &mut impl Write) -> io::Result<()> {
         writeln!(w, "{} ({:.1} s)", r.total.label, r.total.duration_s)?;
         write_stage(&r.total, w)?;
     }
+    if let Some(shards) = &r.shards {
+        write_shards(shards, w)?;
+    }
+    Ok(())
+}
+
+/// A merged report's shards: each one's figures, what did not agree, the records check.
+fn write_shards(s: &ShardsReport, w: &mut impl Write) -> io::Result<()> {
+    writeln!(w)?;
+    writeln!(w, "merged from {} shards", s.count)?;
+    for f in &s.shards {
+        let late = f.late_ms.map_or(String::new(), |ms| {
+            format!("  began {ms:.0} ms after --start-at")
+        });
+        let load = match (f.load_target, f.load_achieved) {
+            (Some(t), Some(a)) => format!("  load {a:.2} of {t:.2} {}", f.load_unit),
+            _ => String::new(),
+        };
+        let limited = if f.client_limited {
+            "  CLIENT-LIMITED"
+        } else {
+            ""
+        };
+        writeln!(
+            w,
+            "  shard {}/{}  sent {}  completed {}  {} output tok/s{load}{late}{limited}",
+            f.index,
+            s.count,
+            f.requests.sent,
+            f.requests.completed,
+            thousands(f.output_tokens_per_s)
+        )?;
+    }
+    let spread: Vec<String> = s
+        .stage_start_spread_ms
+        .iter()
+        .map(|ms| format!("{ms:.0} ms"))
+        .collect();
+    writeln!(
+        w,
+        "  stages began within {} of each other",
+        spread.join(", ")
+    )?;
+    for p in &s.problems {
+        writeln!(w, "  disagreement: {}", clean(p))?;
+    }
+    if let Some(c) = &s.records {
+        let off: Vec<String> = c
+            .percentiles
+            .iter()
+            .filter(|p| !p.agree)
+            .map(|p| {
+                format!(
+                    "{} p{}: histogram {} ms, records {} ms",
+                    p.metric,
+                    p.quantile * 100.0,
+                    ms(p.histogram_ms),
+                    ms(p.records_ms)
+                )
+            })
+            .collect();
+        let verdict = if c.agree {
+            format!(
+                "{} percentiles agree with the records at the histograms' precision",
+                c.percentiles.len()
+            )
+        } else if off.is_empty() {
+            "the record counts differ from the merged counts".to_owned()
+        } else {
+            format!("DISAGREE: {}", off.join("; "))
+        };
+        writeln!(
+            w,
+            "  records     {} read from {} files ({} measured, {} completed): {verdict}",
+            c.records, c.files, c.measured, c.completed
+        )?;
+    }
     Ok(())
 }
 
@@ -39,6 +117,16 @@ fn write_header(r: &LoadReport, w: &mut impl Write) -> io::Result<()> {
         clean(&r.model),
         r.endpoint
     )?;
+    if let Some(sh) = r.shard.as_ref().filter(|s| s.count > 1) {
+        let late = sh.late_ms.map_or(String::new(), |ms| {
+            format!(", began {ms:.0} ms after --start-at")
+        });
+        writeln!(
+            w,
+            "shard   {}/{} of a sharded load{late}: merge the shards with `llmscope merge`",
+            sh.index, sh.count
+        )?;
+    }
     if let Some(why) = &r.stopped_early {
         writeln!(w, "stopped early: {}", clean(why))?;
     }

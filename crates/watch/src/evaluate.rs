@@ -110,7 +110,7 @@ pub async fn evaluate(
                 unattributed += 1;
                 continue;
             };
-            if !s.shard.owns(&key) {
+            if !crate::fleet::owns(&s.shard, &key) {
                 others.insert(key);
                 continue;
             }

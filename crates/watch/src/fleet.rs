@@ -127,57 +127,26 @@ fn is_ordinal(s: &str) -> bool {
     !s.is_empty() && s.len() <= 5 && s.bytes().all(|b| b.is_ascii_digit())
 }
 
-/// `--shard I/N`: this replica evaluates the deployments whose key hashes to I modulo N.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Shard {
-    pub index: u32,
-    pub count: u32,
-}
+pub use llmscope_core::shard::Shard;
 
-impl Default for Shard {
-    fn default() -> Self {
-        Shard { index: 0, count: 1 }
+/// Whether `shard` of the watch replicas evaluates `key` (`--shard I/N`: the deployments whose
+/// key hashes to I modulo N). FNV-1a over `namespace/deployment`: stable across builds and
+/// machines, so N replicas agree without talking to each other.
+pub fn owns(shard: &Shard, key: &DeploymentKey) -> bool {
+    if shard.count == 1 {
+        return true;
     }
-}
-
-impl Shard {
-    pub fn parse(spec: &str) -> Result<Shard, String> {
-        let bad = || format!("--shard `{spec}`: write I/N with 0 <= I < N, e.g. 0/3");
-        let (i, n) = spec.split_once('/').ok_or_else(bad)?;
-        let (index, count): (u32, u32) = (
-            i.trim().parse().map_err(|_| bad())?,
-            n.trim().parse().map_err(|_| bad())?,
-        );
-        if count == 0 || index >= count {
-            return Err(bad());
-        }
-        Ok(Shard { index, count })
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let bytes = key
+        .namespace
+        .bytes()
+        .chain(std::iter::once(b'/'))
+        .chain(key.deployment.bytes());
+    for b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
     }
-
-    /// Whether this replica evaluates `key`. FNV-1a over `namespace/deployment`: stable across
-    /// builds and machines, so N replicas agree without talking to each other.
-    pub fn owns(&self, key: &DeploymentKey) -> bool {
-        if self.count == 1 {
-            return true;
-        }
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        let bytes = key
-            .namespace
-            .bytes()
-            .chain(std::iter::once(b'/'))
-            .chain(key.deployment.bytes());
-        for b in bytes {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-        h % u64::from(self.count) == u64::from(self.index)
-    }
-}
-
-impl fmt::Display for Shard {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.index, self.count)
-    }
+    shard.takes(h)
 }
 
 #[cfg(test)]
@@ -250,7 +219,7 @@ mod tests {
                 namespace: "llm".to_owned(),
                 deployment: format!("model-{d}"),
             };
-            let owners: Vec<usize> = (0..3).filter(|&i| shards[i].owns(&key)).collect();
+            let owners: Vec<usize> = (0..3).filter(|&i| owns(&shards[i], &key)).collect();
             assert_eq!(owners.len(), 1, "{key} owned by {owners:?}");
             per[owners[0]] += 1;
         }

@@ -283,3 +283,131 @@ fn the_deployment_args_are_accepted_by_llmscope_watch() {
         "fails on the connection, not the flags:\n{err}"
     );
 }
+
+/// `load-job.yaml`'s documents: the volume claim, the shards' Job, the merge Job.
+fn load_job() -> Vec<serde_json::Value> {
+    read("load-job.yaml")
+        .split("\n---\n")
+        .map(|doc| serde_saphyr::from_str(doc).unwrap())
+        .collect()
+}
+
+fn container_args(job: &serde_json::Value) -> Vec<String> {
+    job["spec"]["template"]["spec"]["containers"][0]["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The sharded load's Job (issue 29) validates strictly; a misspelt field in it is caught.
+#[test]
+fn the_load_job_validates_strictly_against_kubernetes() {
+    let Some(python) = validator() else { return };
+    let (ok, report) = validate_with(&python, &[], &[deploy("load-job.yaml")]);
+    assert!(ok, "{report}");
+    for kind in [
+        "PersistentVolumeClaim/llmscope-load-out (against Kubernetes",
+        "Job/llmscope-load (against Kubernetes",
+        "Job/llmscope-load-merge (against Kubernetes",
+    ] {
+        assert!(report.contains(kind), "{kind} not validated:\n{report}");
+    }
+    let bad = temp_dir("load-job-validate").join("load-job.yaml");
+    std::fs::write(
+        &bad,
+        read("load-job.yaml").replacen("completionMode:", "completionMod:", 1),
+    )
+    .unwrap();
+    let (ok, report) = validate_with(&python, &[], &[bad]);
+    assert!(
+        !ok && report.contains("'completionMod' was unexpected"),
+        "{report}"
+    );
+}
+
+/// An Indexed Job of N pods runs shards 0..N-1 of N, all held to one start time, writing to the
+/// volume the merge Job reads and waits on.
+#[test]
+fn the_load_job_shards_agree_with_its_completions_and_the_merge_reads_their_volume() {
+    let docs = load_job();
+    let (pvc, shards, merge) = (&docs[0], &docs[1], &docs[2]);
+    assert_eq!(pvc["kind"], "PersistentVolumeClaim");
+    assert_eq!(shards["spec"]["completionMode"], "Indexed");
+    let n = shards["spec"]["completions"].as_u64().unwrap();
+    assert_eq!(shards["spec"]["parallelism"].as_u64(), Some(n));
+    let args = container_args(shards);
+    assert!(
+        args.contains(&format!("--shard=$(JOB_COMPLETION_INDEX)/{n}")),
+        "{args:?}"
+    );
+    assert!(
+        args.contains(&"--start-at=$(START_AT)".to_owned()),
+        "{args:?}"
+    );
+    let env = &shards["spec"]["template"]["spec"]["containers"][0]["env"][0];
+    assert_eq!(env["name"], "START_AT");
+    // The placeholder the README's `sed` replaces.
+    assert_eq!(env["value"], "2000-01-01T00:00:00Z");
+    let mount = |job: &serde_json::Value| {
+        let pod = &job["spec"]["template"]["spec"];
+        (
+            pod["containers"][0]["volumeMounts"][0]["mountPath"].clone(),
+            pod["volumes"][0]["persistentVolumeClaim"]["claimName"].clone(),
+        )
+    };
+    assert_eq!(mount(shards), mount(merge));
+    assert_eq!(mount(shards).1, pvc["metadata"]["name"]);
+    assert!(args.contains(&"--out=/out".to_owned()), "{args:?}");
+    let margs = container_args(merge);
+    assert_eq!(&margs[..2], ["merge", "/out"]);
+    assert!(margs.iter().any(|a| a.starts_with("--wait=")), "{margs:?}");
+}
+
+/// The Jobs' arguments are ones the binary takes, as Kubernetes expands them: the shard with
+/// index one gets past parsing and fails on the connection; the placeholder start time left in
+/// is refused by name; the merge fails on the empty volume, not on a flag.
+#[test]
+fn the_load_job_args_are_accepted_by_llmscope() {
+    let docs = load_job();
+    let dir = temp_dir("load-job-args");
+    let out = dir.to_str().unwrap().to_owned();
+    let port = crate::common::closed_port();
+    let expand = |args: Vec<String>, start: &str| -> Vec<String> {
+        args.into_iter()
+            .map(|a| {
+                a.replace("$(JOB_COMPLETION_INDEX)", "1")
+                    .replace("$(START_AT)", start)
+                    .replace(
+                        "http://vllm.llm.svc:8000",
+                        &format!("http://127.0.0.1:{port}"),
+                    )
+                    .replace("/out", &out)
+                    .replace("--wait=2h", "--wait=0s")
+            })
+            .collect()
+    };
+    let run = |args: &[String]| {
+        let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = crate::common::llmscope(&argv);
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let soon = format!("{:.3}", crate::common::unix_now() + 1.0);
+    let (code, err) = run(&expand(container_args(&docs[1]), &soon));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("cannot reach"),
+        "fails on the connection:\n{err}"
+    );
+    let (code, err) = run(&expand(container_args(&docs[1]), "2000-01-01T00:00:00Z"));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("more than a day ago"), "{err}");
+    let (code, err) = run(&expand(container_args(&docs[2]), &soon));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("no shard files found"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -16,5 +16,6 @@ mod interrupted;
 mod load;
 mod refuse;
 mod run;
+mod shard;
 mod soak;
 mod watch;

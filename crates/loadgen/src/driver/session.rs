@@ -30,7 +30,7 @@ pub(super) async fn run(
         if turn > 1 && !think(&ctx, plan.think).await {
             break;
         }
-        let id = ctx.next_id.fetch_add(1, Ordering::Relaxed);
+        let id = ctx.next_id();
         let warmup = Instant::now() < ctx.warmup_end;
         let tags = Tags {
             session: Some(index),

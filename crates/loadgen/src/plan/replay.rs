@@ -5,11 +5,13 @@
 //! stage sends the k-th body at the k-th offset.
 
 use super::{
-    LoadPlan, LoadSpec, PlanError, Server, StagePlan, body_options, target_and_headers, usage,
+    LoadPlan, LoadSpec, PlanError, Server, ShardPlan, StagePlan, body_options, target_and_headers,
+    usage,
 };
 use crate::calibrate::{self, Meter};
 use crate::prompts::{self, TokenFit};
 use crate::schedule::Mode;
+use crate::shard::{Shard, WholeStage};
 use crate::trace::{self, Trace, TraceFormat};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -126,6 +128,7 @@ pub fn stage(spec: &LoadSpec, trace: &Trace) -> StagePlan {
         warmup: Duration::ZERO,
         duration: spec.duration,
         requests: Some(n as u64),
+        phase: Duration::ZERO,
     }
 }
 
@@ -148,7 +151,15 @@ pub async fn resolve(spec: &LoadSpec, ts: &TraceSpec) -> Result<LoadPlan, PlanEr
     }
     let max_len = calibrated.and_then(|c| c.max_model_len).or(server.card_len);
     drop_too_long(&mut trace, max_len, ts, &mut notes)?;
-    let stage = stage(spec, &trace);
+    // Blocks repeat across the whole trace, whichever shard sends the earlier request: the
+    // server caches them all the same.
+    let mut repeated = repeated_blocks(&trace);
+    let whole = stage(spec, &trace);
+    let shard = shard_rows(spec, &mut trace, repeated.as_mut())?;
+    let stage = match shard {
+        Some(s) => crate::shard::split(&s, &[stage(spec, &trace)])?.remove(0),
+        None => stage(spec, &trace),
+    };
     let mut opts = body_options(spec, &server, &mut notes);
     opts.ignore_eos = server.vllm;
     if !server.vllm {
@@ -174,12 +185,49 @@ pub async fn resolve(spec: &LoadSpec, ts: &TraceSpec) -> Result<LoadPlan, PlanEr
         })
         .collect::<Vec<_>>();
     let offsets: Arc<[Duration]> = trace.offsets().into();
-    let repeated = repeated_blocks(&trace);
     let mut plan = super::plan_with(spec, vec![stage], server, bodies.into(), notes);
+    plan.shard = shard.map(|shard| ShardPlan {
+        shard,
+        start_at: spec.start_at,
+        whole: vec![WholeStage::of(&whole)],
+    });
     plan.trace = Some(offsets);
     plan.reuse.trace_blocks = repeated.is_some();
     plan.trace_repeated = repeated.map(Into::into);
     Ok(plan)
+}
+
+/// Keeps shard `spec.shard`'s rows of the trace (every N-th, at their own times) and their
+/// repeated tokens; the shard, when the load is sharded (or only held to `--start-at`).
+fn shard_rows(
+    spec: &LoadSpec,
+    trace: &mut Trace,
+    repeated: Option<&mut Vec<u32>>,
+) -> Result<Option<Shard>, PlanError> {
+    if spec.shard.is_none() && spec.start_at.is_none() {
+        return Ok(None);
+    }
+    let shard = spec.shard.unwrap_or_default();
+    if trace.requests.len() < shard.count as usize {
+        return Err(usage(format!(
+            "the trace keeps {} requests to replay: too few for {} shards",
+            trace.requests.len(),
+            shard.count
+        )));
+    }
+    let mut k = 0;
+    trace.requests.retain(|_| {
+        k += 1;
+        shard.takes(k - 1)
+    });
+    if let Some(r) = repeated {
+        let mut k = 0;
+        r.retain(|_| {
+            k += 1;
+            shard.takes(k - 1)
+        });
+    }
+    Ok(Some(shard))
 }
 
 /// Prompt tokens each request repeats from an earlier one, in the trace's order: its leading

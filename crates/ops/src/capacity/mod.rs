@@ -313,6 +313,7 @@ fn stage_load(load: &LoadPlan, cap: &CapacityPlan, at: u32) -> LoadPlan {
         warmup: cap.warmup,
         duration: Some(cap.stage),
         requests: None,
+        phase: Duration::ZERO,
     }];
     l.slo = cap.slo;
     l
