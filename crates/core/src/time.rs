@@ -58,6 +58,23 @@ pub fn datetime_utc(s: &str) -> Option<f64> {
     rfc3339(s).or_else(|| rfc3339(&format!("{s}Z")))
 }
 
+/// Unix seconds of an HTTP `Date` header (RFC 9110 IMF-fixdate: `Sun, 06 Nov 1994 08:49:37
+/// GMT`); `None` for anything else (the obsolete forms included).
+pub fn http_date(s: &str) -> Option<f64> {
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let parts: Vec<&str> = s.split_whitespace().collect();
+    let [dow, day, month, year, clock, "GMT"] = parts.as_slice() else {
+        return None;
+    };
+    if !dow.ends_with(',') || day.len() != 2 || year.len() != 4 || clock.len() != 8 {
+        return None;
+    }
+    let m = MONTHS.iter().position(|n| n == month)? + 1;
+    rfc3339(&format!("{year}-{m:02}-{day}T{clock}Z"))
+}
+
 /// `YYYY-MM-DD[T ]HH:MM:SS[.frac](Z|±HH:MM)`.
 fn rfc3339(s: &str) -> Option<f64> {
     let b = s.as_bytes();
@@ -153,6 +170,28 @@ fn civil_from_days(z: i64) -> (i64, i64, i64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn http_dates_read_as_rfc_9110_writes_them() {
+        // RFC 9110 §5.6.7's own example.
+        assert_eq!(
+            http_date("Sun, 06 Nov 1994 08:49:37 GMT"),
+            Some(784_111_777.0)
+        );
+        assert_eq!(
+            http_date("Thu, 03 Dec 2026 22:18:58 GMT"),
+            datetime_utc("2026-12-03T22:18:58Z")
+        );
+        for bad in [
+            "Sunday, 06-Nov-94 08:49:37 GMT",
+            "Sun Nov  6 08:49:37 1994",
+            "Sun, 06 Nov 1994 08:49:37 UTC",
+            "Sun, 06 Foo 1994 08:49:37 GMT",
+            "",
+        ] {
+            assert_eq!(http_date(bad), None, "{bad}");
+        }
+    }
 
     const NOW: f64 = 1_764_447_652.0; // 2025-11-29T20:20:52Z
 

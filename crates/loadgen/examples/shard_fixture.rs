@@ -83,6 +83,7 @@ fn main() {
             start_at_unix_ns: Some(span.0),
             started_unix_ns: span.0,
             late_ms: Some(0.0),
+            server_clock_offset_ms: Some(0.0),
         };
         let file = ShardFile {
             format: FORMAT.into(),

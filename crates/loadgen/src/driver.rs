@@ -293,6 +293,7 @@ fn shard_info(plan: &LoadPlan, started_unix_ns: Option<u64>) -> Option<ShardInfo
         start_at_unix_ns: at,
         started_unix_ns,
         late_ms: at.map(|at| started_unix_ns.saturating_sub(at) as f64 / 1e6),
+        server_clock_offset_ms: part.server_clock_offset_ms,
     })
 }
 

@@ -299,6 +299,32 @@ impl Client {
             .map_err(|_| FetchError::Timeout)?
     }
 
+    /// How far the server's clock is ahead of this machine's (ms), by the `Date` header of a GET
+    /// of `uri`: `Date` says the whole second, so the answer is within ±(500 ms + half the round
+    /// trip). `None` when the server sends no `Date` (or none that reads) or does not answer.
+    pub async fn server_clock_offset_ms(&self, uri: Uri, timeout: Duration) -> Option<f64> {
+        let now = || llmscope_core::time::unix_now();
+        let work = async {
+            let mut conn = self.checkout().await.ok()?;
+            let before = now();
+            let resp = conn
+                .send
+                .send_request(self.request(Method::GET, uri, Bytes::new()))
+                .await
+                .ok()?;
+            let after = now();
+            let date = resp
+                .headers()
+                .get(header::DATE)
+                .and_then(|v| v.to_str().ok())
+                .and_then(llmscope_core::time::http_date);
+            let _ = Limited::collect(resp.into_body(), MAX_BODY_BYTES).await;
+            self.checkin(conn);
+            Some((date? + 0.5 - (before + after) / 2.0) * 1e3)
+        };
+        tokio::time::timeout(timeout, work).await.ok().flatten()
+    }
+
     /// POSTs a JSON `body` to `uri` and returns status and (capped) body.
     pub async fn post_json(
         &self,

@@ -24,6 +24,9 @@ use std::time::{Duration, Instant};
 
 /// A shard that began more than this after `--start-at` is named.
 pub const LATE_MS: f64 = 1_000.0;
+/// Shards whose clocks, read against the server's `Date` header (each within about ±0.5 s),
+/// differ by more than this are named: their `--start-at` was not one moment.
+pub const CLOCK_MS: f64 = 1_500.0;
 /// Stages whose starts across shards lie further apart than this (or 2 % of the stage's sending
 /// window, if longer) are named.
 pub const SPREAD_MS: f64 = 1_000.0;
@@ -51,6 +54,8 @@ pub struct ShardFigures {
     pub file: String,
     pub started_unix_ns: u64,
     pub late_ms: Option<f64>,
+    /// The server's clock ahead of the shard's (ms, ±500 ms), by its `Date` header.
+    pub server_clock_offset_ms: Option<f64>,
     pub stages: usize,
     pub requests: RequestCounts,
     pub output_tokens_per_s: f64,
@@ -338,6 +343,7 @@ pub fn merge(shards: &[Loaded]) -> LoadReport {
     for l in shards {
         shard_problems(l, first.whole.len(), &mut problems);
     }
+    problems.extend(clock_problem(shards));
     let total = merged_total(shards, &merged);
     let figures = shards.iter().map(figures).collect();
     LoadReport {
@@ -527,12 +533,34 @@ fn shard_problems(l: &Loaded, stages: usize, problems: &mut Vec<String>) {
     }
 }
 
+/// Shards whose clocks disagree by seconds, by the server's clock: their own timestamps (and
+/// the stage starts compared above) cannot show it, each one started at `--start-at` as its own
+/// clock read it.
+fn clock_problem(shards: &[Loaded]) -> Option<String> {
+    let offsets: Vec<(&Loaded, f64)> = shards
+        .iter()
+        .filter_map(|l| Some((l, l.file.shard.server_clock_offset_ms?)))
+        .collect();
+    let lo = offsets.iter().min_by(|a, b| a.1.total_cmp(&b.1))?;
+    let hi = offsets.iter().max_by(|a, b| a.1.total_cmp(&b.1))?;
+    let apart = hi.1 - lo.1;
+    (apart > CLOCK_MS).then(|| {
+        format!(
+            "by the server's Date header, {}'s clock is {:.1} s ahead of {}'s (±1 s): the shards did not start together; sync the nodes' clocks (NTP)",
+            lo.0.label(),
+            apart / 1e3,
+            hi.0.label()
+        )
+    })
+}
+
 fn figures(l: &Loaded) -> ShardFigures {
     let (f, t) = (&l.file, &l.file.report.total);
     let ShardInfo {
         index,
         started_unix_ns,
         late_ms,
+        server_clock_offset_ms,
         ..
     } = f.shard;
     ShardFigures {
@@ -540,6 +568,7 @@ fn figures(l: &Loaded) -> ShardFigures {
         file: l.name(),
         started_unix_ns,
         late_ms,
+        server_clock_offset_ms,
         stages: f.stages.len(),
         requests: t.requests,
         output_tokens_per_s: round1(t.throughput.output_tokens_per_s),

@@ -202,6 +202,9 @@ pub struct ShardPlan {
     pub shard: Shard,
     pub start_at: Option<SystemTime>,
     pub whole: Vec<WholeStage>,
+    /// The server's clock against this machine's, by its `Date` header (ms): shards whose
+    /// offsets differ by seconds do not share a clock.
+    pub server_clock_offset_ms: Option<f64>,
 }
 
 /// Keeps shard `spec.shard`'s share of `stages` (all of them without `--shard`), and says what the
@@ -220,6 +223,7 @@ fn shard_stages(
         shard,
         start_at: spec.start_at,
         whole,
+        server_clock_offset_ms: None,
     };
     Ok((stages, Some(part)))
 }
@@ -542,7 +546,19 @@ pub async fn resolve(spec: &LoadSpec) -> Result<LoadPlan, PlanError> {
     )?;
     let mut plan = plan(spec, stages, server, fitted, prefixes);
     plan.shard = shard;
+    read_server_clock(&mut plan).await;
     Ok(plan)
+}
+
+/// A shard reads the server's clock against its own, for the merge to compare across shards.
+async fn read_server_clock(plan: &mut LoadPlan) {
+    if let Some(part) = plan.shard.as_mut() {
+        let uri = plan.target.uri("/v1/models");
+        part.server_clock_offset_ms = plan
+            .client
+            .server_clock_offset_ms(uri, Duration::from_secs(5))
+            .await;
+    }
 }
 
 /// `--turns` and `--think-time` as given: at least 2 turns, on the chat API (pure).

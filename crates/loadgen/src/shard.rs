@@ -122,6 +122,10 @@ pub struct ShardInfo {
     pub started_unix_ns: u64,
     /// How late it began after `--start-at` (ms); `None` without one.
     pub late_ms: Option<f64>,
+    /// The server's clock ahead of this shard's (ms, within about ±500 ms: the server's `Date`
+    /// header); `None` when the server sends none.
+    #[serde(default)]
+    pub server_clock_offset_ms: Option<f64>,
 }
 
 /// A stage as the whole load has it (before the split): what the merged report calls it.

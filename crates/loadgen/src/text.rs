@@ -41,6 +41,9 @@ fn write_shards(s: &ShardsReport, w: &mut impl Write) -> io::Result<()> {
             (Some(t), Some(a)) => format!("  load {a:.2} of {t:.2} {}", f.load_unit),
             _ => String::new(),
         };
+        let clock = f.server_clock_offset_ms.map_or(String::new(), |ms| {
+            format!("  server clock {:+.1} s", ms / 1e3)
+        });
         let limited = if f.client_limited {
             "  CLIENT-LIMITED"
         } else {
@@ -48,7 +51,7 @@ fn write_shards(s: &ShardsReport, w: &mut impl Write) -> io::Result<()> {
         };
         writeln!(
             w,
-            "  shard {}/{}  sent {}  completed {}  {} output tok/s{load}{late}{limited}",
+            "  shard {}/{}  sent {}  completed {}  {} output tok/s{load}{late}{clock}{limited}",
             f.index,
             s.count,
             f.requests.sent,

@@ -260,6 +260,13 @@ async fn a_merge_refuses_what_is_not_one_load_and_names_shards_that_fell_behind(
         .report
         .model;
     other.shard.late_ms = Some(4_200.0);
+    // Its clock 3 s behind the others' (the server's Date read 3 s further ahead of it).
+    let clock = other
+        .shard
+        .server_clock_offset_ms
+        .expect("the fake server sends a Date header");
+    assert!(clock.abs() < 1_600.0, "offset {clock} ms on one machine");
+    other.shard.server_clock_offset_ms = Some(clock + 3_000.0);
     other.report.total.client.limited = true;
     other.report.total.client.verdict = "client-limited: sends 40 ms behind schedule".into();
     other.report.stages[0].client.limited = true;
@@ -274,6 +281,10 @@ async fn a_merge_refuses_what_is_not_one_load_and_names_shards_that_fell_behind(
     );
     assert!(
         problems.contains("shard 2/3 could not keep its share: client-limited: sends 40 ms"),
+        "{problems}"
+    );
+    assert!(
+        problems.contains("clock is") && problems.contains("s ahead of shard 2/3's"),
         "{problems}"
     );
     assert!(report.total.client.limited);

@@ -104,6 +104,11 @@ fn three_shard_processes_merge_into_the_report_of_one_process_driving_the_whole_
         f(&single, &["requests", "sent"])
     );
     assert_eq!(f(&merged, &["requests", "failed"]), 0.0);
+    // One machine, one clock: each shard read the server's Date within its ±0.5 s resolution.
+    for s in shards["shards"].as_array().unwrap() {
+        let offset = f(s, &["server_clock_offset_ms"]);
+        assert!(offset.abs() <= 1_000.0, "{s}");
+    }
     assert_eq!(merged["stages"][0]["label"], single["stages"][0]["label"]);
     let records = &shards["records"];
     assert_eq!(records["agree"], true, "{records:#}");

@@ -190,7 +190,9 @@ pub async fn resolve(spec: &LoadSpec, ts: &TraceSpec) -> Result<LoadPlan, PlanEr
         shard,
         start_at: spec.start_at,
         whole: vec![WholeStage::of(&whole)],
+        server_clock_offset_ms: None,
     });
+    super::read_server_clock(&mut plan).await;
     plan.trace = Some(offsets);
     plan.reuse.trace_blocks = repeated.is_some();
     plan.trace_repeated = repeated.map(Into::into);
