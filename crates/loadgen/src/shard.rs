@@ -2,7 +2,7 @@
 //! one load, and `llmscope merge` makes one report of them, exact as one process's.
 //!
 //! How the data flows:
-//! 1. `load --shard I/N` plans the whole load, then [`Shard::split`] keeps shard `I`'s share of
+//! 1. `load --shard I/N` plans the whole load, then [`split`] keeps shard `I`'s share of
 //!    each stage: `c/N` closed-loop workers (the first `c mod N` shards take one more), `r/N`
 //!    requests per second (independent Poisson or gamma streams add up to the whole rate; constant
 //!    arrivals are phased so the union is evenly spaced), its share of `--requests` and of an
