@@ -286,13 +286,15 @@ async fn hold_until(at: SystemTime, control: &RunControl) {
 fn shard_info(plan: &LoadPlan, started_unix_ns: Option<u64>) -> Option<ShardInfo> {
     let part = plan.shard.as_ref()?;
     let at = part.start_at.map(unix_ns);
-    let started_unix_ns = started_unix_ns.unwrap_or(0);
     Some(ShardInfo {
         index: part.shard.index,
         count: part.shard.count,
         start_at_unix_ns: at,
-        started_unix_ns,
-        late_ms: at.map(|at| started_unix_ns.saturating_sub(at) as f64 / 1e6),
+        started_unix_ns: started_unix_ns.unwrap_or(0),
+        // A shard stopped before its first stage began was not late: it did not start.
+        late_ms: at
+            .zip(started_unix_ns)
+            .map(|(at, s)| s.saturating_sub(at) as f64 / 1e6),
         server_clock_offset_ms: part.server_clock_offset_ms,
     })
 }

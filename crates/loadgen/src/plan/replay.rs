@@ -217,19 +217,20 @@ fn shard_rows(
             shard.count
         )));
     }
+    deal(&shard, &mut trace.requests);
+    if let Some(r) = repeated {
+        deal(&shard, r);
+    }
+    Ok(Some(shard))
+}
+
+/// Keeps the items of `v` dealt to `shard` (item k when k mod N is its index), in order.
+fn deal<T>(shard: &Shard, v: &mut Vec<T>) {
     let mut k = 0;
-    trace.requests.retain(|_| {
+    v.retain(|_| {
         k += 1;
         shard.takes(k - 1)
     });
-    if let Some(r) = repeated {
-        let mut k = 0;
-        r.retain(|_| {
-            k += 1;
-            shard.takes(k - 1)
-        });
-    }
-    Ok(Some(shard))
 }
 
 /// Prompt tokens each request repeats from an earlier one, in the trace's order: its leading
