@@ -169,6 +169,11 @@ pub struct LoadInfo {
     /// Open loop: actual − intended send time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule_lag_ms: Option<Summary>,
+    /// When the load sent requests (warmup excluded; for several stages, the first stage's
+    /// start to the last's end), Unix seconds: the client's own loaded span, which the drain of
+    /// the requests still in flight after it does not belong to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sending_unix_s: Option<(f64, f64)>,
 }
 
 /// The client watching itself.
@@ -307,6 +312,11 @@ impl ClientSummary {
     /// The closed-loop concurrency the client kept while sending.
     pub fn achieved_concurrency(&self) -> Option<f64> {
         (self.load.unit == "concurrency").then_some(self.load.achieved?)
+    }
+
+    /// When the load sent, Unix seconds (see [`LoadInfo::sending_unix_s`]).
+    pub fn sending(&self) -> Option<(f64, f64)> {
+        self.load.sending_unix_s
     }
 }
 

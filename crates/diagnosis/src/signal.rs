@@ -93,6 +93,10 @@ pub struct LoadFacts {
     pub concurrency: Option<u32>,
     /// Load start and end (unix seconds), if known.
     pub window: Option<(f64, f64)>,
+    /// When the client sent requests (unix seconds; warmup excluded), if known: the steady
+    /// phase lies inside it — what the engine does with the requests in flight after the client
+    /// stopped sending is the drain, however full its queue.
+    pub sending: Option<(f64, f64)>,
     /// The client says it was the limit (CPU, event-loop lag, schedule lag).
     pub client_limited: bool,
     /// Its own words on why ("achieved 812 req/s of 1000; client CPU 98%").

@@ -49,9 +49,21 @@ fn value_at(s: &Signal, t: f64) -> Option<f64> {
 /// half of the time the engine's own token counter says it worked steadily (readings missing or
 /// set aside as stale — a real vLLM 0.32 under load can read 0 in most scrapes), the counter
 /// places the phases instead.
+///
+/// Where the client says when it sent, the steady phase lies inside that span: after the client
+/// stopped, the requests still in flight drain, however full the engine's queue looks (a real
+/// vLLM 0.32 on a starved host held the client's requests in its API server for most of an 8 s
+/// load, then let all 31 into a 4 MiB KV pool as the load ended — a 3 s queue of 24 in the drain
+/// that the gauges alone took for the plateau).
 pub fn detect_phases(input: &Input) -> Phases {
-    let phases = gauge_phases(input);
-    let Some(tokens) = token_span(input) else {
+    let sending = input.load.sending.filter(|&(lo, hi)| {
+        // Bounds no reading falls in (another clock, a stored run cut differently) bound nothing.
+        input
+            .signal(Concept::Running)
+            .is_some_and(|s| s.points.iter().any(|p| p.0 >= lo && p.0 <= hi))
+    });
+    let phases = gauge_phases(input, sending);
+    let Some(tokens) = token_span(input, sending) else {
         return phases;
     };
     let steady = phases.steady.map_or(0.0, |(a, b)| b - a);
@@ -84,7 +96,7 @@ struct TokenSpan {
     end: f64,
 }
 
-fn token_span(input: &Input) -> Option<TokenSpan> {
+fn token_span(input: &Input, sending: Option<(f64, f64)>) -> Option<TokenSpan> {
     let counter = input.signal(Concept::GeneratedTokens)?;
     let rate = counter.rate();
     let working: Vec<usize> = (0..rate.points.len())
@@ -94,10 +106,15 @@ fn token_span(input: &Input) -> Option<TokenSpan> {
     if working.len() < 3 {
         return None;
     }
-    let median = percentile(working.iter().map(|&i| rate.points[i].1).collect(), 0.5);
-    let steady: Vec<f64> = working
+    // The pace is the load's: intervals that end while the client sent, where that is known.
+    let loaded: Vec<(f64, f64)> = working
         .iter()
         .map(|&i| rate.points[i])
+        .filter(|p| inside(p.0, sending))
+        .collect();
+    let median = percentile(loaded.iter().map(|p| p.1).collect(), 0.5);
+    let steady: Vec<f64> = loaded
+        .iter()
         .filter(|p| p.1 >= 0.5 * median)
         .map(|p| p.0)
         .collect();
@@ -115,7 +132,12 @@ fn token_span(input: &Input) -> Option<TokenSpan> {
     })
 }
 
-fn gauge_phases(input: &Input) -> Phases {
+/// Whether `t` falls within `bounds` (anywhere when they are not known).
+fn inside(t: f64, bounds: Option<(f64, f64)>) -> bool {
+    bounds.is_none_or(|(lo, hi)| t >= lo && t <= hi)
+}
+
+fn gauge_phases(input: &Input, sending: Option<(f64, f64)>) -> Phases {
     let load = in_system(input);
     let (Some(first), Some(last)) = (load.first(), load.last()) else {
         return Phases::default();
@@ -127,13 +149,27 @@ fn gauge_phases(input: &Input) -> Phases {
             ..Phases::default()
         };
     };
-    let plateau = percentile(active.iter().map(|p| p.1).collect(), 0.9);
+    // The plateau the load held while the client sent, where that is known.
+    let plateau = percentile(
+        active
+            .iter()
+            .filter(|p| inside(p.0, sending))
+            .map(|p| p.1)
+            .collect(),
+        0.9,
+    );
     let high: Vec<f64> = load
         .iter()
-        .filter(|p| p.1 >= 0.9 * plateau)
+        .filter(|p| inside(p.0, sending) && p.1 >= 0.9 * plateau)
         .map(|p| p.0)
         .collect();
-    let (s0, s1) = (high[0], high[high.len() - 1]);
+    let (Some(&s0), Some(&s1)) = (high.first(), high.last()) else {
+        // Nothing was in the system while the client sent.
+        return Phases {
+            baseline: Some((first.0, a0.0)).filter(|(a, b)| b > a),
+            ..Phases::default()
+        };
+    };
     let span = |a: f64, b: f64| (b > a).then_some((a, b));
     let before = load.iter().rev().find(|p| p.0 < a0.0).map(|p| p.0);
     let after = load.iter().find(|p| p.0 > a1.0).map(|p| p.0);
@@ -230,6 +266,59 @@ mod tests {
         assert_eq!(p.steady, Some((4.0, 6.0)));
         assert_eq!(p.drain, Some((6.0, 7.0)));
         assert_eq!(p.after, Some((8.0, 9.0)));
+    }
+
+    /// The shape a real vLLM 0.32 took on a starved host (4 MiB KV pool, 32 clients, 8 s):
+    /// the API server let about one request at a time into the engine while the client sent,
+    /// then all of them as the load ended; the engine queued 24 in what was already the drain.
+    fn flood_at_the_end() -> Input {
+        let mut r = vec![0., 0., 0., 0.];
+        let mut w = vec![0., 0., 0., 0.];
+        r.extend([1.; 16]);
+        w.extend([0.; 16]);
+        r.extend([7., 8., 8., 7., 8., 7., 6., 4., 1., 0., 0., 0.]);
+        w.extend([24., 25., 24., 23., 17., 12., 6., 1., 0., 0., 0., 0.]);
+        let mut i = input(&r, &w);
+        // Tokens trickled while the front end held the requests (the engine stood still in
+        // every other interval), and flowed at three times that pace once they were all in.
+        let mut total = 0.0;
+        let tokens = (0..r.len())
+            .map(|t| {
+                total += match t {
+                    4..20 if t % 2 == 0 => 50.0,
+                    20..28 => 150.0,
+                    _ => 0.0,
+                };
+                (t as f64, total)
+            })
+            .collect();
+        i.signals
+            .insert(Concept::GeneratedTokens, Signal::new("g", tokens));
+        i
+    }
+
+    #[test]
+    fn the_steady_phase_lies_where_the_client_sent() {
+        // Alone, the gauges take the queue of the drain for the plateau.
+        let p = detect_phases(&flood_at_the_end());
+        assert_eq!(p.steady, Some((20.0, 27.0)));
+        // Told the client sent from t=4 to t=20, the steady phase is the load's.
+        let mut i = flood_at_the_end();
+        i.load.sending = Some((4.0, 20.0));
+        let p = detect_phases(&i);
+        let (a, b) = p.steady.expect("a steady phase");
+        assert!(a >= 4.0 && b <= 20.0 && b - a >= 10.0, "{p:?}");
+        assert!(p.drain.is_some_and(|(d, _)| d == b), "{p:?}");
+        // A plateau inside the sending span is left as it was.
+        let r = [0., 0., 4., 16., 16., 16., 16., 8., 0., 0.];
+        let w = [0., 0., 0., 12., 16., 16., 15., 0., 0., 0.];
+        let mut i = input(&r, &w);
+        i.load.sending = Some((2.0, 6.5));
+        assert_eq!(detect_phases(&i).steady, Some((4.0, 6.0)));
+        // Cut short, what is cut off joins the drain.
+        i.load.sending = Some((2.0, 5.0));
+        let p = detect_phases(&i);
+        assert_eq!((p.steady, p.drain), (Some((4.0, 5.0)), Some((5.0, 7.0))));
     }
 
     #[test]

@@ -503,6 +503,9 @@ impl StageStats {
             peak_concurrency: meta.peak_concurrency,
             send_rate: round3(send_rate),
             schedule_lag_ms: (!self.lag.is_empty()).then(|| self.lag.summary()),
+            sending_unix_s: self
+                .sending_span
+                .map(|(a, b)| (a as f64 / 1e9, b as f64 / 1e9)),
         }
     }
 }

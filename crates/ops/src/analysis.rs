@@ -137,6 +137,7 @@ fn load_facts(facts: &RunFacts) -> LoadFacts {
     LoadFacts {
         concurrency: facts.concurrency,
         window: facts.load_window,
+        sending: report.and_then(ClientSummary::sending),
         client_limited: facts.client_limited,
         client_note: facts.client_note.clone(),
         achieved_concurrency: report.and_then(ClientSummary::achieved_concurrency),
