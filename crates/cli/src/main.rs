@@ -26,6 +26,7 @@ mod signals;
 mod sim_cmd;
 mod targets_cmd;
 mod watch_cmd;
+mod whatif_cmd;
 
 /// Tells why an LLM serving deployment is slow or wasteful.
 #[derive(Debug, Parser)]
@@ -69,6 +70,8 @@ enum Command {
     Observe(observe_cmd::ObserveArgs),
     /// List the runs kept in the store.
     Runs(runs_cmd::RunsArgs),
+    /// Predict what a change buys (--max-num-seqs, KV pool, replicas), fitted to stored runs.
+    Whatif(whatif_cmd::WhatifArgs),
     /// Diagnose every deployment a Prometheus sees, every interval; serve the verdicts as metrics.
     Watch(Box<watch_cmd::WatchArgs>),
 }
@@ -93,6 +96,7 @@ fn main() -> ExitCode {
         Command::Observe(args) => observe_cmd::run(args),
         Command::Runs(args) => runs_cmd::run(args),
         Command::Watch(args) => watch_cmd::run(*args),
+        Command::Whatif(args) => whatif_cmd::run(args),
     };
     match result {
         Ok(code) => code,

@@ -16,12 +16,37 @@ use serde::Serialize;
 pub struct Recommendation {
     pub action: String,
     pub reason: String,
+    /// The engine flag and value the action names, where it names one (what `whatif` predicts).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub setting: Option<Setting>,
+    /// What the change is predicted to buy, in words (filled in by whoever can predict it:
+    /// `llmscope_ops::whatif`); `None` where nothing was predicted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub predicted: Option<String>,
+}
+
+/// An engine flag set to a value (`max-num-seqs` = 32).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Setting {
+    /// The flag as `whatif --set` takes it: `max-num-seqs`, `max-num-batched-tokens`,
+    /// `kv-cache-memory-bytes`, `gpu-memory-utilization`.
+    pub flag: &'static str,
+    pub value: f64,
 }
 
 fn rec(action: impl Into<String>, reason: impl Into<String>) -> Recommendation {
     Recommendation {
         action: action.into(),
         reason: reason.into(),
+        setting: None,
+        predicted: None,
+    }
+}
+
+impl Recommendation {
+    fn setting(mut self, flag: &'static str, value: f64) -> Recommendation {
+        self.setting = Some(Setting { flag, value });
+        self
     }
 }
 
@@ -42,10 +67,7 @@ pub fn recommend(cx: &Context, verdict: &Verdict, findings: &[Finding]) -> Vec<R
                 "fewer bytes per step is the direct cure for a bandwidth-bound step",
             ),
         ],
-        Bottleneck::TokenBudget => vec![rec(
-            "Raise --max-num-batched-tokens (e.g. ×2), then re-measure TTFT and ITL",
-            "steps are full of prefill tokens; a larger budget admits prompts faster at the cost of longer steps for running decodes",
-        )],
+        Bottleneck::TokenBudget => vec![budget_knob(cx)],
         Bottleneck::Client => vec![rec(
             "Give the load generator more cores or run several in parallel, then re-run",
             "the client limited the achieved load, so the server's limit was not measured",
@@ -197,6 +219,25 @@ fn batch_limit(cx: &Context) -> Vec<Recommendation> {
     out
 }
 
+/// Raise the step's token budget, doubled where the engine said it.
+fn budget_knob(cx: &Context) -> Recommendation {
+    let why = "steps are full of prefill tokens; a larger budget admits prompts faster at the cost of longer steps for running decodes";
+    match cx.input.engine.max_num_batched_tokens {
+        Some(now) => rec(
+            format!(
+                "Raise --max-num-batched-tokens from {now} to {}, then re-measure TTFT and ITL",
+                now * 2
+            ),
+            why,
+        )
+        .setting("max-num-batched-tokens", f64::from(now * 2)),
+        None => rec(
+            "Raise --max-num-batched-tokens (e.g. ×2), then re-measure TTFT and ITL",
+            why,
+        ),
+    }
+}
+
 /// Raise `--max-num-seqs` in steps, as far as the KV used per running request allows.
 fn raise_cap(current: f64, kv_mean: Option<f64>, running_mean: Option<f64>) -> Recommendation {
     let step1 = current * 2.0;
@@ -216,12 +257,14 @@ fn raise_cap(current: f64, kv_mean: Option<f64>, running_mean: Option<f64>) -> R
                     KV_HIGH * 100.0
                 ),
             )
+            .setting("max-num-seqs", step1)
         }
         _ => rec(
             format!("Raise --max-num-seqs from {current:.0} to {step1:.0}, watching KV usage"),
             "the batch is full while requests wait; KV usage was not observed, so grow in steps"
                 .to_owned(),
-        ),
+        )
+        .setting("max-num-seqs", step1),
     }
 }
 
@@ -294,29 +337,35 @@ fn pool_knob(cx: &Context) -> Recommendation {
     let sizing = pool_sizing(kv, need.as_ref());
     match kv.and_then(|k| k.memory_bytes.zip(k.size_tokens)) {
         Some((bytes, tokens)) if tokens > 0 => {
-            let target = need.as_ref().map(|n| {
-                let b = n.tokens * bytes as f64 / tokens as f64;
-                format!(" to at least {}", mib(b.max(bytes as f64 * 1.25)))
-            });
-            rec(
+            let target = need
+                .as_ref()
+                .map(|n| (n.tokens * bytes as f64 / tokens as f64).max(bytes as f64 * 1.25));
+            let r = rec(
                 format!(
                     "Raise --kv-cache-memory-bytes from {}{} (on vLLM's CPU build VLLM_CPU_KVCACHE_SPACE, in GiB, sizes the same pool when the flag is not given)",
                     mib(bytes as f64),
-                    target.unwrap_or_default()
+                    target.map_or(String::new(), |b| format!(" to at least {}", mib(b)))
                 ),
                 format!("the pool was given a fixed size in bytes; {sizing}"),
-            )
+            );
+            match target {
+                Some(b) => r.setting("kv-cache-memory-bytes", b.ceil()),
+                None => r,
+            }
         }
         _ => {
-            let util = kv
-                .and_then(|k| k.gpu_memory_utilization)
-                .map_or(String::new(), |u| format!(" from {u:.2}"));
-            rec(
+            let now = kv.and_then(|k| k.gpu_memory_utilization);
+            let util = now.map_or(String::new(), |u| format!(" from {u:.2}"));
+            let r = rec(
                 format!(
                     "Give vLLM more memory for KV: raise --gpu-memory-utilization{util} (up to ~0.95), a larger GPU, or tensor parallelism"
                 ),
                 sizing,
-            )
+            );
+            match now {
+                Some(u) if u < 0.95 => r.setting("gpu-memory-utilization", 0.95),
+                _ => r,
+            }
         }
     }
 }
@@ -422,10 +471,10 @@ fn failing_requests(cx: &Context) -> Vec<Recommendation> {
     };
     let mut out: Vec<Recommendation> = o.kinds.iter().filter_map(advice).collect();
     out.dedup();
-    out.push(Recommendation {
-        action: "Re-run once requests succeed; read no bottleneck from this run".to_owned(),
-        reason: "the server refused the load, so the metrics show a server doing little".to_owned(),
-    });
+    out.push(rec(
+        "Re-run once requests succeed; read no bottleneck from this run",
+        "the server refused the load, so the metrics show a server doing little",
+    ));
     out
 }
 

@@ -120,7 +120,7 @@ pub fn analyse_input(
         .iter()
         .map(|(c, name)| format!("{} ← {name}", c.name()))
         .collect();
-    Ok(Analysed {
+    let mut a = Analysed {
         run,
         facts,
         input,
@@ -128,7 +128,9 @@ pub fn analyse_input(
         used,
         names: res.used.clone(),
         interrupted: None,
-    })
+    };
+    crate::whatif::annotate(&mut a);
+    Ok(a)
 }
 
 /// What the diagnosis knows of the load: its shape, and what the client saw.

@@ -46,6 +46,7 @@ pub mod run;
 pub mod runs;
 pub mod stack;
 pub mod targets;
+pub mod whatif;
 pub mod window;
 
 pub use error::{Marked, OpsError, StoreStopped};

@@ -93,7 +93,10 @@ fn recommendations(r: &Report, s: &mut String) {
     s.push_str("<h2>What to change</h2><ol>");
     for rec in &d.recommendations {
         let (action, reason) = (esc(&rec.action), esc(&rec.reason));
-        let _ = write!(s, "<li><b>{action}</b><br>{reason}</li>");
+        let predicted = rec.predicted.as_deref().map_or(String::new(), |p| {
+            format!("<br><i>predicted:</i> {}", esc(p))
+        });
+        let _ = write!(s, "<li><b>{action}</b><br>{reason}{predicted}</li>");
     }
     s.push_str("</ol>");
 }

@@ -65,6 +65,9 @@ fn recommendations(r: &Report, out: &mut impl Write) -> io::Result<()> {
     for (i, rec) in recs.iter().enumerate() {
         let (action, reason) = (md(&rec.action), md(&rec.reason));
         writeln!(out, "{}. **{action}** — {reason}", i + 1)?;
+        if let Some(p) = &rec.predicted {
+            writeln!(out, "   *Predicted:* {}", md(p))?;
+        }
     }
     Ok(())
 }

@@ -66,6 +66,9 @@ fn recommendations(r: &Report, out: &mut impl Write, Bold(b, e): Bold) -> io::Re
     }
     for (i, rec) in recs.iter().enumerate() {
         writeln!(out, "  {}. {}\n     why: {}", i + 1, rec.action, rec.reason)?;
+        if let Some(p) = &rec.predicted {
+            writeln!(out, "     predicted: {p}")?;
+        }
     }
     Ok(())
 }

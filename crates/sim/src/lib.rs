@@ -6,7 +6,8 @@
 //! - [`options`]: a preset by name plus overrides, checked — what `sim` and `run` are told.
 //! - [`cluster`]: Kueue and kube-state-metrics pages for a set of teams (cost attribution).
 //! - [`offline`]: drives the engine in simulated time (no sleeping) — calibration tests and,
-//!   later, `whatif`.
+//!   `whatif`.
+//! - [`fit`]: the engine model fitted to a measured run, and loads replayed on it (`whatif`).
 //!
 //! Data flows one way: requests → engine steps → stats/timeline → exposition text.
 
@@ -15,6 +16,7 @@ pub mod dcgm;
 pub mod dcgm_text;
 pub mod engine;
 pub mod faults;
+pub mod fit;
 pub mod kv;
 pub mod metrics;
 pub mod offline;

@@ -32,7 +32,9 @@ pub enum OptionsError {
 }
 
 /// Simulator engine settings: a preset and overrides of its vLLM flags and model constants.
-#[derive(Debug, Clone, PartialEq)]
+/// Stored with a run on the simulated stack, so `whatif --confirm` can start it again changed.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 #[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct EngineOptions {
     /// Preset (GPU + model + vLLM settings); see --list-presets.

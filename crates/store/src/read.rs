@@ -75,6 +75,16 @@ impl Store {
         found.ok_or(StoreError::NoSuchRun(id))?
     }
 
+    /// The configuration a run was stored with (secrets already removed when it was written).
+    pub fn config(&self, id: RunId) -> Result<serde_json::Value, StoreError> {
+        let found: Option<String> = self
+            .conn
+            .query_row("SELECT config FROM runs WHERE id = ?1", [id], |r| r.get(0))
+            .optional()?;
+        let text = found.ok_or(StoreError::NoSuchRun(id))?;
+        Ok(serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text)))
+    }
+
     /// The sources of a run, in the order they were added.
     pub fn sources(&self, run: RunId) -> Result<Vec<SourceSpec>, StoreError> {
         let mut stmt = self

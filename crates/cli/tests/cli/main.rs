@@ -19,3 +19,4 @@ mod run;
 mod shard;
 mod soak;
 mod watch;
+mod whatif;

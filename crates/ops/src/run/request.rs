@@ -323,6 +323,87 @@ impl RunRequest {
                 "to_s": t.to,
             })),
             "api_key": self.api_key.as_ref().map(|_| "<redacted>"),
+            "rerun": t.sim.is_some().then(|| self.rerun_json()),
+        })
+    }
+
+    /// What the simulated stack and its load need beyond the fields above to run again
+    /// (`whatif --confirm`): the engine options whole, the prompt and the token shapes.
+    fn rerun_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "engine": self.engine,
+            "prompt": self.prompt,
+            "input_tokens": self.input_tokens.map(|t| t.to_string()),
+            "output_tokens": self.output_tokens,
+            "model": self.model,
+            "dcgm_interval_s": self.dcgm_interval.map(|d| d.as_secs_f64()),
+            "drain_timeout_s": self.drain_timeout.as_secs_f64(),
+        })
+    }
+
+    /// The request a run on the simulated stack was made with, from its stored configuration,
+    /// for the store at `db`; an error naming the run where it was not one.
+    pub fn rerun(
+        run: i64,
+        config: &serde_json::Value,
+        db: PathBuf,
+    ) -> Result<RunRequest, OpsError> {
+        let not = |why: &str| {
+            invalid(&format!(
+                "run {run} cannot be run again here ({why}): --confirm measures where llmscope runs the server, the simulated stack; against a real server make the change and `llmscope run` again, then `llmscope compare`"
+            ))
+        };
+        let rerun = config
+            .get("rerun")
+            .filter(|r| r.is_object())
+            .ok_or_else(|| {
+                not("it did not run on the simulated stack, or an older llmscope stored it")
+            })?;
+        if config.get("trace").is_some_and(|t| !t.is_null()) {
+            return Err(not("it replayed a trace"));
+        }
+        let engine: EngineOptions = serde_json::from_value(rerun["engine"].clone())
+            .map_err(|e| not(&format!("its engine options do not read back: {e}")))?;
+        let f = |k: &str| config.get(k).and_then(serde_json::Value::as_f64);
+        let secs = |v: Option<f64>| v.map(Duration::from_secs_f64);
+        let need = |k: &str| f(k).ok_or_else(|| not(&format!("its `{k}` is not stored")));
+        let input_tokens = match rerun["input_tokens"].as_str() {
+            Some(t) => Some(
+                t.parse()
+                    .map_err(|_| not("its --input-tokens do not read back"))?,
+            ),
+            None => None,
+        };
+        let turns = f("turns").map(|t| t as u32);
+        Ok(RunRequest {
+            target: None,
+            metrics_url: None,
+            gpu_metrics: Vec::new(),
+            matchers: Vec::new(),
+            prometheus: None,
+            engine,
+            concurrency: need("concurrency")? as u32,
+            rate: f("rate"),
+            duration: Duration::from_secs_f64(need("duration_s")?),
+            baseline: Duration::from_secs_f64(need("baseline_s")?),
+            prompt: rerun["prompt"].as_str().map(str::to_owned),
+            input_tokens,
+            output_tokens: rerun["output_tokens"].as_u64().map(|t| t as u32),
+            max_tokens: need("max_tokens")? as u32,
+            model: rerun["model"].as_str().map(str::to_owned),
+            api_key: None,
+            interval: Duration::from_secs_f64(need("interval_s")?),
+            dcgm_interval: secs(rerun["dcgm_interval_s"].as_f64()),
+            drain_timeout: secs(rerun["drain_timeout_s"].as_f64())
+                .unwrap_or(Duration::from_secs(60)),
+            db,
+            workload: Workload {
+                shared_prefix: f("shared_prefix").map(|p| p as u32),
+                prefix_groups: f("prefix_groups").map_or(1, |g| g as u32),
+                turns,
+                think_time: secs(f("think_time_s")).unwrap_or(Duration::ZERO),
+                trace: None,
+            },
         })
     }
 

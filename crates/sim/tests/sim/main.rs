@@ -2,6 +2,7 @@
 //! client, the pages parsed back with `promtext`; and the diagnosis scenarios ([`scenarios`]).
 
 mod capacity;
+mod fit_real;
 mod matrix;
 mod scenarios;
 

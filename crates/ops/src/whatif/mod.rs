@@ -1,0 +1,907 @@
+//! `whatif`: what a change to the deployment buys, predicted from the runs it was measured in.
+//!
+//! Flow: stored runs (one `run`, or the stages of a capacity search) → [`observe`]: per run, the
+//! deployment (`--max-num-seqs`, the step budget, the KV pool from `vllm:cache_config_info`),
+//! the workload (closed-loop clients or open-loop rate, the mean prompt and answer the client
+//! saw), what the client measured, the verdict, and the engine's counters over every scrape
+//! interval in which it worked → [`fit`]: one step model for the deployment from all those
+//! intervals (`llmscope_sim::fit`), then each run replayed on it against what was measured —
+//! the error per run, and the band of every prediction → [`predict`]: the first run's workload
+//! replayed on the deployment with the [`Change`]s applied → [`WhatIf`], rendered as text or
+//! JSON. `--confirm` ([`confirm`]) then measures the changed deployment where llmscope runs it
+//! (the simulated stack) and sets the measurement beside the prediction.
+//!
+//! Pure but for reading the store; the replay runs in simulated time (a minute of load in
+//! milliseconds).
+
+mod confirm;
+mod render;
+
+pub use confirm::confirm;
+pub use render::write;
+
+use crate::OpsError;
+use crate::analysis::Analysed;
+use llmscope_diagnosis::{Concept, Input, Signal};
+use llmscope_sim::fit::{
+    self as model, Arrivals, Deployment, Interval, Replayed, StepModel, Workload,
+};
+use serde::Serialize;
+
+/// One change to the deployment (`--set max-num-seqs=32`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(tag = "flag", content = "value", rename_all = "kebab-case")]
+pub enum Change {
+    MaxNumSeqs(u32),
+    MaxNumBatchedTokens(u32),
+    KvCacheMemoryBytes(u64),
+    GpuMemoryUtilization(f64),
+    Replicas(u32),
+}
+
+impl std::str::FromStr for Change {
+    type Err = OpsError;
+
+    fn from_str(text: &str) -> Result<Change, OpsError> {
+        let (flag, value) = text.split_once('=').ok_or_else(|| {
+            invalid(format!(
+                "--set {text}: write FLAG=VALUE, e.g. max-num-seqs=32 (flags: {FLAGS})"
+            ))
+        })?;
+        let flag = flag.trim().trim_start_matches("--");
+        let value = value.trim();
+        let bad = |what: &str| invalid(format!("--set {flag}={value}: {what}"));
+        let count = |v: &str| match v.replace('_', "").parse::<u64>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err(bad("give a whole number above 0")),
+        };
+        let small = |v: &str| {
+            count(v).and_then(|n| u32::try_from(n).map_err(|_| bad("too large for this flag")))
+        };
+        Ok(match flag {
+            "max-num-seqs" => Change::MaxNumSeqs(small(value)?),
+            "max-num-batched-tokens" => Change::MaxNumBatchedTokens(small(value)?),
+            "kv-cache-memory-bytes" => Change::KvCacheMemoryBytes(count(value)?),
+            "gpu-memory-utilization" => match value.parse::<f64>() {
+                Ok(f) if f > 0.0 && f <= 1.0 => Change::GpuMemoryUtilization(f),
+                _ => return Err(bad("give a fraction in (0, 1], e.g. 0.9")),
+            },
+            "replicas" => Change::Replicas(small(value)?),
+            _ => {
+                return Err(invalid(format!(
+                    "--set {text}: unknown flag `{flag}`; whatif changes {FLAGS}"
+                )));
+            }
+        })
+    }
+}
+
+const FLAGS: &str =
+    "max-num-seqs, max-num-batched-tokens, kv-cache-memory-bytes, gpu-memory-utilization, replicas";
+
+impl std::fmt::Display for Change {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Change::MaxNumSeqs(n) => write!(f, "--max-num-seqs {n}"),
+            Change::MaxNumBatchedTokens(n) => write!(f, "--max-num-batched-tokens {n}"),
+            Change::KvCacheMemoryBytes(b) => write!(f, "--kv-cache-memory-bytes {b}"),
+            Change::GpuMemoryUtilization(u) => write!(f, "--gpu-memory-utilization {u}"),
+            Change::Replicas(n) => write!(f, "{n} replicas on the same GPU (time-sliced)"),
+        }
+    }
+}
+
+fn invalid(why: String) -> OpsError {
+    OpsError::Invalid(why)
+}
+
+/// What a client measured, and the verdict (measured), or what the model gives (predicted).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Figures {
+    pub output_tok_s: f64,
+    pub req_s: f64,
+    pub ttft_ms: Quantiles,
+    pub itl_ms: Quantiles,
+    pub bottleneck: String,
+}
+
+/// A latency's median and 95th percentile, milliseconds (absent: no request gave one).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Quantiles {
+    pub p50: Option<f64>,
+    pub p95: Option<f64>,
+}
+
+impl Figures {
+    fn replayed(r: &Replayed) -> Figures {
+        let ms = |s: Option<f64>| s.map(|s| s * 1000.0);
+        Figures {
+            output_tok_s: r.output_tok_s,
+            req_s: r.req_s,
+            ttft_ms: Quantiles {
+                p50: ms(r.ttft_p50_s),
+                p95: ms(r.ttft_p95_s),
+            },
+            itl_ms: Quantiles {
+                p50: ms(r.itl_p50_s),
+                p95: ms(r.itl_p95_s),
+            },
+            bottleneck: r.bottleneck.to_owned(),
+        }
+    }
+}
+
+/// One stored run as the fit reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Observed {
+    pub run: i64,
+    pub deployment: Deployment,
+    /// Whether the run said its step budget (else the engine's default was assumed).
+    pub budget_known: bool,
+    /// The KV pool in bytes, where the engine said it (`kv_cache_memory_bytes`).
+    pub pool_bytes: Option<u64>,
+    pub gpu_memory_utilization: Option<f64>,
+    /// GPU memory (dcgm framebuffer used + free), MiB, where the run read it.
+    pub fb_total_mib: Option<f64>,
+    pub workload: Workload,
+    pub measured: Figures,
+    pub intervals: Vec<Interval>,
+    /// Seconds the client sent for (the replay's window).
+    pub seconds: f64,
+    pub simulated: bool,
+}
+
+/// vLLM's default step budget where a run does not say it (chunked prefill on).
+const DEFAULT_BUDGET: u32 = 2048;
+
+/// Reads what the fit needs from a diagnosed run.
+pub fn observe(a: &Analysed) -> Result<Observed, OpsError> {
+    let run = a.run;
+    let client = a.facts.client.as_ref().ok_or_else(|| {
+        invalid(format!(
+            "run {run} kept no client figures (stored by `observe` or `diagnose`?): whatif fits runs llmscope loaded itself (`llmscope run` or `llmscope capacity`)"
+        ))
+    })?;
+    let max_num_seqs = a
+        .facts
+        .max_num_seqs
+        .or(a.input.engine.max_num_seqs)
+        .ok_or_else(|| {
+            invalid(format!(
+                "run {run} does not say the engine's --max-num-seqs: give it to `llmscope run --max-num-seqs N` so the model knows the cap it was measured under"
+            ))
+        })?;
+    let budget = a
+        .facts
+        .max_num_batched_tokens
+        .or(a.input.engine.max_num_batched_tokens);
+    let kv = a.input.engine.kv_cache.clone().unwrap_or_default();
+    let kv_tokens = kv
+        .size_tokens
+        .or_else(|| Some(kv.num_blocks? * u64::from(kv.block_size?)));
+    let completed = client.requests.completed.max(1) as f64;
+    let prompt = client
+        .tokens
+        .prompt_mean
+        .unwrap_or(client.tokens.prompt as f64 / completed);
+    let output = client.tokens.output as f64 / completed;
+    if client.tokens.output == 0 {
+        return Err(invalid(format!(
+            "run {run} completed no request with output: there is nothing to fit"
+        )));
+    }
+    let arrivals = match (client.load.mode.as_str(), client.load.target) {
+        ("open", Some(rate)) => Arrivals::Open {
+            rate,
+            cap: client.load.concurrency_cap.unwrap_or(u32::MAX),
+        },
+        ("closed", Some(c)) => Arrivals::Closed {
+            concurrency: c.round() as u32,
+        },
+        (mode, _) => {
+            return Err(invalid(format!(
+                "run {run}: its load was `{mode}`; whatif replays one closed-loop or open-loop load (a trace or mixed stages are not modelled yet)"
+            )));
+        }
+    };
+    let seconds = a
+        .input
+        .load
+        .sending
+        .map_or(client.throughput.window_s, |(from, to)| to - from);
+    Ok(Observed {
+        run,
+        deployment: Deployment {
+            max_num_seqs,
+            max_num_batched_tokens: budget.unwrap_or(DEFAULT_BUDGET),
+            kv_tokens,
+            block_size: kv.block_size.unwrap_or(16),
+            replicas: 1,
+        },
+        budget_known: budget.is_some(),
+        pool_bytes: kv.memory_bytes,
+        gpu_memory_utilization: kv.gpu_memory_utilization,
+        fb_total_mib: fb_total(&a.input),
+        workload: Workload {
+            arrivals,
+            prompt_tokens: prompt.round().max(1.0) as u32,
+            output_tokens: output.round().max(1.0) as u32,
+            frontend_s: frontend_s(a, client),
+        },
+        measured: measured(a, client, output),
+        intervals: intervals(&a.input),
+        seconds: seconds.max(1.0),
+        simulated: a.facts.simulated,
+    })
+}
+
+/// What the client measured while it sent (the drain after it left out, as a replay leaves it
+/// out): output tokens/s, requests/s at the mean answer, latencies.
+fn measured(a: &Analysed, c: &llmscope_core::outcome::ClientSummary, answer: f64) -> Figures {
+    let q = |s: &llmscope_core::outcome::Summary| Quantiles {
+        p50: s.p50,
+        p95: s.p95,
+    };
+    let sending = c.throughput.sending_output_tokens_per_s;
+    Figures {
+        output_tok_s: sending.unwrap_or(c.throughput.output_tokens_per_s),
+        req_s: sending.map_or(c.throughput.requests_per_s, |t| t / answer.max(1.0)),
+        ttft_ms: q(&c.latency_ms.ttft),
+        itl_ms: q(&c.latency_ms.itl),
+        bottleneck: a.diagnosis.verdict.bottleneck.as_str().to_owned(),
+    }
+}
+
+/// Seconds each request spent outside the engine, by Little's law: the requests the client
+/// held in flight that the engine neither ran nor queued (its levels read as the verdict reads
+/// them, over the steady window), over the requests completed per second. 0 where unknown.
+fn frontend_s(a: &Analysed, c: &llmscope_core::outcome::ClientSummary) -> f64 {
+    let in_flight = c.achieved_concurrency().unwrap_or(c.load.mean_concurrency);
+    let req_s = c.throughput.requests_per_s;
+    let Some(window) = a.diagnosis.phases.steady else {
+        return 0.0;
+    };
+    let (running, waiting) = llmscope_diagnosis::levels_over(&a.input, window);
+    let outside = match running {
+        Some(r) => in_flight - r - waiting.unwrap_or(0.0),
+        None => return 0.0,
+    };
+    // A difference of two means: under a request, or a twentieth of those in flight, it is
+    // their noise (the simulator holds every request in its engine and reads 0.05 outside).
+    if req_s <= 0.0 || outside < (0.05 * in_flight).max(1.0) {
+        return 0.0;
+    }
+    outside / req_s
+}
+
+/// GPU memory, MiB: dcgm's framebuffer used + free at the first reading with both.
+fn fb_total(input: &Input) -> Option<f64> {
+    let used = input.signal(Concept::FbUsed)?;
+    let free = input.signal(Concept::FbFree)?;
+    used.points
+        .iter()
+        .find_map(|&(t, u)| Some(u + at(free, t)?))
+        .filter(|m| *m > 0.0)
+}
+
+/// The engine's counters over each scrape interval in which it worked throughout: its step
+/// counter moved in the interval and in the ones on either side (the ramp and the drain give
+/// the fit the smaller batches a pinned window lacks; counters, not gauges, say it — a real
+/// vLLM 0.32 reads 0 running in most scrapes).
+fn intervals(input: &Input) -> Vec<Interval> {
+    let (Some(steps), Some(generated)) = (
+        input.signal(Concept::StepCount),
+        input.signal(Concept::GeneratedTokens),
+    ) else {
+        return Vec::new();
+    };
+    let prompt = input.signal(Concept::PromptTokens);
+    let all: Vec<Option<Interval>> = steps
+        .points
+        .windows(2)
+        .map(|w| {
+            let ((t0, s0), (t1, s1)) = (w[0], w[1]);
+            let delta = |s: &Signal| Some(at(s, t1)? - at(s, t0)?);
+            let g = delta(generated)?;
+            let p = prompt.map_or(Some(0.0), delta)?;
+            (s1 > s0 && g >= 0.0 && p >= 0.0 && t1 > t0).then_some(Interval {
+                seconds: t1 - t0,
+                steps: s1 - s0,
+                generated: g,
+                prompt: p,
+            })
+        })
+        .collect();
+    (1..all.len().saturating_sub(1))
+        .filter(|&i| all[i - 1].is_some() && all[i + 1].is_some())
+        .filter_map(|i| all[i])
+        .filter(|i| i.generated > 0.0)
+        .collect()
+}
+
+/// The value of `s` read at `t` (the same scrape: within a millisecond).
+fn at(s: &Signal, t: f64) -> Option<f64> {
+    let i = s.points.partition_point(|p| p.0 < t - 1e-3);
+    s.points
+        .get(i)
+        .filter(|p| (p.0 - t).abs() <= 1e-3 && p.1.is_finite())
+        .map(|p| p.1)
+}
+
+/// The fit: the step model, and each run replayed on it against what it measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct Fit {
+    pub model: StepModel,
+    pub stages: Vec<StageFit>,
+}
+
+/// One run, measured and replayed, and how far apart (relative, predicted / measured − 1).
+#[derive(Debug, Clone, Serialize)]
+pub struct StageFit {
+    pub run: i64,
+    pub load: Arrivals,
+    pub max_num_seqs: u32,
+    pub measured: Figures,
+    pub replayed: Figures,
+    pub error: Errors,
+}
+
+/// Relative errors of a replay against a measurement (absent where either lacks the figure).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Errors {
+    pub output_tok_s: Option<f64>,
+    pub ttft_p50: Option<f64>,
+    pub itl_p50: Option<f64>,
+    /// The replay met the limit the run's verdict named.
+    pub bottleneck_agrees: bool,
+}
+
+impl Errors {
+    fn between(predicted: &Figures, measured: &Figures) -> Errors {
+        let rel = |p: Option<f64>, m: Option<f64>| match (p, m) {
+            (Some(p), Some(m)) if m > 0.0 => Some(p / m - 1.0),
+            _ => None,
+        };
+        Errors {
+            output_tok_s: rel(Some(predicted.output_tok_s), Some(measured.output_tok_s)),
+            ttft_p50: rel(predicted.ttft_ms.p50, measured.ttft_ms.p50),
+            itl_p50: rel(predicted.itl_ms.p50, measured.itl_ms.p50),
+            bottleneck_agrees: predicted.bottleneck == measured.bottleneck,
+        }
+    }
+}
+
+/// Simulated seconds before a replay measures: the clients' first wave settles.
+fn warmup(seconds: f64) -> f64 {
+    (seconds / 4.0).clamp(2.0, 30.0)
+}
+
+/// Seconds a replay measures: the run's own sending time, at least 20 s (a short run's
+/// percentiles are noisy), at most 5 minutes.
+fn replay_seconds(o: &Observed) -> f64 {
+    o.seconds.clamp(20.0, 300.0)
+}
+
+/// Fits one step model to every run's intervals and replays each run on it.
+pub fn fit(runs: &[Observed]) -> Result<Fit, OpsError> {
+    let all: Vec<Interval> = runs.iter().flat_map(|o| o.intervals.clone()).collect();
+    let model = model::fit(&all).map_err(|e| {
+        let ids: Vec<String> = runs.iter().map(|o| o.run.to_string()).collect();
+        invalid(format!(
+            "cannot fit the engine to run {}: {e}",
+            ids.join(", ")
+        ))
+    })?;
+    let stages = runs
+        .iter()
+        .map(|o| {
+            let seconds = replay_seconds(o);
+            let r = model::replay(&model, &o.deployment, &o.workload, warmup(seconds), seconds);
+            let replayed = Figures::replayed(&r);
+            StageFit {
+                run: o.run,
+                load: o.workload.arrivals,
+                max_num_seqs: o.deployment.max_num_seqs,
+                error: Errors::between(&replayed, &o.measured),
+                measured: o.measured.clone(),
+                replayed,
+            }
+        })
+        .collect();
+    Ok(Fit { model, stages })
+}
+
+/// A prediction: the figures, and the band the fit's own errors put around them.
+#[derive(Debug, Clone, Serialize)]
+pub struct Predicted {
+    #[serde(flatten)]
+    pub figures: Figures,
+    pub band: Band,
+}
+
+/// The range a predicted figure may fall in: the prediction moved by the largest error the fit
+/// made on the runs it was fitted to (at least [`MIN_BAND`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Band {
+    pub output_tok_s: (f64, f64),
+    pub ttft_p50_ms: Option<(f64, f64)>,
+    /// The relative half-widths used.
+    pub output_share: f64,
+    pub ttft_share: f64,
+}
+
+/// The narrowest band stated: a model is never exact to better than this.
+pub const MIN_BAND: f64 = 0.05;
+
+impl Band {
+    fn around(f: &Figures, fit: &Fit) -> Band {
+        let worst = |pick: fn(&Errors) -> Option<f64>| {
+            fit.stages
+                .iter()
+                .filter_map(|s| pick(&s.error))
+                .map(f64::abs)
+                .fold(MIN_BAND, f64::max)
+        };
+        let output_share = worst(|e| e.output_tok_s);
+        let ttft_share = worst(|e| e.ttft_p50);
+        let span = |v: f64, share: f64| (v * (1.0 - share).max(0.0), v * (1.0 + share));
+        Band {
+            output_tok_s: span(f.output_tok_s, output_share),
+            ttft_p50_ms: f.ttft_ms.p50.map(|v| span(v, ttft_share)),
+            output_share,
+            ttft_share,
+        }
+    }
+}
+
+/// The answer of `whatif`: the fit, the base run as measured, the changes and the prediction;
+/// `confirmed` once the changed deployment was measured (`--confirm`).
+#[derive(Debug, Clone, Serialize)]
+pub struct WhatIf {
+    pub fit: Fit,
+    pub base: BaseRun,
+    pub changes: Vec<Change>,
+    pub deployment: Deployment,
+    pub predicted: Predicted,
+    pub confirmed: Option<Confirmed>,
+    /// What the model leaves out that matters here, in words.
+    pub caveats: Vec<String>,
+}
+
+/// The run whose workload is replayed.
+#[derive(Debug, Clone, Serialize)]
+pub struct BaseRun {
+    pub run: i64,
+    pub workload: Workload,
+    pub deployment: Deployment,
+    pub measured: Figures,
+}
+
+/// The changed deployment measured, beside the prediction.
+#[derive(Debug, Clone, Serialize)]
+pub struct Confirmed {
+    pub run: i64,
+    #[serde(flatten)]
+    pub figures: Figures,
+    pub error: Errors,
+    /// Each target and whether the measurement met it.
+    pub within: Vec<Target>,
+}
+
+/// A target of the prediction (`output tok/s within 20 %`) and whether it was met.
+#[derive(Debug, Clone, Serialize)]
+pub struct Target {
+    pub what: String,
+    pub met: bool,
+}
+
+/// The deployment of `base` with `changes` applied.
+pub fn changed(base: &Observed, changes: &[Change]) -> Result<Deployment, OpsError> {
+    let mut d = base.deployment;
+    for c in changes {
+        match *c {
+            Change::MaxNumSeqs(n) => d.max_num_seqs = n,
+            Change::MaxNumBatchedTokens(n) => d.max_num_batched_tokens = n,
+            Change::Replicas(n) => d.replicas = n,
+            Change::KvCacheMemoryBytes(bytes) => d.kv_tokens = Some(pool_tokens(base, bytes)?),
+            Change::GpuMemoryUtilization(u) => {
+                let bytes = pool_bytes_at(base, u)?;
+                d.kv_tokens = Some(pool_tokens(base, bytes)?);
+            }
+        }
+    }
+    // Engines time-sliced on one GPU duplicate the weights: each gets a share of the pool.
+    if d.replicas > 1 {
+        d.kv_tokens = d.kv_tokens.map(|t| t / u64::from(d.replicas));
+    }
+    Ok(d)
+}
+
+/// The tokens a pool of `bytes` holds, at the bytes per token the measured pool had.
+fn pool_tokens(base: &Observed, bytes: u64) -> Result<u64, OpsError> {
+    match (base.pool_bytes, base.deployment.kv_tokens) {
+        (Some(b), Some(t)) if b > 0 && t > 0 => Ok((bytes as f64 * t as f64 / b as f64) as u64),
+        _ => Err(invalid(format!(
+            "run {}: the engine did not say its KV pool in bytes and tokens (`vllm:cache_config_info` with kv_cache_memory_bytes and the pool's size), so a pool in bytes cannot be turned into tokens; use --set max-num-seqs or measure a run whose engine exposes its cache config",
+            base.run
+        ))),
+    }
+}
+
+/// The pool `--gpu-memory-utilization u` leaves: the measured pool plus the change in the
+/// share of GPU memory vLLM may take (weights and activations stay as they were).
+fn pool_bytes_at(base: &Observed, u: f64) -> Result<u64, OpsError> {
+    let (Some(u0), Some(fb), Some(tokens)) = (
+        base.gpu_memory_utilization,
+        base.fb_total_mib,
+        base.deployment.kv_tokens,
+    ) else {
+        return Err(invalid(format!(
+            "run {}: predicting --gpu-memory-utilization needs the engine's current value and pool (`vllm:cache_config_info`) and the GPU's memory (dcgm-exporter's FB_USED and FB_FREE); the run lacks one of them — use --set kv-cache-memory-bytes instead",
+            base.run
+        )));
+    };
+    let bytes = base.pool_bytes.unwrap_or(0);
+    let now = if bytes > 0 {
+        bytes as f64
+    } else {
+        tokens as f64
+    };
+    let grown = now + (u - u0) * fb * 1024.0 * 1024.0;
+    if grown <= 0.0 {
+        return Err(invalid(format!(
+            "--set gpu-memory-utilization={u}: at that share the weights leave no KV pool (vLLM would refuse to start)"
+        )));
+    }
+    Ok(grown as u64)
+}
+
+/// Predicts `changes` on the first of `runs` (the base), fitted on all of them.
+pub fn predict(runs: &[Observed], changes: &[Change]) -> Result<WhatIf, OpsError> {
+    let base = runs
+        .first()
+        .ok_or_else(|| invalid("whatif needs at least one run".to_owned()))?;
+    let fit = fit(runs)?;
+    let deployment = changed(base, changes)?;
+    let seconds = replay_seconds(base);
+    let r = model::replay(
+        &fit.model,
+        &deployment,
+        &base.workload,
+        warmup(seconds),
+        seconds,
+    );
+    let figures = Figures::replayed(&r);
+    let band = Band::around(&figures, &fit);
+    Ok(WhatIf {
+        caveats: caveats(base, &fit, &figures),
+        base: BaseRun {
+            run: base.run,
+            workload: base.workload,
+            deployment: base.deployment,
+            measured: base.measured.clone(),
+        },
+        changes: changes.to_vec(),
+        deployment,
+        predicted: Predicted { figures, band },
+        confirmed: None,
+        fit,
+    })
+}
+
+/// What the model leaves out, where it matters for this prediction.
+fn caveats(base: &Observed, fit: &Fit, predicted: &Figures) -> Vec<String> {
+    let mut out = Vec::new();
+    for s in &fit.stages {
+        if let Some(e) = s.error.output_tok_s.filter(|e| e.abs() > 0.2) {
+            let why = if e > 0.0 {
+                "the engine served less than its steps allow: requests waited in front of it (the API server, a starved host), which the model does not hold"
+            } else {
+                "the engine served more than the fitted steps allow: its steps were cheaper in this run than the line through all runs"
+            };
+            out.push(format!(
+                "run {}: the fitted model is {:+.0}% off its output tokens/s — {why}",
+                s.run,
+                e * 100.0
+            ));
+        }
+        if !s.error.bottleneck_agrees {
+            out.push(format!(
+                "run {}: measured `{}`, replayed `{}`: the model does not reproduce that run's limit",
+                s.run, s.measured.bottleneck, s.replayed.bottleneck
+            ));
+        }
+    }
+    let outside = base.workload.frontend_s;
+    // Worth saying where it held a request or more away from the engine (Little's law).
+    if outside * base.measured.req_s >= 1.0 {
+        out.push(format!(
+            "each request spent {:.0} ms outside the engine (the API server: HTTP, tokenising, streaming); the model keeps that time per request as it was, but a front end sharing the engine's cores takes longer as output grows, so more output predicted is an upper bound",
+            outside * 1000.0
+        ));
+    }
+    if !base.budget_known {
+        out.push(format!(
+            "the run did not say --max-num-batched-tokens; vLLM's default {DEFAULT_BUDGET} was assumed"
+        ));
+    }
+    if base.deployment.kv_tokens.is_none() {
+        out.push("the engine did not say its KV pool (`vllm:cache_config_info`): the model gives it room for every request, so a KV limit cannot be predicted".to_owned());
+    }
+    if predicted.bottleneck == "engine_step" {
+        out.push("past this load each added sequence lengthens every step: the engine's own step time is the limit".to_owned());
+    }
+    out
+}
+
+/// The runs to fit, read from `store`: each run given, and for a stage of a capacity search
+/// every stage of that search (stored one after the other, numbered from 1), in that order and
+/// each once. The first run given is the base.
+pub fn gather(
+    store: &llmscope_store::Store,
+    runs: &[llmscope_store::RunId],
+) -> Result<Vec<Observed>, OpsError> {
+    let mut ids: Vec<llmscope_store::RunId> = Vec::new();
+    for &run in runs {
+        for id in std::iter::once(run).chain(search_of(store, run)?) {
+            if !ids.contains(&id) {
+                ids.push(id);
+            }
+        }
+    }
+    ids.iter()
+        .map(|&id| observe(&crate::analysis::analyse(store, id)?))
+        .collect()
+}
+
+/// The other stages of the capacity search `run` is a stage of (none for a plain run).
+fn search_of(
+    store: &llmscope_store::Store,
+    run: llmscope_store::RunId,
+) -> Result<Vec<llmscope_store::RunId>, OpsError> {
+    let stage = |id| -> Result<Option<u64>, OpsError> {
+        let config = match store.config(id) {
+            Ok(c) => c,
+            Err(llmscope_store::StoreError::NoSuchRun(_)) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        Ok(config
+            .get("capacity")
+            .and_then(|c| c.get("stage"))
+            .and_then(serde_json::Value::as_u64))
+    };
+    let Some(mut at) = stage(run)? else {
+        return Ok(Vec::new());
+    };
+    let mut first = run;
+    while at > 1 && stage(first - 1)? == Some(at - 1) {
+        first -= 1;
+        at -= 1;
+    }
+    let mut out = Vec::new();
+    let mut id = first;
+    while let Some(s) = stage(id)? {
+        if id != first && s != at + 1 {
+            break;
+        }
+        at = s;
+        out.push(id);
+        id += 1;
+    }
+    Ok(out)
+}
+
+impl Change {
+    /// The change a recommendation names.
+    pub fn from_setting(s: llmscope_diagnosis::advice::Setting) -> Result<Change, OpsError> {
+        let value = if s.value.fract() == 0.0 {
+            format!("{:.0}", s.value)
+        } else {
+            s.value.to_string()
+        };
+        format!("{}={value}", s.flag).parse()
+    }
+}
+
+/// Adds to every recommendation of `a` that names a flag and a value what that change is
+/// predicted to buy, by the engine model fitted to this run alone — or why it could not be
+/// predicted. Runs without the client's figures (a window read from Prometheus) are left as
+/// they are.
+pub fn annotate(a: &mut Analysed) {
+    let wanted = a
+        .diagnosis
+        .recommendations
+        .iter()
+        .any(|r| r.setting.is_some());
+    if !wanted || a.facts.client.is_none() {
+        return;
+    }
+    let observed = observe(a);
+    let (run, simulated) = (a.run, a.facts.simulated);
+    for r in &mut a.diagnosis.recommendations {
+        let Some(setting) = r.setting else {
+            continue;
+        };
+        let predicted = observed
+            .as_ref()
+            .map_err(ToString::to_string)
+            .and_then(|o| {
+                let change = Change::from_setting(setting).map_err(|e| e.to_string())?;
+                predict(std::slice::from_ref(o), &[change]).map_err(|e| e.to_string())
+            });
+        r.predicted = Some(match predicted {
+            Ok(w) => in_words(&w, run, setting, simulated),
+            Err(why) => format!("not predicted: {why}"),
+        });
+    }
+}
+
+/// `1,850 output tok/s (1,700–2,000; now 1,120), TTFT p50 95 ms (now 2,400), then limited by …`.
+fn in_words(
+    w: &WhatIf,
+    run: i64,
+    s: llmscope_diagnosis::advice::Setting,
+    simulated: bool,
+) -> String {
+    use llmscope_core::number::thousands;
+    let p = &w.predicted;
+    let m = &w.base.measured;
+    let ms = |v: Option<f64>| v.map_or("—".to_owned(), |v| format!("{} ms", thousands(v)));
+    let flag = format!(
+        "{}={}",
+        s.flag,
+        Change::from_setting(s).map_or(s.value.to_string(), |c| match c {
+            Change::GpuMemoryUtilization(u) => u.to_string(),
+            _ => format!("{:.0}", s.value),
+        })
+    );
+    format!(
+        "{} output tok/s ({}–{}; now {}), TTFT p50 {} (now {}), then limited by {} — the engine model fitted to this run (`llmscope whatif {run} --set {flag}` shows the fit{})",
+        thousands(p.figures.output_tok_s),
+        thousands(p.band.output_tok_s.0),
+        thousands(p.band.output_tok_s.1),
+        thousands(m.output_tok_s),
+        ms(p.figures.ttft_ms.p50),
+        ms(m.ttft_ms.p50),
+        p.figures.bottleneck,
+        if simulated {
+            "; --confirm measures it on the simulated stack"
+        } else {
+            ""
+        }
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn changes_read_as_flags_and_values() {
+        assert_eq!(
+            "max-num-seqs=32".parse::<Change>().unwrap(),
+            Change::MaxNumSeqs(32)
+        );
+        assert_eq!(
+            "--kv-cache-memory-bytes=8_388_608"
+                .parse::<Change>()
+                .unwrap(),
+            Change::KvCacheMemoryBytes(8_388_608)
+        );
+        assert_eq!(
+            "gpu-memory-utilization=0.95".parse::<Change>().unwrap(),
+            Change::GpuMemoryUtilization(0.95)
+        );
+        for (bad, said) in [
+            ("max-num-seqs=0", "above 0"),
+            ("max-num-seqs=1e9", "whole number"),
+            ("max-num-batched-tokens=99999999999", "too large"),
+            ("gpu-memory-utilization=0", "fraction"),
+            ("tensor-parallel-size=2", "unknown flag"),
+            ("max-num-seqs", "FLAG=VALUE"),
+        ] {
+            let e = bad.parse::<Change>().unwrap_err().to_string();
+            assert!(e.contains(said), "{bad}: {e}");
+        }
+        let s = llmscope_diagnosis::advice::Setting {
+            flag: "max-num-seqs",
+            value: 32.0,
+        };
+        assert_eq!(Change::from_setting(s).unwrap(), Change::MaxNumSeqs(32));
+    }
+
+    fn observed() -> Observed {
+        Observed {
+            run: 7,
+            deployment: Deployment {
+                max_num_seqs: 16,
+                max_num_batched_tokens: 2048,
+                kv_tokens: Some(2048),
+                block_size: 128,
+                replicas: 1,
+            },
+            budget_known: true,
+            pool_bytes: Some(4 << 20),
+            gpu_memory_utilization: Some(0.9),
+            fb_total_mib: Some(1000.0),
+            workload: Workload {
+                arrivals: Arrivals::Closed { concurrency: 32 },
+                prompt_tokens: 100,
+                output_tokens: 64,
+                frontend_s: 0.0,
+            },
+            measured: Figures {
+                output_tok_s: 1000.0,
+                req_s: 15.0,
+                ttft_ms: Quantiles::default(),
+                itl_ms: Quantiles::default(),
+                bottleneck: "kv_cache_capacity".to_owned(),
+            },
+            intervals: Vec::new(),
+            seconds: 20.0,
+            simulated: false,
+        }
+    }
+
+    #[test]
+    fn a_pool_in_bytes_becomes_tokens_at_the_measured_rate() {
+        let o = observed();
+        let d = changed(&o, &[Change::KvCacheMemoryBytes(8 << 20)]).unwrap();
+        assert_eq!(d.kv_tokens, Some(4096));
+        // Utilisation: the pool grows by the added share of the GPU's memory.
+        let d = changed(&o, &[Change::GpuMemoryUtilization(0.95)]).unwrap();
+        let grown = (4u64 << 20) + (0.05 * 1000.0 * 1024.0 * 1024.0) as u64;
+        let want = (grown as f64 * 2048.0 / f64::from(4u32 << 20)) as u64;
+        assert!(d.kv_tokens.unwrap().abs_diff(want) <= 1, "{d:?}");
+        // Replicas time-sliced on the GPU split its pool.
+        let d = changed(&o, &[Change::Replicas(2)]).unwrap();
+        assert_eq!((d.replicas, d.kv_tokens), (2, Some(1024)));
+        // Without the pool in bytes, bytes cannot be predicted: said, not guessed.
+        let mut blind = o.clone();
+        blind.pool_bytes = None;
+        let e = changed(&blind, &[Change::KvCacheMemoryBytes(8 << 20)]).unwrap_err();
+        assert!(e.to_string().contains("kv_cache_memory_bytes"), "{e}");
+    }
+
+    #[test]
+    fn the_band_is_the_worst_error_of_the_fit_and_never_narrower_than_its_floor() {
+        let f = |tok: f64, ttft: Option<f64>| Figures {
+            output_tok_s: tok,
+            req_s: 1.0,
+            ttft_ms: Quantiles {
+                p50: ttft,
+                p95: None,
+            },
+            itl_ms: Quantiles::default(),
+            bottleneck: "batch_limit".to_owned(),
+        };
+        let stage = |err: f64| StageFit {
+            run: 1,
+            load: Arrivals::Closed { concurrency: 8 },
+            max_num_seqs: 8,
+            measured: f(100.0, Some(10.0)),
+            replayed: f(100.0 * (1.0 + err), Some(10.0)),
+            error: Errors {
+                output_tok_s: Some(err),
+                ttft_p50: Some(0.01),
+                itl_p50: None,
+                bottleneck_agrees: true,
+            },
+        };
+        let fit = Fit {
+            model: StepModel {
+                step_s: 0.002,
+                seq_s: 0.0002,
+                prompt_token_s: 0.0,
+                residual: 0.0,
+                intervals: 2,
+                batch_range: (1.0, 8.0),
+            },
+            stages: vec![stage(0.02), stage(-0.12)],
+        };
+        let b = Band::around(&f(1000.0, Some(50.0)), &fit);
+        assert!((b.output_share - 0.12).abs() < 1e-9 && (b.ttft_share - MIN_BAND).abs() < 1e-9);
+        assert_eq!(b.output_tok_s, (880.0, 1120.0));
+        assert_eq!(b.ttft_p50_ms, Some((47.5, 52.5)));
+    }
+}
