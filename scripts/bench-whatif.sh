@@ -76,8 +76,8 @@ sim_case "sim cpu-tiny cap 8, 32 clients, 128-token answers (+ a 4-client run)" 
 sim_case "sim cpu-tiny 4 MiB KV, cap 16, 32 clients" kv-cache-memory-bytes=8388608 0 --preset cpu-tiny --kv-cache-memory-bytes 4194304 --max-model-len 2048 --max-tokens 256 --interval 250ms --metrics-dialect 0.32
 
 # real NAME SERVER-ARGS… -- RUN-FLAGS…: a real vLLM started with SERVER-ARGS, warmed, then runs
-# with RUN-FLAGS (into $TMP/real-NAME.json) and, for the fit's smaller batches, at 4 clients
-# (into $TMP/real-NAME-light.json); stopped.
+# with RUN-FLAGS at 32 clients (into $TMP/real-NAME.json) and, for the fit's smaller batches, at
+# 4 clients (into $TMP/real-NAME-light.json); stopped.
 real() {
   local name=$1; shift
   local args=() port url
@@ -88,7 +88,7 @@ real() {
   touch "$TMP/server-bw-$name"
   "$BIN" load --target "$url" --concurrency 16 --duration 6s --max-tokens 32 >/dev/null 2>&1
   local common=(--target "$url" --duration "$DURATION" --baseline 2s --interval 500ms --db "$DB" --format json)
-  "$BIN" run "${common[@]}" "$@" >"$TMP/real-$name.json" 2>"$TMP/real-$name.err" || true
+  "$BIN" run "${common[@]}" "$@" --concurrency 32 >"$TMP/real-$name.json" 2>"$TMP/real-$name.err" || true
   "$BIN" run "${common[@]}" "$@" --concurrency 4 >"$TMP/real-$name-light.json" 2>/dev/null || true
   bash scripts/real-vllm.sh stop "bw-$name" >/dev/null; rm -f "$TMP/server-bw-$name"
 }
@@ -101,12 +101,12 @@ real_case() {
 }
 
 if [ "$REAL" = 1 ] && bash scripts/real-vllm.sh status >/dev/null 2>&1; then
-  real c8 --max-num-seqs 8 -- --max-num-seqs 8 --concurrency 32 --max-tokens 128
-  real c16 --max-num-seqs 16 -- --max-num-seqs 16 --concurrency 32 --max-tokens 128
+  real c8 --max-num-seqs 8 -- --max-num-seqs 8 --max-tokens 128
+  real c16 --max-num-seqs 16 -- --max-num-seqs 16 --max-tokens 128
   real_case "real vLLM cap 8 → 16, 32 clients, 128-token answers" max-num-seqs=16 c8 c16
   # A 4 MiB pool holds 1,920 tokens at most per request: --max-model-len 1024, as the real tier.
-  real kv4 --max-num-seqs 16 --kv-bytes 4194304 --max-model-len 1024 -- --max-num-seqs 16 --concurrency 32 --max-tokens 64
-  real kv8 --max-num-seqs 16 --kv-bytes 8388608 --max-model-len 1024 -- --max-num-seqs 16 --concurrency 32 --max-tokens 64
+  real kv4 --max-num-seqs 16 --kv-bytes 4194304 --max-model-len 1024 -- --max-num-seqs 16 --max-tokens 64
+  real kv8 --max-num-seqs 16 --kv-bytes 8388608 --max-model-len 1024 -- --max-num-seqs 16 --max-tokens 64
   real_case "real vLLM KV 4 → 8 MiB, cap 16, 32 clients" kv-cache-memory-bytes=8388608 kv4 kv8
 else
   echo "(the real vLLM tier is not installed or REAL=0: simulator cases only)"
