@@ -95,24 +95,35 @@ impl<'a> Matrix<'a> {
     pub fn cell(&mut self, set: Setting, answers: u32, extra: &[&str], label: &str) -> Cell {
         let began = std::time::Instant::now();
         let mut cell = self.measure(set, answers, extra, label);
-        let mut second = false;
-        if !formed(&cell.reading) {
-            eprintln!(
-                "  {label}: the regime did not form ({}); measured once more",
-                cell.reading.line()
-            );
+        // Each reason for measuring again is used once: a window that did not form, and a
+        // formed window llmscope read otherwise (a first window that did not form must not
+        // spend the second chance of a disagreement that follows it).
+        let (mut unformed_again, mut second) = (false, false);
+        loop {
+            if !formed(&cell.reading) && !unformed_again {
+                eprintln!(
+                    "  {label}: the regime did not form ({}); measured once more",
+                    cell.reading.line()
+                );
+                unformed_again = true;
+            } else if formed(&cell.reading)
+                && cell.verdict().0 != cell.reading.expect.unwrap_or("")
+                && !second
+            {
+                // Two observers of a starved 2-core host (the oracle's scrapes and llmscope's)
+                // can read one regime on either side of a border; the same disagreement twice
+                // is a failure.
+                eprintln!(
+                    "  {label}: llmscope said {} where the oracle read {} ({}); measured once more",
+                    cell.verdict().0,
+                    cell.reading.expect.unwrap_or(""),
+                    cell.reading.line()
+                );
+                second = true;
+            } else {
+                break;
+            }
             cell = self.measure(set, answers, extra, label);
-        } else if cell.verdict().0 != cell.reading.expect.unwrap_or("") {
-            // Two observers of a starved 2-core host (the oracle's scrapes and llmscope's) can
-            // read one regime on either side of a border; the same disagreement twice is a failure.
-            eprintln!(
-                "  {label}: llmscope said {} where the oracle read {} ({}); measured once more",
-                cell.verdict().0,
-                cell.reading.expect.unwrap_or(""),
-                cell.reading.line()
-            );
-            cell = self.measure(set, answers, extra, label);
-            second = true;
         }
         let (got, confidence) = cell.verdict();
         let want = cell.reading.expect.unwrap_or("not_formed");
