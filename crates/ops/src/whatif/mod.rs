@@ -22,6 +22,7 @@ pub use render::write;
 
 use crate::OpsError;
 use crate::analysis::Analysed;
+use llmscope_diagnosis::capacity::answer::Percentiles;
 use llmscope_diagnosis::{Concept, Input, Signal};
 use llmscope_sim::fit::{
     self as model, Arrivals, Deployment, Interval, Replayed, StepModel, Workload,
@@ -100,16 +101,9 @@ fn invalid(why: String) -> OpsError {
 pub struct Figures {
     pub output_tok_s: f64,
     pub req_s: f64,
-    pub ttft_ms: Quantiles,
-    pub itl_ms: Quantiles,
+    pub ttft_ms: Percentiles,
+    pub itl_ms: Percentiles,
     pub bottleneck: String,
-}
-
-/// A latency's median and 95th percentile, milliseconds (absent: no request gave one).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
-pub struct Quantiles {
-    pub p50: Option<f64>,
-    pub p95: Option<f64>,
 }
 
 impl Figures {
@@ -118,11 +112,11 @@ impl Figures {
         Figures {
             output_tok_s: r.output_tok_s,
             req_s: r.req_s,
-            ttft_ms: Quantiles {
+            ttft_ms: Percentiles {
                 p50: ms(r.ttft_p50_s),
                 p95: ms(r.ttft_p95_s),
             },
-            itl_ms: Quantiles {
+            itl_ms: Percentiles {
                 p50: ms(r.itl_p50_s),
                 p95: ms(r.itl_p95_s),
             },
@@ -148,7 +142,6 @@ pub struct Observed {
     pub intervals: Vec<Interval>,
     /// Seconds the client sent for (the replay's window).
     pub seconds: f64,
-    pub simulated: bool,
 }
 
 /// vLLM's default step budget where a run does not say it (chunked prefill on).
@@ -231,14 +224,13 @@ pub fn observe(a: &Analysed) -> Result<Observed, OpsError> {
         measured: measured(a, client, output),
         intervals: intervals(&a.input),
         seconds: seconds.max(1.0),
-        simulated: a.facts.simulated,
     })
 }
 
 /// What the client measured while it sent (the drain after it left out, as a replay leaves it
 /// out): output tokens/s, requests/s at the mean answer, latencies.
 fn measured(a: &Analysed, c: &llmscope_core::outcome::ClientSummary, answer: f64) -> Figures {
-    let q = |s: &llmscope_core::outcome::Summary| Quantiles {
+    let q = |s: &llmscope_core::outcome::Summary| Percentiles {
         p50: s.p50,
         p95: s.p95,
     };
@@ -833,13 +825,12 @@ mod tests {
             measured: Figures {
                 output_tok_s: 1000.0,
                 req_s: 15.0,
-                ttft_ms: Quantiles::default(),
-                itl_ms: Quantiles::default(),
+                ttft_ms: Percentiles::default(),
+                itl_ms: Percentiles::default(),
                 bottleneck: "kv_cache_capacity".to_owned(),
             },
             intervals: Vec::new(),
             seconds: 20.0,
-            simulated: false,
         }
     }
 
@@ -868,11 +859,11 @@ mod tests {
         let f = |tok: f64, ttft: Option<f64>| Figures {
             output_tok_s: tok,
             req_s: 1.0,
-            ttft_ms: Quantiles {
+            ttft_ms: Percentiles {
                 p50: ttft,
                 p95: None,
             },
-            itl_ms: Quantiles::default(),
+            itl_ms: Percentiles::default(),
             bottleneck: "batch_limit".to_owned(),
         };
         let stage = |err: f64| StageFit {
