@@ -45,7 +45,7 @@ fit = max((s["error"]["output_tok_s"] for s in w["fit"]["stages"]), key=abs)
 print(json.dumps({"case": case, "change": change, "fit_err": fit,
                   "base_tok": w["base"]["measured"]["output_tok_s"],
                   "pred_tok": p["output_tok_s"], "band": p["band"]["output_tok_s"], "pred_ttft": p["ttft_ms"]["p50"],
-                  "pred_limit": p["bottleneck"], **got}))
+                  "pred_limit": p["bottleneck"] + (f" (near {', '.join(p['near'])})" if p.get("near") else ""), **got}))
 PY
 }
 

@@ -219,10 +219,13 @@ pub struct Workload {
     pub prompt_tokens: u32,
     pub output_tokens: u32,
     /// Seconds a request spends between the client and the engine's scheduler, both ways (the
-    /// API server: HTTP, tokenising, streaming back): by Little's law the requests the client
-    /// held that the engine never saw, over the requests finished per second. Half is counted
-    /// before the engine admits a request, half after its tokens leave it.
+    /// API server: HTTP, tokenising, closing the response): by Little's law the requests the
+    /// client held that the engine never saw, over the requests finished per second.
     pub frontend_s: f64,
+    /// The part of `frontend_s` before the engine admits a request — in every TTFT; the rest
+    /// comes after its last token (the response closed, the client's next request sent).
+    /// `None`: half.
+    pub frontend_before_s: Option<f64>,
 }
 
 /// The least time a request spends between client and scheduler: never none, so a request
@@ -246,8 +249,13 @@ pub struct Replayed {
     pub kv_max: f64,
     pub preemptions: u64,
     pub tokens_per_step: f64,
+    /// Share of the window each engine's batch sat at its cap (time-weighted).
+    pub at_cap: f64,
     /// The verdict the engine's state gives, in the diagnosis' words.
     pub bottleneck: &'static str,
+    /// Other limits the replayed engine came within reach of (its measure within a tenth of
+    /// where the diagnosis calls it): a real engine a little off the model may meet them first.
+    pub near: Vec<&'static str>,
 }
 
 /// Runs `w` on `d` with `model`'s step for `seconds` of simulated time after `warmup_s`.
@@ -260,12 +268,28 @@ pub fn replay(
     warmup_s: f64,
     seconds: f64,
 ) -> Replayed {
+    replay_with(model, d, w, (warmup_s, seconds), false)
+}
+
+/// [`replay`], with a closed loop's clients started at once when `lockstep`: requests of one
+/// length then finish together and the batch moves in waves — as a real vLLM 0.32 ran it (an
+/// 8 MiB pool, 16 running 157-token requests: KV 97–100 % at its peaks with a preemption, which
+/// a staggered batch never reaches; the simulator's own server, whose timing jitters, does not).
+pub fn replay_with(
+    model: &StepModel,
+    d: &Deployment,
+    w: &Workload,
+    (warmup_s, seconds): (f64, f64),
+    lockstep: bool,
+) -> Replayed {
     let p = d.preset(model, w);
     let engines = (0..d.replicas.max(1))
         .map(|i| Engine::new(&p, u64::from(i) + 1).expect("a fitted preset builds"))
         .collect();
     let mut r = Replay {
         engines,
+        cap: d.max_num_seqs,
+        lockstep,
         w: *w,
         from: warmup_s,
         to: warmup_s + seconds,
@@ -288,6 +312,10 @@ pub fn replay(
 /// A replay under way.
 struct Replay {
     engines: Vec<Engine>,
+    /// Each engine's `--max-num-seqs`.
+    cap: u32,
+    /// Clients start at once (see [`replay_with`]).
+    lockstep: bool,
     w: Workload,
     from: f64,
     to: f64,
@@ -316,15 +344,20 @@ struct StateMeans {
     kv_max: f64,
     steps: f64,
     step_tokens: f64,
+    at_cap: f64,
     preemptions_from: Option<u64>,
 }
 
 impl Replay {
     fn run(&mut self) {
-        // Clients start spread over the first half of the warm-up: started together, requests
-        // of one length would finish together and keep in lockstep, as no real load does.
+        // Clients start spread over the first half of the warm-up, unless in lockstep: started
+        // together, requests of one length finish together and keep moving in waves.
         if let Arrivals::Closed { concurrency } = self.w.arrivals {
-            let gap = self.from / 2.0 / f64::from(concurrency.max(1));
+            let gap = if self.lockstep {
+                0.0
+            } else {
+                self.from / 2.0 / f64::from(concurrency.max(1))
+            };
             for k in 0..concurrency {
                 self.send(f64::from(k) * gap);
             }
@@ -380,7 +413,7 @@ impl Replay {
     /// The client sends a request at `sent`: it reaches the scheduler half the front end's
     /// time later.
     fn send(&mut self, sent: f64) {
-        let at = sent + self.frontend() / 2.0;
+        let at = sent + self.before();
         let i = self.arriving.partition_point(|a| a.0 > at);
         self.arriving.insert(i, (at, sent));
         self.in_flight += 1;
@@ -435,8 +468,9 @@ impl Replay {
             return;
         };
         let measured = sent >= self.from && sent < self.to;
-        // The client sees each token half the front end's time after the engine made it.
-        let seen = self.now + self.frontend() / 2.0;
+        // Tokens stream back as the engine makes them; the front end's time after the engine
+        // is the answer's end (the response closed, the client's next request made).
+        let seen = self.now;
         if seen >= self.from && seen < self.to {
             self.tokens += 1;
         }
@@ -450,8 +484,9 @@ impl Replay {
             self.last.remove(&key);
             self.sent.remove(&key);
             self.in_flight -= 1;
-            if matches!(self.w.arrivals, Arrivals::Closed { .. }) && seen < self.to {
-                self.send(seen);
+            let next = seen + self.frontend() - self.before();
+            if matches!(self.w.arrivals, Arrivals::Closed { .. }) && next < self.to {
+                self.send(next);
             }
         }
     }
@@ -459,6 +494,17 @@ impl Replay {
     /// The workload's time outside the engine, at least [`MIN_FRONTEND_S`].
     fn frontend(&self) -> f64 {
         self.w.frontend_s.max(MIN_FRONTEND_S)
+    }
+
+    /// The front end's time before the scheduler: as the workload says, else half; never all
+    /// of it or none (see [`MIN_FRONTEND_S`]).
+    fn before(&self) -> f64 {
+        let f = self.frontend();
+        let half = MIN_FRONTEND_S / 2.0;
+        self.w
+            .frontend_before_s
+            .unwrap_or(f / 2.0)
+            .clamp(half, f - half)
     }
 
     /// The engines stand idle until `until`: nothing running, nothing waiting.
@@ -485,6 +531,12 @@ impl Replay {
         s.waiting += duration * waiting as f64 / n;
         s.steps += 1.0;
         s.step_tokens += f64::from(new_tokens);
+        let full = self
+            .engines
+            .iter()
+            .filter(|e| e.num_running() >= self.cap as usize)
+            .count();
+        s.at_cap += duration * full as f64 / n;
         let preempted: u64 = self.engines.iter().map(|e| e.stats.preemptions).sum();
         s.preemptions_from.get_or_insert(preempted);
         for e in &self.engines {
@@ -497,22 +549,27 @@ impl Replay {
         let preempted: u64 = self.engines.iter().map(|e| e.stats.preemptions).sum();
         let s = &self.state;
         let mean = |x: f64| if s.seconds > 0.0 { x / s.seconds } else { 0.0 };
-        let (running, waiting) = (mean(s.running), mean(s.waiting));
-        let tokens_per_step = if s.steps > 0.0 {
-            s.step_tokens / s.steps
-        } else {
-            0.0
+        let state = State {
+            running: mean(s.running),
+            waiting: mean(s.waiting),
+            at_cap: mean(s.at_cap),
+            kv_max: s.kv_max,
+            preemptions: preempted - s.preemptions_from.unwrap_or(preempted),
+            tokens_per_step: if s.steps > 0.0 {
+                s.step_tokens / s.steps
+            } else {
+                0.0
+            },
         };
-        let preemptions = preempted - s.preemptions_from.unwrap_or(preempted);
-        let bottleneck = limit(
-            d,
-            &self.w,
+        let (bottleneck, near) = state.limits(d, &self.w);
+        let State {
             running,
             waiting,
-            s.kv_max,
+            at_cap,
+            kv_max,
             preemptions,
             tokens_per_step,
-        );
+        } = state;
         Replayed {
             output_tok_s: self.tokens as f64 / seconds,
             // Requests/s at the answer's length, as the tokens came (requests sent late in the
@@ -524,43 +581,79 @@ impl Replay {
             itl_p95_s: quantile(&mut self.itl, 0.95),
             running,
             waiting,
-            kv_max: s.kv_max,
+            kv_max,
             preemptions,
             tokens_per_step,
+            at_cap,
             bottleneck,
+            near,
         }
     }
 }
 
-/// The limit the replayed engine met, by the method's order: a queue the KV pool, the step's
-/// token budget or the batch cap explains; no queue with the load within what the deployment
-/// admits is load not reached.
-fn limit(
-    d: &Deployment,
-    w: &Workload,
+/// The replayed engines' state over the window, as the diagnosis reads a run's.
+struct State {
     running: f64,
     waiting: f64,
+    at_cap: f64,
     kv_max: f64,
     preemptions: u64,
     tokens_per_step: f64,
-) -> &'static str {
-    if waiting >= 0.5 {
-        if preemptions > 0 || kv_max >= 0.9 {
-            return "kv_cache_capacity";
-        }
-        if tokens_per_step >= 0.9 * f64::from(d.max_num_batched_tokens) {
-            return "token_budget";
-        }
-        if running >= 0.9 * f64::from(d.max_num_seqs) {
-            return "batch_limit";
-        }
-        return "engine_step";
-    }
-    match w.arrivals {
-        Arrivals::Closed { concurrency } if concurrency > d.max_num_seqs * d.replicas.max(1) => {
-            "engine_step"
-        }
-        _ => "load_not_reached",
+}
+
+/// Where the diagnosis calls the batch pinned: the share of samples at the cap
+/// (`llmscope_diagnosis`'s `PINNED_SHARE`; the simulator does not depend on it).
+const PINNED_SHARE: f64 = 0.7;
+
+impl State {
+    /// The limit the replayed engine met, by the method's order — a queue the KV pool, the
+    /// step's token budget or the batch cap explains; no queue with the load within what the
+    /// deployment admits is load not reached — and the others it came within a tenth of.
+    fn limits(&self, d: &Deployment, w: &Workload) -> (&'static str, Vec<&'static str>) {
+        let budget = f64::from(d.max_num_batched_tokens);
+        let cap = f64::from(d.max_num_seqs);
+        // Each limit's measure against the mark where the diagnosis calls it (≥ 1: met).
+        let kv = if self.preemptions > 0 {
+            1.0
+        } else {
+            self.kv_max / 0.9
+        };
+        let marks = [
+            ("kv_cache_capacity", kv),
+            ("token_budget", self.tokens_per_step / (0.9 * budget)),
+            (
+                "batch_limit",
+                (self.running / (0.9 * cap)).max(self.at_cap / PINNED_SHARE),
+            ),
+        ];
+        let queued = self.waiting >= 0.5;
+        let first = marks.iter().find(|m| queued && m.1 >= 1.0).map(|m| m.0);
+        // Clients whose requests the front end holds (a closed loop's, outside the engines).
+        let outside = match w.arrivals {
+            Arrivals::Closed { concurrency } => {
+                let held = (self.running + self.waiting) * f64::from(d.replicas.max(1));
+                f64::from(concurrency) - held
+            }
+            Arrivals::Open { .. } => 0.0,
+        };
+        let bottleneck = first.unwrap_or(match w.arrivals {
+            _ if queued => "engine_step",
+            Arrivals::Closed { concurrency } if outside >= 0.5 * f64::from(concurrency) => {
+                "front_end"
+            }
+            Arrivals::Closed { concurrency }
+                if concurrency > d.max_num_seqs * d.replicas.max(1) =>
+            {
+                "engine_step"
+            }
+            _ => "load_not_reached",
+        });
+        let near = marks
+            .iter()
+            .filter(|m| m.0 != bottleneck && m.1 >= 0.9)
+            .map(|m| m.0)
+            .collect();
+        (bottleneck, near)
     }
 }
 
@@ -652,6 +745,7 @@ mod tests {
             prompt_tokens: 100,
             output_tokens: 64,
             frontend_s: 0.0,
+            frontend_before_s: None,
         }
     }
 
@@ -704,10 +798,33 @@ mod tests {
         assert!(merged.output_tok_s > 1.15 * two.output_tok_s);
     }
 
+    /// 16 requests of 157 tokens fill 31 of 32 128-token blocks only when they pass 128 tokens
+    /// together: in waves (clients started at once) the pool fills and preempts; staggered, it
+    /// does not, and the cap binds.
+    #[test]
+    fn a_batch_in_waves_fills_a_pool_a_staggered_one_does_not() {
+        let d = Deployment {
+            kv_tokens: Some(4096),
+            block_size: 128,
+            ..deployment(16)
+        };
+        let w = Workload {
+            prompt_tokens: 93,
+            output_tokens: 64,
+            ..closed(32)
+        };
+        let staggered = replay_with(&model(), &d, &w, (5.0, 20.0), false);
+        let waves = replay_with(&model(), &d, &w, (5.0, 20.0), true);
+        assert_eq!(staggered.bottleneck, "batch_limit", "{staggered:?}");
+        assert!(staggered.kv_max < 0.9, "{staggered:?}");
+        assert_eq!(waves.bottleneck, "kv_cache_capacity", "{waves:?}");
+        assert!(waves.kv_max >= 0.99, "{waves:?}");
+    }
+
     #[test]
     fn time_outside_the_engine_keeps_clients_from_it() {
         // 32 clients, each request 200 ms outside the engine: the engine sees fewer at once,
-        // and each client's TTFT carries the front end's time.
+        // and each client's TTFT carries the front end's time before the engine (half).
         let mut w = closed(32);
         let inside = replay(&model(), &deployment(32), &w, 2.0, 10.0);
         w.frontend_s = 0.2;
@@ -716,10 +833,18 @@ mod tests {
             outside.running < inside.running - 4.0,
             "{inside:?} {outside:?}"
         );
-        assert!(outside.ttft_p50_s.unwrap() >= 0.2, "{outside:?}");
+        assert!(outside.ttft_p50_s.unwrap() >= 0.1, "{outside:?}");
         // By Little's law the clients hold running + requests/s × the front end's time.
         let held = outside.running + outside.req_s * 0.2;
         assert!((held / 32.0 - 1.0).abs() < 0.1, "{held}: {outside:?}");
+        // Where the run showed most of that time after the engine (streaming back), the first
+        // token comes sooner by the part moved; the engine's pace does not change.
+        w.frontend_before_s = Some(0.02);
+        let late = replay(&model(), &deployment(32), &w, 2.0, 10.0);
+        let sooner = outside.ttft_p50_s.unwrap() - late.ttft_p50_s.unwrap();
+        assert!((sooner - 0.08).abs() < 0.01, "{sooner}: {late:?}");
+        let pace = late.output_tok_s / outside.output_tok_s;
+        assert!((pace - 1.0).abs() < 0.02, "{pace}");
     }
 
     #[test]
@@ -732,6 +857,7 @@ mod tests {
             prompt_tokens: 100,
             output_tokens: 64,
             frontend_s: 0.0,
+            frontend_before_s: None,
         };
         let r = replay(&model(), &deployment(16), &w, 2.0, 20.0);
         assert!((r.req_s / 20.0 - 1.0).abs() < 0.1, "{r:?}");

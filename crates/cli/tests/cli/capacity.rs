@@ -90,7 +90,34 @@ fn capacity_answers_with_the_contract_stores_every_stage_and_writes_valid_autosc
     stored(&dir, &ids);
     let page = std::fs::read_to_string(&html).expect("the HTML answer");
     assert!(page.contains("<svg") && page.contains("knee"), "{page}");
+    advice(&a, &page);
     autoscaling(&k8s, &a);
+}
+
+/// The cause's advice names the cap to raise, with what the model fitted to every stage of the
+/// search predicts it buys (issue 24): more than the knee served.
+fn advice(a: &Value, page: &str) {
+    let advice = a["advice"].as_array().expect("advice");
+    let raise = advice
+        .iter()
+        .find(|r| r["setting"]["flag"] == "max-num-seqs")
+        .unwrap_or_else(|| panic!("no advice to raise --max-num-seqs: {a:#}"));
+    let predicted = raise["predicted"].as_str().expect("a prediction");
+    let tok: f64 = predicted
+        .split(" output tok/s")
+        .next()
+        .map(|t| t.replace(',', ""))
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| panic!("not a prediction: {predicted}"));
+    let knee = a["knee"]["output_tok_s"].as_f64().unwrap();
+    assert!(
+        tok > knee * 1.2,
+        "raising the cap predicted {tok} against {knee} at the knee: {predicted}"
+    );
+    assert!(
+        page.contains("What to change") && page.contains("predicted:"),
+        "{page}"
+    );
 }
 
 /// Every stage is a run `runs` lists as `capacity` and `report` renders.

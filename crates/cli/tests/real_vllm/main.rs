@@ -16,6 +16,7 @@
 mod capacity;
 mod matrix;
 mod oracle;
+mod whatif;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};

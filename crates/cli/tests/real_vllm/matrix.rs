@@ -24,6 +24,7 @@ const SHORT: u32 = 32;
 const LONG: u32 = 128;
 
 /// One measured cell.
+#[derive(Clone)]
 pub struct Cell {
     pub report: Value,
     pub out: Output,
@@ -89,6 +90,11 @@ impl<'a> Matrix<'a> {
             rows: Vec::new(),
             checks: Checks::default(),
         }
+    }
+
+    /// The store every cell's run is kept in.
+    pub fn db(&self) -> &Path {
+        &self.db
     }
 
     /// Measures one cell (once more if it did not form), judges it, and records the row.
@@ -167,7 +173,7 @@ impl<'a> Matrix<'a> {
         cell
     }
 
-    fn measure(&mut self, set: Setting, answers: u32, extra: &[&str], label: &str) -> Cell {
+    pub fn measure(&mut self, set: Setting, answers: u32, extra: &[&str], label: &str) -> Cell {
         let url = self.server.url();
         let db = self.db.to_string_lossy().to_string();
         let (clients, cap, tokens) = (
@@ -501,18 +507,49 @@ fn prefix_cache_cell(m: &mut Matrix<'_>) {
 /// Also the capacity of this server (issue 23). On a 2-core machine the CPU engine's compute
 /// flattens the curve near 4 clients, before the cap of 8 binds: the knee is where the engine's
 /// own throughput stops growing, and its cause is what the engine shows past it.
+///
+/// Also `whatif` (issue 24): the engine model fitted to this server's 16- and 4-client runs
+/// with 32-token answers predicts `--max-num-seqs 16`; a server started so then measures it.
+/// That load, because the engine's own numbers read its regime (the batch limit) in four runs
+/// of four, where a starved API server held 32 clients' 128-token answers away from the engine
+/// (front end, or no steady regime) in all four.
 #[test]
 fn matrix_cap_8() {
-    sweep_server_then(
-        "matrix_cap_8",
-        "c8",
-        8,
-        &[8, 16, 32],
-        &["--max-num-seqs", "8"],
-        |m| {
-            crate::capacity::check(m.server, &mut m.checks, "c8", (8, 64, 32));
-        },
-    );
+    if !installed("matrix_cap_8") {
+        return;
+    }
+    let _one_engine = ENGINE.lock().unwrap_or_else(|e| e.into_inner());
+    let prediction = {
+        let server = Server::start("c8", &["--max-num-seqs", "8"]);
+        let mut m = Matrix::new(&server, "c8");
+        let cells = m.sweep(8, &[8, 16, 32]);
+        crate::capacity::check(m.server, &mut m.checks, "c8", (8, 64, 32));
+        let swept = &cells
+            .iter()
+            .find(|(k, _)| *k == (16, SHORT))
+            .expect("swept")
+            .1;
+        let w = crate::whatif::base(&mut m, swept, "batch_limit", set(8, 16), SHORT).map(|base| {
+            let light = crate::whatif::light(&mut m, 8, SHORT);
+            crate::whatif::predict(&m, &base, &[&light], "max-num-seqs=16")
+        });
+        m.done();
+        w
+    };
+    let Some(prediction) = prediction else {
+        eprintln!(
+            "  whatif c8 → 16: NOT JUDGED — the host starved the API server through both base measurements"
+        );
+        return;
+    };
+    let server = Server::start("c8-to-16", &["--max-num-seqs", "16"]);
+    let mut m = Matrix::new(&server, "c8-to-16");
+    let mut checks = Checks::default();
+    crate::whatif::judge(&mut checks, "whatif c8 → 16", &prediction, || {
+        m.measure(set(16, 16), SHORT, &[], " (whatif's target)")
+    });
+    m.done();
+    checks.done();
 }
 
 #[test]
@@ -722,8 +759,12 @@ fn matrix_kv_far_too_small() {
     );
     let mut m = Matrix::new(&server, "kv4m");
     let mut signature = Vec::new();
+    let mut base = None;
     for answers in [64, LONG] {
         let c = m.cell(set(16, 32), answers, &[], "");
+        if answers == 64 {
+            base = Some(c.clone());
+        }
         signature.push(format!(
             "{answers}-token answers: TTFT {} ITL {}",
             c.reading
@@ -761,7 +802,40 @@ fn matrix_kv_far_too_small() {
     crate::capacity::check(&server, &mut m.checks, "kv4m", (16, 384, 16));
     // After the capacity search, which was measured on this server as it always was.
     thrashing_cell(&mut m);
+    // whatif (issue 24): the model fitted to the 32- and 4-client runs predicts an 8 MiB pool;
+    // a server started so then measures it.
+    let swept = base.expect("the 64-token cell was measured");
+    let prediction =
+        crate::whatif::base(&mut m, &swept, "kv_cache_capacity", set(16, 32), 64).map(|base| {
+            let light = crate::whatif::light(&mut m, 16, 64);
+            crate::whatif::predict(&m, &base, &[&light], "kv-cache-memory-bytes=8388608")
+        });
     m.done();
+    drop(server);
+    let Some(prediction) = prediction else {
+        eprintln!(
+            "  whatif KV 4 → 8 MiB: NOT JUDGED — the host starved the API server through both base measurements"
+        );
+        return;
+    };
+    let server = Server::start(
+        "kv4m-to-8m",
+        &[
+            "--max-num-seqs",
+            "16",
+            "--kv-bytes",
+            "8388608",
+            "--max-model-len",
+            "1024",
+        ],
+    );
+    let mut m = Matrix::new(&server, "kv4m-to-8m");
+    let mut checks = Checks::default();
+    crate::whatif::judge(&mut checks, "whatif KV 4 → 8 MiB", &prediction, || {
+        m.measure(set(16, 32), 64, &[], " (whatif's target)")
+    });
+    m.done();
+    checks.done();
 }
 
 /// Six shared 256-token system prompts on a 2,048-token pool that 16 running requests fill

@@ -219,6 +219,10 @@ pub struct Answer {
     /// `null` without `--slo`.
     pub max_goodput: Option<MaxGoodput>,
     pub cause: Option<Cause>,
+    /// What to change about the cause (its stage's advice), each with what it is predicted to
+    /// buy where whoever assembled the answer could predict it (`llmscope_ops::whatif`, fitted
+    /// to every stage of the search).
+    pub advice: Vec<crate::advice::Recommendation>,
     /// The load one replica holds within the SLO (with `--slo`: where goodput peaked; else the
     /// knee): the autoscaling threshold.
     pub per_replica: Option<u32>,
@@ -269,6 +273,7 @@ impl Answer {
             knee,
             max_goodput,
             cause,
+            advice: Vec::new(),
             per_replica,
             ended,
             budget_s,

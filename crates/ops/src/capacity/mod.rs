@@ -92,6 +92,7 @@ pub async fn search(
     let mut s = Searching {
         search: Search::new(cap.start, cap.max),
         stages: Vec::new(),
+        advised: Vec::new(),
         gauges: Gauges::default(),
         cap,
         started,
@@ -122,7 +123,7 @@ pub async fn search(
     };
     let elapsed = started.elapsed().as_secs_f64();
     let budget = cap.budget.as_secs_f64();
-    let answer = Answer::assemble(
+    let mut answer = Answer::assemble(
         cap.axis,
         cap.slo_text.clone(),
         s.stages,
@@ -130,6 +131,9 @@ pub async fn search(
         ended,
         (budget, elapsed),
     );
+    if let Some(c) = &answer.cause {
+        answer.advice = crate::whatif::advise_search(&s.advised, c.run_id);
+    }
     Ok(Searched {
         answer,
         gauges: s.gauges,
@@ -148,6 +152,8 @@ fn found(knee: Option<llmscope_diagnosis::capacity::Knee>) -> Ended {
 struct Searching<'a> {
     search: Search,
     stages: Vec<Stage>,
+    /// Each stage's advice, and what a fit reads of it.
+    advised: Vec<crate::whatif::Advised>,
     gauges: Gauges,
     cap: &'a CapacityPlan,
     started: Instant,
@@ -193,6 +199,7 @@ impl Searching<'_> {
     ) -> Option<Ended> {
         let seconds = stage_seconds(self.started, &self.stages);
         self.gauges.read(&o.analysed.names);
+        self.advised.push(crate::whatif::Advised::of(&o.analysed));
         let stage = measured(self.cap, load, o, seconds, cancel.is_cancelled());
         n.say(&stage_line(self.stages.len() + 1, self.cap.axis, &stage));
         let end = stage_end(load, &stage, o);

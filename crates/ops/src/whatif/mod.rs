@@ -104,6 +104,11 @@ pub struct Figures {
     pub ttft_ms: Percentiles,
     pub itl_ms: Percentiles,
     pub bottleneck: String,
+    /// Predicted only: other limits the model's engine came within a tenth of, or met with its
+    /// batch in waves (a real engine a little off the model may meet one of them first). Empty
+    /// for a measurement.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub near: Vec<String>,
 }
 
 impl Figures {
@@ -121,7 +126,22 @@ impl Figures {
                 p95: ms(r.itl_p95_s),
             },
             bottleneck: r.bottleneck.to_owned(),
+            near: r.near.iter().map(|&n| n.to_owned()).collect(),
         }
+    }
+
+    /// The limit, and those the model came near: `batch_limit (near kv_cache_capacity)`.
+    pub fn limit(&self) -> String {
+        if self.near.is_empty() {
+            self.bottleneck.clone()
+        } else {
+            format!("{} (near {})", self.bottleneck, self.near.join(", "))
+        }
+    }
+
+    /// Whether the limit `measured` met is this prediction's, or one it named as near.
+    pub fn reaches(&self, measured: &str) -> bool {
+        self.bottleneck == measured || self.near.iter().any(|n| n == measured)
     }
 }
 
@@ -220,6 +240,7 @@ pub fn observe(a: &Analysed) -> Result<Observed, OpsError> {
             prompt_tokens: prompt.round().max(1.0) as u32,
             output_tokens: output.round().max(1.0) as u32,
             frontend_s: frontend_s(a, client),
+            frontend_before_s: None,
         },
         measured: measured(a, client, output),
         intervals: intervals(&a.input),
@@ -241,6 +262,7 @@ fn measured(a: &Analysed, c: &llmscope_core::outcome::ClientSummary, answer: f64
         ttft_ms: q(&c.latency_ms.ttft),
         itl_ms: q(&c.latency_ms.itl),
         bottleneck: a.diagnosis.verdict.bottleneck.as_str().to_owned(),
+        near: Vec::new(),
     }
 }
 
@@ -332,6 +354,11 @@ pub struct Fit {
 pub struct StageFit {
     pub run: i64,
     pub load: Arrivals,
+    /// The run's workload as replayed: its time outside the engine split before and after the
+    /// engine as the run's TTFT showed it.
+    pub workload: Workload,
+    /// Sequences per step: the run's counters', and the replay's mean batch.
+    pub batch: (Option<f64>, f64),
     pub max_num_seqs: u32,
     pub measured: Figures,
     pub replayed: Figures,
@@ -346,6 +373,8 @@ pub struct Errors {
     pub itl_p50: Option<f64>,
     /// The replay met the limit the run's verdict named.
     pub bottleneck_agrees: bool,
+    /// The replay met that limit or came near it ([`Figures::near`]).
+    pub bottleneck_in_reach: bool,
 }
 
 impl Errors {
@@ -359,6 +388,7 @@ impl Errors {
             ttft_p50: rel(predicted.ttft_ms.p50, measured.ttft_ms.p50),
             itl_p50: rel(predicted.itl_ms.p50, measured.itl_ms.p50),
             bottleneck_agrees: predicted.bottleneck == measured.bottleneck,
+            bottleneck_in_reach: predicted.reaches(&measured.bottleneck),
         }
     }
 }
@@ -388,11 +418,13 @@ pub fn fit(runs: &[Observed]) -> Result<Fit, OpsError> {
         .iter()
         .map(|o| {
             let seconds = replay_seconds(o);
-            let r = model::replay(&model, &o.deployment, &o.workload, warmup(seconds), seconds);
-            let replayed = Figures::replayed(&r);
+            let workload = split_front_end(&model, o);
+            let (r, replayed) = replayed(&model, &o.deployment, &workload, seconds);
             StageFit {
+                batch: (batch(o), r.running),
                 run: o.run,
                 load: o.workload.arrivals,
+                workload,
                 max_num_seqs: o.deployment.max_num_seqs,
                 error: Errors::between(&replayed, &o.measured),
                 measured: o.measured.clone(),
@@ -401,6 +433,57 @@ pub fn fit(runs: &[Observed]) -> Result<Fit, OpsError> {
         })
         .collect();
     Ok(Fit { model, stages })
+}
+
+/// `w` replayed on `d`: the figures of the replay with clients staggered, and as limits near
+/// those a closed loop's clients met in waves too ([`model::replay_with`]: a real engine's batch
+/// can keep either shape, so the model names both).
+fn replayed(model: &StepModel, d: &Deployment, w: &Workload, seconds: f64) -> (Replayed, Figures) {
+    let span = (warmup(seconds), seconds);
+    let r = model::replay_with(model, d, w, span, false);
+    let mut f = Figures::replayed(&r);
+    if matches!(w.arrivals, Arrivals::Closed { .. }) {
+        let waves = model::replay_with(model, d, w, span, true);
+        let limits = ["kv_cache_capacity", "token_budget", "batch_limit"];
+        for n in std::iter::once(waves.bottleneck).chain(waves.near) {
+            if limits.contains(&n) && n != f.bottleneck && !f.near.iter().any(|m| m == n) {
+                f.near.push(n.to_owned());
+            }
+        }
+    }
+    (r, f)
+}
+
+/// `o`'s workload with its time outside the engine split as the run showed it: the part before
+/// the scheduler is what the client's TTFT p50 held beyond the engine's own (the run replayed
+/// with all of that time after the answer: a closed loop's pace is the same either way); the
+/// rest comes after the answer. A real vLLM 0.32 with 4 clients: 62 ms outside by Little's
+/// law, a TTFT p50 of 10 ms — the time is the response's end, not its start.
+/// Where Little's law read no time outside (within its noise) but the TTFT shows some, that
+/// time is the front end's, all before the engine.
+fn split_front_end(model: &StepModel, o: &Observed) -> Workload {
+    let mut w = o.workload;
+    let Some(measured) = o.measured.ttft_ms.p50 else {
+        return w;
+    };
+    w.frontend_before_s = Some(0.0);
+    let seconds = replay_seconds(o);
+    let engine = model::replay(model, &o.deployment, &w, warmup(seconds), seconds).ttft_p50_s;
+    let before = engine.map(|e| (measured / 1000.0 - e).max(0.0));
+    if w.frontend_s <= 0.0 {
+        w.frontend_s = before.unwrap_or(0.0);
+    }
+    w.frontend_before_s = before.map(|b| b.min(w.frontend_s));
+    w
+}
+
+/// Sequences per step the run's own counters show (generated tokens over steps).
+fn batch(o: &Observed) -> Option<f64> {
+    let (g, s) = o
+        .intervals
+        .iter()
+        .fold((0.0, 0.0), |(g, s), i| (g + i.generated, s + i.steps));
+    (s > 0.0).then(|| g / s)
 }
 
 /// A prediction: the figures, and the band the fit's own errors put around them.
@@ -420,6 +503,10 @@ pub struct Band {
     /// The relative half-widths used.
     pub output_share: f64,
     pub ttft_share: f64,
+    /// The most output tok/s any fitted run served, where the prediction goes beyond it: the
+    /// band's floor is then no higher than that: the API server there is untested.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub beyond_measured: Option<f64>,
 }
 
 /// The narrowest band stated: a model is never exact to better than this.
@@ -437,11 +524,26 @@ impl Band {
         let output_share = worst(|e| e.output_tok_s);
         let ttft_share = worst(|e| e.ttft_p50);
         let span = |v: f64, share: f64| (v * (1.0 - share).max(0.0), v * (1.0 + share));
+        // Past the most any fitted run served, the API server (HTTP, detokenising, streaming;
+        // not in the model) may stop keeping up: the floor is what was served. A real vLLM 0.32
+        // on 2 cores predicted 3,550 tok/s at an 8 MiB pool served 2,370–2,770, its API server
+        // holding 10–13 of 32 requests away from the engine.
+        let most = fit
+            .stages
+            .iter()
+            .map(|s| s.measured.output_tok_s)
+            .fold(0.0, f64::max);
+        let beyond_measured = (most > 0.0 && f.output_tok_s > most).then_some(most);
+        let mut output_tok_s = span(f.output_tok_s, output_share);
+        if let Some(most) = beyond_measured {
+            output_tok_s.0 = output_tok_s.0.min(most);
+        }
         Band {
-            output_tok_s: span(f.output_tok_s, output_share),
+            output_tok_s,
             ttft_p50_ms: f.ttft_ms.p50.map(|v| span(v, ttft_share)),
             output_share,
             ttft_share,
+            beyond_measured,
         }
     }
 }
@@ -556,20 +658,15 @@ pub fn predict(runs: &[Observed], changes: &[Change]) -> Result<WhatIf, OpsError
     let fit = fit(runs)?;
     let deployment = changed(base, changes)?;
     let seconds = replay_seconds(base);
-    let r = model::replay(
-        &fit.model,
-        &deployment,
-        &base.workload,
-        warmup(seconds),
-        seconds,
-    );
-    let figures = Figures::replayed(&r);
+    // The base's workload as its fit replayed it (the front end's time split).
+    let workload = fit.stages.first().map_or(base.workload, |s| s.workload);
+    let (_, figures) = replayed(&fit.model, &deployment, &workload, seconds);
     let band = Band::around(&figures, &fit);
     Ok(WhatIf {
-        caveats: caveats(base, &fit, &figures),
+        caveats: caveats(base, &fit, &figures, &band),
         base: BaseRun {
             run: base.run,
-            workload: base.workload,
+            workload,
             deployment: base.deployment,
             measured: base.measured.clone(),
         },
@@ -582,11 +679,31 @@ pub fn predict(runs: &[Observed], changes: &[Change]) -> Result<WhatIf, OpsError
 }
 
 /// What the model leaves out, where it matters for this prediction.
-fn caveats(base: &Observed, fit: &Fit, predicted: &Figures) -> Vec<String> {
+fn caveats(base: &Observed, fit: &Fit, predicted: &Figures, band: &Band) -> Vec<String> {
     let mut out = Vec::new();
+    if let Some(most) = band.beyond_measured {
+        out.push(format!(
+            "the prediction goes beyond the most any fitted run served ({} output tok/s): whether the API server (HTTP, detokenising, streaming; not in the model) keeps up there is untested, so the band reaches down to that",
+            llmscope_core::number::thousands(most)
+        ));
+    }
     for s in &fit.stages {
         if let Some(e) = s.error.output_tok_s.filter(|e| e.abs() > 0.2) {
-            let why = if e > 0.0 {
+            let thinner = s.batch.0.filter(|&b| b < 0.8 * s.batch.1);
+            let why = match thinner {
+                Some(b) if s.measured.bottleneck == "kv_cache_capacity" => &format!(
+                    "the engine ran {b:.1} sequences a step where the model runs {:.1}: its scheduler kept requests it held out of the batch (on a starved KV pool, preempted and admitted again, at worst one at a time), which the model does not do",
+                    s.batch.1
+                ),
+                Some(b) => &format!(
+                    "the engine ran {b:.1} sequences a step where the model runs {:.1}: requests waited in front of it (the API server, a starved host) longer than the run's gauges could tell",
+                    s.batch.1
+                ),
+                None => "",
+            };
+            let why = if !why.is_empty() {
+                why
+            } else if e > 0.0 {
                 "the engine served less than its steps allow: requests waited in front of it (the API server, a starved host), which the model does not hold"
             } else {
                 "the engine served more than the fitted steps allow: its steps were cheaper in this run than the line through all runs"
@@ -597,7 +714,12 @@ fn caveats(base: &Observed, fit: &Fit, predicted: &Figures) -> Vec<String> {
                 e * 100.0
             ));
         }
-        if !s.error.bottleneck_agrees {
+        if s.error.bottleneck_in_reach && !s.error.bottleneck_agrees {
+            out.push(format!(
+                "run {}: measured `{}`, replayed `{}` with `{}` near: the two limits lie too close together for the model to say which a real engine meets first",
+                s.run, s.measured.bottleneck, s.replayed.bottleneck, s.measured.bottleneck
+            ));
+        } else if !s.error.bottleneck_agrees {
             out.push(format!(
                 "run {}: measured `{}`, replayed `{}`: the model does not reproduce that run's limit",
                 s.run, s.measured.bottleneck, s.replayed.bottleneck
@@ -728,6 +850,61 @@ pub fn annotate(a: &mut Analysed) {
     }
 }
 
+/// One stage of a capacity search as its advice is predicted: the run, its diagnosis' advice,
+/// and what a fit reads of it (or why it cannot be read).
+#[derive(Debug, Clone)]
+pub struct Advised {
+    pub run: i64,
+    pub simulated: bool,
+    pub advice: Vec<llmscope_diagnosis::advice::Recommendation>,
+    pub observed: Result<Observed, String>,
+}
+
+impl Advised {
+    pub fn of(a: &Analysed) -> Advised {
+        Advised {
+            run: a.run,
+            simulated: a.facts.simulated,
+            advice: a.diagnosis.recommendations.clone(),
+            observed: observe(a).map_err(|e| e.to_string()),
+        }
+    }
+}
+
+/// The advice of the stage `cause_run` (a capacity search's cause), each change that names an
+/// engine setting predicted by the model fitted to every stage of the search (the cause's
+/// stage first: the one replayed). Stages that cannot be read are left out of the fit.
+pub fn advise_search(
+    stages: &[Advised],
+    cause_run: i64,
+) -> Vec<llmscope_diagnosis::advice::Recommendation> {
+    let Some(cause) = stages.iter().find(|s| s.run == cause_run) else {
+        return Vec::new();
+    };
+    let runs: Result<Vec<Observed>, String> = cause.observed.clone().map(|first| {
+        let others = stages
+            .iter()
+            .filter(|s| s.run != cause_run)
+            .filter_map(|s| s.observed.as_ref().ok().cloned());
+        std::iter::once(first).chain(others).collect()
+    });
+    let mut advice = cause.advice.clone();
+    for r in &mut advice {
+        let Some(setting) = r.setting else {
+            continue;
+        };
+        let predicted = runs.as_ref().map_err(Clone::clone).and_then(|runs| {
+            let change = Change::from_setting(setting).map_err(|e| e.to_string())?;
+            predict(runs, &[change]).map_err(|e| e.to_string())
+        });
+        r.predicted = Some(match predicted {
+            Ok(w) => in_words(&w, cause_run, setting, cause.simulated),
+            Err(why) => format!("not predicted: {why}"),
+        });
+    }
+    advice
+}
+
 /// `1,850 output tok/s (1,700–2,000; now 1,120), TTFT p50 95 ms (now 2,400), then limited by …`.
 fn in_words(
     w: &WhatIf,
@@ -755,7 +932,7 @@ fn in_words(
         thousands(m.output_tok_s),
         ms(p.figures.ttft_ms.p50),
         ms(m.ttft_ms.p50),
-        p.figures.bottleneck,
+        p.figures.limit(),
         if simulated {
             "; --confirm measures it on the simulated stack"
         } else {
@@ -821,6 +998,7 @@ mod tests {
                 prompt_tokens: 100,
                 output_tokens: 64,
                 frontend_s: 0.0,
+                frontend_before_s: None,
             },
             measured: Figures {
                 output_tok_s: 1000.0,
@@ -828,6 +1006,7 @@ mod tests {
                 ttft_ms: Percentiles::default(),
                 itl_ms: Percentiles::default(),
                 bottleneck: "kv_cache_capacity".to_owned(),
+                near: Vec::new(),
             },
             intervals: Vec::new(),
             seconds: 20.0,
@@ -865,10 +1044,13 @@ mod tests {
             },
             itl_ms: Percentiles::default(),
             bottleneck: "batch_limit".to_owned(),
+            near: Vec::new(),
         };
         let stage = |err: f64| StageFit {
             run: 1,
             load: Arrivals::Closed { concurrency: 8 },
+            workload: observed().workload,
+            batch: (Some(8.0), 8.0),
             max_num_seqs: 8,
             measured: f(100.0, Some(10.0)),
             replayed: f(100.0 * (1.0 + err), Some(10.0)),
@@ -877,6 +1059,7 @@ mod tests {
                 ttft_p50: Some(0.01),
                 itl_p50: None,
                 bottleneck_agrees: true,
+                bottleneck_in_reach: true,
             },
         };
         let fit = Fit {
@@ -890,9 +1073,15 @@ mod tests {
             },
             stages: vec![stage(0.02), stage(-0.12)],
         };
-        let b = Band::around(&f(1000.0, Some(50.0)), &fit);
+        // Within what the fitted runs served (100 tok/s): the fit's own error each way.
+        let b = Band::around(&f(95.0, Some(50.0)), &fit);
         assert!((b.output_share - 0.12).abs() < 1e-9 && (b.ttft_share - MIN_BAND).abs() < 1e-9);
-        assert_eq!(b.output_tok_s, (880.0, 1120.0));
+        assert!((b.output_tok_s.0 - 83.6).abs() < 1e-9 && (b.output_tok_s.1 - 106.4).abs() < 1e-9);
         assert_eq!(b.ttft_p50_ms, Some((47.5, 52.5)));
+        assert_eq!(b.beyond_measured, None);
+        // Beyond it, the floor is what was served: the API server there is untested.
+        let b = Band::around(&f(1000.0, Some(50.0)), &fit);
+        assert_eq!(b.output_tok_s, (100.0, 1120.0));
+        assert_eq!(b.beyond_measured, Some(100.0));
     }
 }

@@ -141,7 +141,7 @@ fn fit_table(stages: &[StageFit], out: &mut dyn Write, markdown: bool) -> std::i
             ms(s.replayed.ttft_ms.p50),
             pct(s.error.ttft_p50),
             s.measured.bottleneck.clone(),
-            s.replayed.bottleneck.clone(),
+            s.replayed.limit(),
         ]);
     }
     table(&rows, markdown, out)
@@ -188,7 +188,7 @@ fn prediction_table(w: &WhatIf, out: &mut dyn Write, markdown: bool) -> std::io:
         ),
         row("TTFT p95 ms", &|f| ms(f.ttft_ms.p95), String::new()),
         row("ITL p50 ms", &|f| ms(f.itl_ms.p50), String::new()),
-        row("limit", &|f| f.bottleneck.clone(), String::new()),
+        row("limit", &|f| f.limit(), String::new()),
     ];
     writeln!(out, "predicted:")?;
     table(&rows, markdown, out)?;

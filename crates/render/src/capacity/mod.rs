@@ -34,6 +34,7 @@ pub fn text(a: &Answer, out: &mut impl Write, color: bool) -> io::Result<()> {
     };
     writeln!(out, "{}{}{}", bold.0, clean(&headline(a)), bold.1)?;
     why_text(a, out)?;
+    advice_text(a, out)?;
     if let Some(k) = &a.knee {
         latency_text(k, out, bold)?;
     }
@@ -53,6 +54,7 @@ pub fn html(a: &Answer, title: &str) -> String {
     );
     let _ = write!(s, "<p class=\"verdict\">{}</p>", esc(&headline(a)));
     why_html(a, &mut s);
+    advice_html(a, &mut s);
     s.push_str("<h2>Output throughput against load</h2>");
     chart::chart(a, &mut s);
     if let Some(k) = &a.knee {
@@ -357,6 +359,21 @@ fn why_text(a: &Answer, out: &mut impl Write) -> io::Result<()> {
     writeln!(out, "  {}", run_line(c.run_id, differs))
 }
 
+/// What to change about the cause, each change with what it is predicted to buy.
+fn advice_text(a: &Answer, out: &mut impl Write) -> io::Result<()> {
+    if a.advice.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "What to change:")?;
+    for r in &a.advice {
+        writeln!(out, "  - {} — {}", clean(&r.action), clean(&r.reason))?;
+        if let Some(p) = &r.predicted {
+            writeln!(out, "    predicted: {}", clean(p))?;
+        }
+    }
+    Ok(())
+}
+
 /// TTFT, ITL and e2e p50/p95 at the knee.
 fn latency_text(k: &KneeAnswer, out: &mut impl Write, (b, e): (&str, &str)) -> io::Result<()> {
     writeln!(out, "\n{b}Latency at the knee{e} (ms)")?;
@@ -448,6 +465,22 @@ fn why_html(a: &Answer, s: &mut String) {
     }
     let differs = (c.at_knee != c.bottleneck).then_some(c.at_knee);
     let _ = write!(s, "<p>{}</p>", esc(&run_line(c.run_id, differs)));
+}
+
+/// What to change about the cause, each change with what it is predicted to buy.
+fn advice_html(a: &Answer, s: &mut String) {
+    if a.advice.is_empty() {
+        return;
+    }
+    s.push_str("<h2>What to change</h2><ul>");
+    for r in &a.advice {
+        let _ = write!(s, "<li><b>{}</b> — {}", esc(&r.action), esc(&r.reason));
+        if let Some(p) = &r.predicted {
+            let _ = write!(s, "<br><i>predicted:</i> {}", esc(p));
+        }
+        s.push_str("</li>");
+    }
+    s.push_str("</ul>");
 }
 
 /// TTFT, ITL and e2e p50/p95 at the knee.
@@ -673,6 +706,43 @@ mod tests {
             "  vllm:num_requests_running max = 16 >= 16   [prometheus]"
         );
         assert_eq!(lines[4], "  (run 32: llmscope report 32)");
+    }
+
+    /// The cause's advice follows the why, each change with its prediction; outside words
+    /// are escaped on the page.
+    #[test]
+    fn what_to_change_follows_the_why_with_its_prediction() {
+        let mut a = capped(None);
+        a.advice = vec![llmscope_diagnosis::advice::Recommendation {
+            action: "raise --max-num-seqs from 16 to 32".to_owned(),
+            reason: "running is pinned <b>".to_owned(),
+            setting: None,
+            predicted: Some("2,100 output tok/s (1,900–2,300; now 1,500)".to_owned()),
+        }];
+        let t = text_of(&a);
+        let lines: Vec<&str> = t.lines().collect();
+        let at = lines
+            .iter()
+            .position(|l| *l == "What to change:")
+            .expect(&t);
+        assert_eq!(lines[at - 1], "  (run 32: llmscope report 32)");
+        assert_eq!(
+            lines[at + 1],
+            "  - raise --max-num-seqs from 16 to 32 — running is pinned <b>"
+        );
+        assert_eq!(
+            lines[at + 2],
+            "    predicted: 2,100 output tok/s (1,900–2,300; now 1,500)"
+        );
+        let page = html(&a, "t");
+        assert!(page.contains("<h2>What to change</h2>"), "{page}");
+        assert!(page.contains("running is pinned &lt;b&gt;"), "{page}");
+        assert!(
+            page.contains("<i>predicted:</i> 2,100 output tok/s"),
+            "{page}"
+        );
+        a.advice.clear();
+        assert!(!text_of(&a).contains("What to change"));
     }
 
     #[test]

@@ -181,6 +181,7 @@ fn predict(model: &StepModel, c: &Capture, base: &Capture) -> f64 {
         prompt_tokens: prompt_tokens(base).unwrap_or(30.0).round() as u32,
         output_tokens: c.answers,
         frontend_s: frontend_s(base),
+        frontend_before_s: None,
     };
     fit::replay(model, &d, &w, 5.0, 30.0).output_tok_s
 }
