@@ -125,7 +125,12 @@ fn verdict_sparklines(r: &Report, out: &mut impl Write) -> io::Result<()> {
 }
 
 /// The phases, then one sparkline per concept; nothing when there are none.
-fn sparklines(r: &Report, page: &Page, concepts: &[Concept], out: &mut impl Write) -> io::Result<()> {
+fn sparklines(
+    r: &Report,
+    page: &Page,
+    concepts: &[Concept],
+    out: &mut impl Write,
+) -> io::Result<()> {
     if concepts.is_empty() {
         return Ok(());
     }
@@ -142,7 +147,11 @@ fn sparklines(r: &Report, page: &Page, concepts: &[Concept], out: &mut impl Writ
 fn spark(page: &Page, c: Concept) -> (String, String) {
     let points = page.points(c, 1.0);
     let line = sparkline(&points, page.time, SPARK_WIDTH);
-    let hi = points.iter().map(|p| p.1).filter(|v| v.is_finite()).fold(f64::NEG_INFINITY, f64::max);
+    let hi = points
+        .iter()
+        .map(|p| p.1)
+        .filter(|v| v.is_finite())
+        .fold(f64::NEG_INFINITY, f64::max);
     let per_s = if c.is_counter() { "/s" } else { "" };
     let range = if hi.is_finite() {
         format!("0 … {}{per_s}", num(hi))
@@ -167,7 +176,9 @@ fn phase_strip(r: &Report, time: TimeAxis, out: &mut impl Write) -> io::Result<(
     let strip: String = (0..SPARK_WIDTH)
         .map(|i| {
             let mid = time.from + (i as f64 + 0.5) * slice;
-            let hit = spans.iter().find(|(s, _)| s.is_some_and(|(a, b)| mid >= a && mid <= b));
+            let hit = spans
+                .iter()
+                .find(|(s, _)| s.is_some_and(|(a, b)| mid >= a && mid <= b));
             hit.map_or(' ', |(_, ch)| *ch)
         })
         .collect();

@@ -307,7 +307,9 @@ fn an_interrupted_run_says_so_in_every_format() {
 
 /// Chromium on PATH; in CI (`CI=true`) its absence fails the test, elsewhere the test is skipped.
 fn chromium() -> Option<std::path::PathBuf> {
-    let found = ["chromium", "chromium-browser"].iter().find_map(|b| which(b));
+    let found = ["chromium", "chromium-browser"]
+        .iter()
+        .find_map(|b| which(b));
     if found.is_none() {
         assert!(
             std::env::var("CI").as_deref() != Ok("true"),
@@ -319,7 +321,12 @@ fn chromium() -> Option<std::path::PathBuf> {
 }
 
 /// Chromium, headless, on `page` with `extra` arguments; its stdout.
-fn headless(chromium: &std::path::Path, dir: &std::path::Path, page: &std::path::Path, extra: &[String]) -> String {
+fn headless(
+    chromium: &std::path::Path,
+    dir: &std::path::Path,
+    page: &std::path::Path,
+    extra: &[String],
+) -> String {
     let out = std::process::Command::new(chromium)
         .args([
             "--headless",
@@ -363,18 +370,34 @@ fn ten_minutes(loaded: &[(Concept, f64)]) -> Input {
         i.signals.insert(c, Signal::new(source, points));
     }
     // dcgm: every 30 s, 30 s late, with a two-minute hole where its scrapes failed.
-    let gpu = loaded.iter().find(|(c, _)| *c == Concept::GpuUtil).map_or(30.0, |p| p.1);
+    let gpu = loaded
+        .iter()
+        .find(|(c, _)| *c == Concept::GpuUtil)
+        .map_or(30.0, |p| p.1);
     let dcgm = (0..TEN_MINUTES / 30)
         .map(|k| k * 30)
         .filter(|t| !(300..420).contains(t))
-        .map(|t| (t0 + f64::from(t), if on(t.saturating_sub(30)) && t >= 90 { gpu } else { 0.0 }))
+        .map(|t| {
+            (
+                t0 + f64::from(t),
+                if on(t.saturating_sub(30)) && t >= 90 {
+                    gpu
+                } else {
+                    0.0
+                },
+            )
+        })
         .collect();
-    i.signals.insert(Concept::GpuUtil, Signal::new("DCGM_FI_DEV_GPU_UTIL", dcgm));
+    i.signals
+        .insert(Concept::GpuUtil, Signal::new("DCGM_FI_DEV_GPU_UTIL", dcgm));
     let tokens = (0..TEN_MINUTES).scan(0.0, |total, t| {
         *total += if on(t) { 180.0 } else { 0.0 };
         Some((t0 + f64::from(t), *total))
     });
-    i.signals.insert(Concept::GeneratedTokens, Signal::new("gen", tokens.collect()));
+    i.signals.insert(
+        Concept::GeneratedTokens,
+        Signal::new("gen", tokens.collect()),
+    );
     i
 }
 
@@ -382,7 +405,11 @@ fn ten_minutes(loaded: &[(Concept, f64)]) -> Input {
 fn client_summary() -> llmscope_core::outcome::ClientSummary {
     let mut c = llmscope_core::outcome::ClientSummary::default();
     let l = &mut c.latency_ms;
-    for (s, base) in [(&mut l.ttft, 40.0), (&mut l.itl, 12.0), (&mut l.e2e, 4000.0)] {
+    for (s, base) in [
+        (&mut l.ttft, 40.0),
+        (&mut l.itl, 12.0),
+        (&mut l.e2e, 4000.0),
+    ] {
         (s.min, s.p50, s.p90, s.p95, s.p99, s.p999, s.max) = (
             Some(base / 2.0),
             Some(base),
@@ -403,11 +430,22 @@ fn client_summary() -> llmscope_core::outcome::ClientSummary {
 fn verdict_cases() -> Vec<(&'static str, Input)> {
     use Concept::{GpuUtil, KvUsage, Preemptions, Running, Waiting};
     let batch = ten_minutes(&[(Running, 16.0), (Waiting, 16.0), (KvUsage, 0.022)]);
-    let mut kv = ten_minutes(&[(Running, 9.0), (Waiting, 20.0), (KvUsage, 0.97), (GpuUtil, 40.0)]);
+    let mut kv = ten_minutes(&[
+        (Running, 9.0),
+        (Waiting, 20.0),
+        (KvUsage, 0.97),
+        (GpuUtil, 40.0),
+    ]);
     let preempted = kv.signals[&Running].points.iter().enumerate();
     let preempted = preempted.map(|(k, p)| (p.0, k as f64 * 0.5)).collect();
-    kv.signals.insert(Preemptions, Signal::new("preemptions", preempted));
-    let gpu = ten_minutes(&[(Running, 12.0), (Waiting, 6.0), (KvUsage, 0.3), (GpuUtil, 97.0)]);
+    kv.signals
+        .insert(Preemptions, Signal::new("preemptions", preempted));
+    let gpu = ten_minutes(&[
+        (Running, 12.0),
+        (Waiting, 6.0),
+        (KvUsage, 0.3),
+        (GpuUtil, 97.0),
+    ]);
     let mut idle = ten_minutes(&[(Running, 4.0), (Waiting, 0.0), (KvUsage, 0.01)]);
     idle.load.concurrency = Some(4);
     let mut failing = ten_minutes(&[(Running, 2.0), (Waiting, 0.0), (KvUsage, 0.01)]);
@@ -434,13 +472,20 @@ fn verdict_cases() -> Vec<(&'static str, Input)> {
 
 /// Every `<svg>` of `dom` and what lies inside it.
 fn svgs(dom: &str) -> Vec<&str> {
-    dom.split("<svg").skip(1).map(|rest| &rest[..rest.find("</svg>").unwrap()]).collect()
+    dom.split("<svg")
+        .skip(1)
+        .map(|rest| &rest[..rest.find("</svg>").unwrap()])
+        .collect()
 }
 
 /// Whether `svg` holds a data path with at least two coordinates.
 fn has_data_path(svg: &str) -> bool {
     svg.split("class=\"series\"").skip(1).any(|rest| {
-        let d = rest.split("d=\"").nth(1).and_then(|d| d.split('"').next()).unwrap_or("");
+        let d = rest
+            .split("d=\"")
+            .nth(1)
+            .and_then(|d| d.split('"').next())
+            .unwrap_or("");
         d.starts_with('M') && d.matches(',').count() >= 1 && d.chars().any(|c| c.is_ascii_digit())
     })
 }
@@ -491,7 +536,10 @@ fn screenshot(chromium: &std::path::Path, dir: &std::path::Path, page: &std::pat
 }
 
 fn check_dom(kind: &str, dom: &str) {
-    assert!(dom.contains(&format!("Verdict: <b>{kind}</b>")), "{kind}: {dom}");
+    assert!(
+        dom.contains(&format!("Verdict: <b>{kind}</b>")),
+        "{kind}: {dom}"
+    );
     let charts = svgs(dom);
     assert!(charts.len() >= 8, "{kind}: only {} charts", charts.len());
     for (n, svg) in charts.iter().enumerate() {
@@ -501,10 +549,19 @@ fn check_dom(kind: &str, dom: &str) {
     let first_chart = dom.find("<svg").unwrap();
     assert!(verdict_at < first_chart, "{kind}: the verdict comes first");
     for later in ["What to change", "Dashboard", "Evidence"] {
-        assert!(dom.find(later).is_none_or(|at| first_chart < at), "{kind}: chart before {later}");
+        assert!(
+            dom.find(later).is_none_or(|at| first_chart < at),
+            "{kind}: chart before {later}"
+        );
     }
-    assert!(!dom.contains("<script"), "{kind}: a script element or unescaped label");
-    assert!(dom.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "{kind}: escaped");
+    assert!(
+        !dom.contains("<script"),
+        "{kind}: a script element or unescaped label"
+    );
+    assert!(
+        dom.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+        "{kind}: escaped"
+    );
     for attr in ["src=", "href=", "url(", "@import"] {
         assert!(!dom.contains(attr), "{kind}: {attr} would leave the page");
     }

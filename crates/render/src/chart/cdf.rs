@@ -4,7 +4,7 @@
 use super::scale::Log;
 use super::{
     AXIS_LABELS, Entry, LEFT, LEGEND_ROW, PALETTE, RIGHT, Swatch, TOP, WIDTH, close, esc, legend,
-    legend_rows, no_data, open,
+    legend_rows, no_data, open, segment, text,
 };
 use crate::num;
 use std::fmt::Write as _;
@@ -53,7 +53,9 @@ impl Cdf {
     }
 
     fn values(&self) -> impl Iterator<Item = f64> + '_ {
-        self.curves.iter().flat_map(|c| c.points.iter().map(|p| p.0))
+        self.curves
+            .iter()
+            .flat_map(|c| c.points.iter().map(|p| p.0))
     }
 
     fn entries(&self) -> Vec<Entry<'_>> {
@@ -75,35 +77,39 @@ impl Cdf {
 
     /// The frame, shares up the left, the log ticks below with the unit.
     fn axes(&self, axis: Log, s: &mut String) {
-        let bottom = TOP + HEIGHT;
+        let width = WIDTH - LEFT - RIGHT;
         let _ = write!(
             s,
-            "<rect x=\"{LEFT}\" y=\"{TOP}\" width=\"{:.0}\" height=\"{HEIGHT}\" fill=\"none\" stroke=\"#ced4da\"/>",
-            WIDTH - LEFT - RIGHT
+            "<rect x=\"{LEFT}\" y=\"{TOP}\" width=\"{width:.0}\" height=\"{HEIGHT}\" fill=\"none\" stroke=\"#ced4da\"/>"
         );
-        for share in [0.0, 0.25, 0.5, 0.75, 0.9, 0.99, 1.0] {
-            let y = y(share);
-            let _ = write!(
-                s,
-                "<line x1=\"{LEFT}\" y1=\"{y:.1}\" x2=\"{:.0}\" y2=\"{y:.1}\" stroke=\"#f1f3f5\"/><text x=\"{:.0}\" y=\"{:.1}\" text-anchor=\"end\">{}%</text>",
-                WIDTH - RIGHT,
-                LEFT - 4.0,
-                y + 4.0,
-                num(share * 100.0)
-            );
-        }
-        let unit = esc(&self.unit);
-        for v in axis.ticks() {
-            let x = x(axis, v);
-            let _ = write!(
-                s,
-                "<line x1=\"{x:.1}\" y1=\"{TOP}\" x2=\"{x:.1}\" y2=\"{bottom:.0}\" stroke=\"#f1f3f5\"/><text x=\"{x:.1}\" y=\"{:.0}\" text-anchor=\"middle\">{} {unit}</text>",
-                bottom + 16.0,
-                num(v)
-            );
-        }
+        share_ticks(s);
+        value_ticks(axis, &self.unit, s);
     }
 }
+
+/// Shares up the left, with faint lines across.
+fn share_ticks(s: &mut String) {
+    for share in [0.0, 0.25, 0.5, 0.75, 0.9, 0.99, 1.0] {
+        let y = y(share);
+        segment(s, (LEFT, y), (WIDTH - RIGHT, y), GRID);
+        let label = format!("{}%", num(share * 100.0));
+        text(s, (LEFT - 4.0, y + 4.0), " text-anchor=\"end\"", &label);
+    }
+}
+
+/// The log axis's ticks along the bottom, with faint lines up.
+fn value_ticks(axis: Log, unit: &str, s: &mut String) {
+    let bottom = TOP + HEIGHT;
+    for v in axis.ticks() {
+        let x = x(axis, v);
+        segment(s, (x, TOP), (x, bottom), GRID);
+        let label = esc(&format!("{} {unit}", num(v))).into_owned();
+        text(s, (x, bottom + 16.0), " text-anchor=\"middle\"", &label);
+    }
+}
+
+/// Faint grid lines.
+const GRID: &str = " stroke=\"#f1f3f5\"";
 
 fn x(axis: Log, v: f64) -> f64 {
     LEFT + axis.frac(v).unwrap_or(0.0) * (WIDTH - LEFT - RIGHT)

@@ -208,6 +208,22 @@ pub fn with_unit(v: f64, unit: &str) -> String {
     }
 }
 
+/// Small grey text: phase names.
+const SMALL_GREY: &str = " fill=\"#868e96\" font-size=\"10\"";
+
+/// A `<text>` at `at` with `attrs`; `content` is markup, escaped by the caller.
+fn text(s: &mut String, (x, y): (f64, f64), attrs: &str, content: &str) {
+    let _ = write!(s, "<text x=\"{x:.1}\" y=\"{y:.1}\"{attrs}>{content}</text>");
+}
+
+/// A `<line>` from `a` to `b` with `attrs`.
+fn segment(s: &mut String, (x1, y1): (f64, f64), (x2, y2): (f64, f64), attrs: &str) {
+    let _ = write!(
+        s,
+        "<line x1=\"{x1:.1}\" y1=\"{y1:.1}\" x2=\"{x2:.1}\" y2=\"{y2:.1}\"{attrs}/>"
+    );
+}
+
 /// Opens a figure with its caption and an SVG of `height` px labelled `title`.
 fn open(title: &str, height: f64, s: &mut String) {
     let title = esc(title);

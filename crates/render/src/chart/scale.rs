@@ -30,7 +30,7 @@ impl Linear {
             return Linear::of(max);
         }
         Linear {
-            step: round_step(top / 4.0),
+            step: top / 4.0,
             top,
         }
     }
@@ -136,10 +136,12 @@ impl TimeAxis {
     /// Ticks at round numbers of seconds from `zero` (5 s, 10 s, 30 s, 1 min, 5 min …), about six.
     pub fn ticks(self) -> Vec<f64> {
         let span = self.to - self.from;
-        let step = [1.0, 2.0, 5.0, 10.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 900.0, 1800.0]
-            .into_iter()
-            .find(|s| span / s <= 8.0)
-            .unwrap_or_else(|| (span / 6.0 / 3600.0).ceil() * 3600.0);
+        let step = [
+            1.0, 2.0, 5.0, 10.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 900.0, 1800.0,
+        ]
+        .into_iter()
+        .find(|s| span / s <= 8.0)
+        .unwrap_or_else(|| (span / 6.0 / 3600.0).ceil() * 3600.0);
         let first = ((self.from - self.zero) / step).ceil() as i64;
         let last = ((self.to - self.zero) / step).floor() as i64;
         (first..=last)
@@ -167,9 +169,27 @@ mod tests {
 
     #[test]
     fn linear_axes_end_on_a_round_tick_above_the_data() {
-        assert_eq!(Linear::of(16.0), Linear { step: 5.0, top: 20.0 });
-        assert_eq!(Linear::of(2200.0), Linear { step: 1000.0, top: 3000.0 });
-        assert_eq!(Linear::of(100.0), Linear { step: 50.0, top: 100.0 });
+        assert_eq!(
+            Linear::of(16.0),
+            Linear {
+                step: 5.0,
+                top: 20.0
+            }
+        );
+        assert_eq!(
+            Linear::of(2200.0),
+            Linear {
+                step: 1000.0,
+                top: 3000.0
+            }
+        );
+        assert_eq!(
+            Linear::of(100.0),
+            Linear {
+                step: 50.0,
+                top: 100.0
+            }
+        );
         let t: Vec<f64> = Linear::of(16.0).ticks().collect();
         assert_eq!(t, vec![0.0, 5.0, 10.0, 15.0, 20.0]);
     }
@@ -195,7 +215,10 @@ mod tests {
         assert_eq!(l, Log { lo: 0, hi: 4 });
         assert_eq!(l.ticks(), vec![1.0, 10.0, 100.0, 1000.0, 10000.0]);
         let fine = Log::of([12.0, 450.0]).unwrap();
-        assert_eq!(fine.ticks(), vec![10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0]);
+        assert_eq!(
+            fine.ticks(),
+            vec![10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0]
+        );
         assert_eq!(l.frac(100.0), Some(0.5));
         assert_eq!(l.frac(0.0), None, "0 has no place on a log axis");
         assert!(Log::of([0.0, -2.0]).is_none());

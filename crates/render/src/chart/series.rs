@@ -3,9 +3,13 @@
 
 use super::scale::{Linear, TimeAxis};
 use super::{
-    AXIS_LABELS, Entry, GAP_FACTOR, LEFT, LEGEND_ROW, Line, Panel, RIGHT, Side, Swatch, TOP,
-    WIDTH, close, esc, has_data, legend, legend_rows, open, with_unit,
+    AXIS_LABELS, Band, Entry, GAP_FACTOR, LEFT, LEGEND_ROW, Line, Mark, Panel, RIGHT, SMALL_GREY,
+    Side, Swatch, TOP, WIDTH, close, esc, has_data, legend, legend_rows, open, segment, text,
+    with_unit,
 };
+
+/// Unbroken runs of samples, in time order.
+pub(super) type Runs = Vec<Vec<(f64, f64)>>;
 use std::fmt::Write as _;
 
 /// Where things go: time across, each side's values up.
@@ -107,157 +111,149 @@ fn entries(p: &Panel) -> Vec<Entry<'_>> {
 fn bands(p: &Panel, f: &Frame, s: &mut String) {
     for b in &p.bands {
         let (x0, x1) = (f.x(b.from).max(LEFT), f.x(b.to).min(WIDTH - RIGHT));
-        if x1 <= x0 {
-            continue;
+        if x1 > x0 {
+            band(b, (x0, x1), f.height, s);
         }
-        let _ = write!(
-            s,
-            "<rect x=\"{x0:.1}\" y=\"{TOP}\" width=\"{:.1}\" height=\"{:.0}\" fill=\"{}\"/><text x=\"{:.1}\" y=\"{:.0}\" fill=\"#868e96\" font-size=\"10\">{}</text>",
-            (x1 - x0).max(0.5),
-            f.height,
-            b.fill,
-            x0 + 2.0,
-            TOP - 3.0,
-            esc(&b.label)
-        );
     }
+}
+
+/// One phase from `x0` to `x1`, named at its top left.
+fn band(b: &Band, (x0, x1): (f64, f64), height: f64, s: &mut String) {
+    let (width, fill) = (x1 - x0, b.fill);
+    let _ = write!(
+        s,
+        "<rect x=\"{x0:.1}\" y=\"{TOP}\" width=\"{width:.1}\" height=\"{height:.0}\" fill=\"{fill}\"/>"
+    );
+    text(s, (x0 + 2.0, TOP - 3.0), SMALL_GREY, &esc(&b.label));
 }
 
 /// The frame, value ticks on each side with the units, and time ticks below.
 fn axes(p: &Panel, f: &Frame, s: &mut String) {
-    let (x1, y1) = (WIDTH - RIGHT, f.bottom());
+    let (width, height) = (WIDTH - RIGHT - LEFT, f.height);
     let _ = write!(
         s,
-        "<rect x=\"{LEFT}\" y=\"{TOP}\" width=\"{:.0}\" height=\"{:.0}\" fill=\"none\" stroke=\"#ced4da\"/>",
-        x1 - LEFT,
-        y1 - TOP
+        "<rect x=\"{LEFT}\" y=\"{TOP}\" width=\"{width:.0}\" height=\"{height:.0}\" fill=\"none\" stroke=\"#ced4da\"/>"
     );
     value_ticks(f, f.left, Side::Left, &p.left.unit, s);
     if let (Some(scale), Some(axis)) = (f.right, &p.right) {
         value_ticks(f, scale, Side::Right, &axis.unit, s);
     }
+    time_ticks(f, s);
+}
+
+/// Round times along the bottom, in seconds (or minutes, hours) from the run's start.
+fn time_ticks(f: &Frame, s: &mut String) {
+    let y = f.bottom();
     for t in f.time.ticks() {
         let x = f.x(t);
-        let _ = write!(
+        segment(s, (x, y), (x, y + 4.0), " stroke=\"#adb5bd\"");
+        text(
             s,
-            "<line x1=\"{x:.1}\" y1=\"{y1:.0}\" x2=\"{x:.1}\" y2=\"{:.0}\" stroke=\"#adb5bd\"/><text x=\"{x:.1}\" y=\"{:.0}\" text-anchor=\"middle\">{}</text>",
-            y1 + 4.0,
-            y1 + 16.0,
-            f.time.label(t)
+            (x, y + 16.0),
+            " text-anchor=\"middle\"",
+            &f.time.label(t),
         );
+    }
+}
+
+/// Where a side's tick labels go and how they are anchored.
+fn tick_place(side: Side) -> (f64, &'static str) {
+    match side {
+        Side::Left => (LEFT - 4.0, " text-anchor=\"end\""),
+        Side::Right => (WIDTH - RIGHT + 4.0, " text-anchor=\"start\""),
     }
 }
 
 /// Ticks up one side, each value with `unit`, and faint grid lines across for the left side.
 fn value_ticks(f: &Frame, scale: Linear, side: Side, unit: &str, s: &mut String) {
-    let (x, anchor) = match side {
-        Side::Left => (LEFT - 4.0, "end"),
-        Side::Right => (WIDTH - RIGHT + 4.0, "start"),
-    };
+    let (x, anchor) = tick_place(side);
     for v in scale.ticks() {
         let y = TOP + (1.0 - scale.frac(v)) * f.height;
         if side == Side::Left {
-            let _ = write!(
-                s,
-                "<line x1=\"{LEFT}\" y1=\"{y:.1}\" x2=\"{:.0}\" y2=\"{y:.1}\" stroke=\"#f1f3f5\"/>",
-                WIDTH - RIGHT
-            );
+            segment(s, (LEFT, y), (WIDTH - RIGHT, y), " stroke=\"#f1f3f5\"");
         }
-        let _ = write!(
-            s,
-            "<text x=\"{x:.0}\" y=\"{:.1}\" text-anchor=\"{anchor}\">{}</text>",
-            y + 4.0,
-            esc(&with_unit(v, unit))
-        );
+        text(s, (x, y + 4.0), anchor, &esc(&with_unit(v, unit)));
     }
 }
 
 /// Thresholds and caps: dashed across the plot, named at the right end.
 fn rules(p: &Panel, f: &Frame, s: &mut String) {
     for r in p.rules.iter().filter(|r| r.value.is_finite()) {
-        let y = f.y(r.value, r.side);
-        let _ = write!(
-            s,
-            "<line class=\"rule\" x1=\"{LEFT}\" y1=\"{y:.1}\" x2=\"{:.0}\" y2=\"{y:.1}\" stroke=\"{}\" stroke-dasharray=\"6 4\"/><text x=\"{:.0}\" y=\"{:.1}\" text-anchor=\"end\" fill=\"{}\" font-size=\"11\">{}</text>",
-            WIDTH - RIGHT,
-            r.colour,
-            WIDTH - RIGHT - 4.0,
-            y - 4.0,
-            r.colour,
-            esc(&r.label)
-        );
+        let (y, colour) = (f.y(r.value, r.side), r.colour);
+        let stroke = format!(" class=\"rule\" stroke=\"{colour}\" stroke-dasharray=\"6 4\"");
+        segment(s, (LEFT, y), (WIDTH - RIGHT, y), &stroke);
+        let attrs = format!(" text-anchor=\"end\" fill=\"{colour}\" font-size=\"11\"");
+        text(s, (WIDTH - RIGHT - 4.0, y - 4.0), &attrs, &esc(&r.label));
     }
 }
 
 /// Detected edges: a dotted vertical line each, named at the top.
 fn marks(p: &Panel, f: &Frame, s: &mut String) {
-    for m in p.marks.iter().filter(|m| m.t >= f.time.from && m.t <= f.time.to) {
-        let x = f.x(m.t);
-        let _ = write!(
-            s,
-            "<line class=\"mark\" x1=\"{x:.1}\" y1=\"{TOP}\" x2=\"{x:.1}\" y2=\"{:.0}\" stroke=\"{}\" stroke-dasharray=\"2 3\"/><text x=\"{:.1}\" y=\"{:.0}\" fill=\"{}\" font-size=\"10\">{}</text>",
-            f.bottom(),
-            m.colour,
-            x + 3.0,
-            TOP + 22.0,
-            m.colour,
-            esc(&m.label)
-        );
+    let within = |m: &&Mark| m.t >= f.time.from && m.t <= f.time.to;
+    for m in p.marks.iter().filter(within) {
+        let (x, colour) = (f.x(m.t), m.colour);
+        let stroke = format!(" class=\"mark\" stroke=\"{colour}\" stroke-dasharray=\"2 3\"");
+        segment(s, (x, TOP), (x, f.bottom()), &stroke);
+        let attrs = format!(" fill=\"{colour}\" font-size=\"10\"");
+        text(s, (x + 3.0, TOP + 22.0), &attrs, &esc(&m.label));
     }
 }
 
 /// Evidence values: a ringed dot at the time measured, with its value.
 fn dots(p: &Panel, f: &Frame, s: &mut String) {
-    for d in p.dots.iter().filter(|d| d.value.is_finite() && d.t.is_finite()) {
+    for d in p
+        .dots
+        .iter()
+        .filter(|d| d.value.is_finite() && d.t.is_finite())
+    {
         let (x, y) = (f.x(d.t), f.y(d.value, d.side));
         let label = esc(&d.label);
         let _ = write!(
             s,
-            "<circle class=\"evidence\" cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"5\" fill=\"#fff\" stroke=\"{}\" stroke-width=\"2.5\"><title>{label}</title></circle><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\">{label}</text>",
-            d.colour,
-            x + 8.0,
-            y - 7.0
+            "<circle class=\"evidence\" cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"5\" fill=\"#fff\" stroke=\"{}\" stroke-width=\"2.5\"><title>{label}</title></circle>",
+            d.colour
         );
+        text(s, (x + 8.0, y - 7.0), " font-size=\"11\"", &label);
     }
 }
 
 /// One line: a path broken at its holes, each wide hole labelled "no data".
 fn draw_line(line: &Line, f: &Frame, s: &mut String) {
     let (runs, holes) = split(&line.points);
-    if runs.is_empty() {
-        return;
-    }
-    let mut d = String::with_capacity(runs.iter().map(Vec::len).sum::<usize>() * 12);
-    for run in &runs {
-        let px: Vec<(f64, f64)> = run.iter().map(|&(t, v)| (f.x(t), f.y(v, line.side))).collect();
-        path_run(&thin(px), &mut d);
-    }
+    let (d, colour, label) = (path(line, f, &runs), line.colour, esc(&line.label));
     let _ = write!(
         s,
-        "<path class=\"series\" d=\"{d}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.8\" stroke-linejoin=\"round\" stroke-linecap=\"round\"><title>{}</title></path>",
-        line.colour,
-        esc(&line.label)
+        "<path class=\"series\" d=\"{d}\" fill=\"none\" stroke=\"{colour}\" stroke-width=\"1.8\" stroke-linejoin=\"round\" stroke-linecap=\"round\"><title>{label}</title></path>"
     );
     for (a, b) in holes {
-        hole(line, f, a, b, s);
+        hole(line, f, (a, b), s);
     }
 }
 
-/// A hole in `line` from `a` to `b`, labelled when wide enough to read.
-fn hole(line: &Line, f: &Frame, a: f64, b: f64, s: &mut String) {
-    let (x0, x1) = (f.x(a), f.x(b));
-    if x1 - x0 < 30.0 {
-        return;
+/// The `d` of a line's runs, each thinned to what the pixels can show.
+fn path(line: &Line, f: &Frame, runs: &[Vec<(f64, f64)>]) -> String {
+    let mut d = String::with_capacity(runs.iter().map(Vec::len).sum::<usize>() * 12);
+    for run in runs {
+        let px = run.iter().map(|&(t, v)| (f.x(t), f.y(v, line.side)));
+        path_run(&thin(px.collect()), &mut d);
     }
-    let _ = write!(
-        s,
-        "<text class=\"gap\" x=\"{:.1}\" y=\"{:.0}\" text-anchor=\"middle\" fill=\"#868e96\" font-size=\"10\">no data<title>{}: no samples from {} to {}</title></text>",
-        (x0 + x1) / 2.0,
-        f.bottom() - 4.0,
-        esc(&line.label),
-        f.time.label(a),
-        f.time.label(b)
-    );
+    d
+}
+
+/// A hole in `line` from `a` to `b`, labelled when wide enough to read.
+fn hole(line: &Line, f: &Frame, (a, b): (f64, f64), s: &mut String) {
+    let (x0, x1) = (f.x(a), f.x(b));
+    if x1 - x0 >= 30.0 {
+        let (from, to, label) = (f.time.label(a), f.time.label(b), esc(&line.label));
+        let content = format!("no data<title>{label}: no samples from {from} to {to}</title>");
+        let at = ((x0 + x1) / 2.0, f.bottom() - 4.0);
+        text(
+            s,
+            at,
+            " class=\"gap\" text-anchor=\"middle\" fill=\"#868e96\" font-size=\"10\"",
+            &content,
+        );
+    }
 }
 
 /// `M x,y L x,y …` of one unbroken run; a lone point is a dot (a zero-length round-capped stroke).
@@ -280,9 +276,19 @@ fn thin(px: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
     let mut out: Vec<(f64, f64)> = Vec::new();
     for column in px.chunk_by(|a, b| a.0.floor() == b.0.floor()) {
         // y grows downwards: the lowest value has the largest y.
-        let low = column.iter().copied().fold(column[0], |a, b| if b.1 > a.1 { b } else { a });
-        let high = column.iter().copied().fold(column[0], |a, b| if b.1 < a.1 { b } else { a });
-        let (first, second) = if low.0 <= high.0 { (low, high) } else { (high, low) };
+        let low = column
+            .iter()
+            .copied()
+            .fold(column[0], |a, b| if b.1 > a.1 { b } else { a });
+        let high = column
+            .iter()
+            .copied()
+            .fold(column[0], |a, b| if b.1 < a.1 { b } else { a });
+        let (first, second) = if low.0 <= high.0 {
+            (low, high)
+        } else {
+            (high, low)
+        };
         out.push(first);
         if second != first {
             out.push(second);
@@ -294,7 +300,7 @@ fn thin(px: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
 /// The runs of finite points with no hole inside, and the holes between them (from the last
 /// sample before to the first after). A hole is a `NaN` sample or a step longer than
 /// [`GAP_FACTOR`] × the line's usual interval.
-pub(super) fn split(points: &[(f64, f64)]) -> (Vec<Vec<(f64, f64)>>, Vec<(f64, f64)>) {
+pub(super) fn split(points: &[(f64, f64)]) -> (Runs, Vec<(f64, f64)>) {
     let gap = usual_step(points).map_or(f64::INFINITY, |s| GAP_FACTOR * s);
     let (mut runs, mut holes) = (Vec::new(), Vec::new());
     let mut run: Vec<(f64, f64)> = Vec::new();

@@ -21,7 +21,10 @@ pub fn sparkline(points: &[(f64, f64)], time: TimeAxis, width: usize) -> String 
     let values = cells.iter().flatten();
     let lo = values.clone().copied().fold(0.0, f64::min);
     let hi = values.copied().fold(f64::NEG_INFINITY, f64::max);
-    cells.iter().map(|c| c.map_or(' ', |v| block(v, lo, hi))).collect()
+    cells
+        .iter()
+        .map(|c| c.map_or(' ', |v| block(v, lo, hi)))
+        .collect()
 }
 
 /// The value of the slice `[a, b)`: the mean of its samples, or where none fell in it but a run
@@ -30,7 +33,11 @@ fn cell(runs: &[Vec<(f64, f64)>], a: f64, b: f64) -> Option<f64> {
     let run = runs
         .iter()
         .find(|r| r.first().is_some_and(|p| p.0 < b) && r.last().is_some_and(|p| p.0 >= a))?;
-    let inside: Vec<f64> = run.iter().filter(|p| p.0 >= a && p.0 < b).map(|p| p.1).collect();
+    let inside: Vec<f64> = run
+        .iter()
+        .filter(|p| p.0 >= a && p.0 < b)
+        .map(|p| p.1)
+        .collect();
     if inside.is_empty() {
         return run.iter().rev().find(|p| p.0 < a).map(|p| p.1);
     }

@@ -31,9 +31,20 @@ fn a_value_sits_at_its_height_on_its_own_axis() {
     let s = svg(&p);
     let d = paths(&s);
     // Left axis 0..20: 16 is 80 % up; right axis 0..100 %: 50 is half way.
-    assert!(d[0].starts_with(&format!("M{LEFT:.1},{:.1}", TOP + 20.0)), "{}", d[0]);
-    assert!(d[1].starts_with(&format!("M{LEFT:.1},{:.1}", TOP + 50.0)), "{}", d[1]);
-    assert!(s.contains(">20 req<") && s.contains(">100%<"), "units on the axes");
+    assert!(
+        d[0].starts_with(&format!("M{LEFT:.1},{:.1}", TOP + 20.0)),
+        "{}",
+        d[0]
+    );
+    assert!(
+        d[1].starts_with(&format!("M{LEFT:.1},{:.1}", TOP + 50.0)),
+        "{}",
+        d[1]
+    );
+    assert!(
+        s.contains(">20 req<") && s.contains(">100%<"),
+        "units on the axes"
+    );
 }
 
 #[test]
@@ -47,7 +58,10 @@ fn a_hole_in_the_samples_is_a_gap_labelled_no_data_not_a_zero() {
     assert_eq!(d.matches('M').count(), 2, "two runs: {d}");
     let floor = format!(",{:.1}", TOP + 100.0);
     assert!(!d.contains(&floor), "nothing drawn at 0: {d}");
-    assert!(s.contains("class=\"gap\"") && s.contains(">no data<"), "{s}");
+    assert!(
+        s.contains("class=\"gap\"") && s.contains(">no data<"),
+        "{s}"
+    );
 }
 
 #[test]
@@ -77,8 +91,14 @@ fn an_absent_line_is_named_no_data_and_an_empty_panel_is_a_sentence() {
     empty.line("ttft", Side::Left, vec![(1.0, f64::NAN)]);
     empty.missing = "the engine's TTFT histogram".into();
     let s = svg(&empty);
-    assert!(!s.contains("<svg") && !s.contains("<path"), "no empty axes: {s}");
-    assert!(s.contains("no data: the engine&#39;s TTFT histogram"), "{s}");
+    assert!(
+        !s.contains("<svg") && !s.contains("<path"),
+        "no empty axes: {s}"
+    );
+    assert!(
+        s.contains("no data: the engine&#39;s TTFT histogram"),
+        "{s}"
+    );
 }
 
 #[test]
@@ -124,7 +144,10 @@ fn every_text_is_escaped() {
         missing: String::new(),
     }
     .write(&mut c);
-    assert!(!c.contains("<script") && c.contains("&lt;script&gt;"), "{c}");
+    assert!(
+        !c.contains("<script") && c.contains("&lt;script&gt;"),
+        "{c}"
+    );
 }
 
 #[test]
@@ -148,7 +171,10 @@ fn a_day_of_one_second_samples_stays_small() {
     let s = svg(&p);
     assert!(s.len() < 40_000, "{} bytes", s.len());
     let d = paths(&s)[0];
-    assert!(d.contains(&format!(",{:.1}", TOP + 100.0)), "the envelope keeps the lows");
+    assert!(
+        d.contains(&format!(",{:.1}", TOP + 100.0)),
+        "the envelope keeps the lows"
+    );
 }
 
 #[test]

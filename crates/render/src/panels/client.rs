@@ -29,7 +29,11 @@ fn distributions(c: &ClientSummary) -> Cdf {
     Cdf {
         title: "Client latencies, cumulative (through the client's percentiles; log axis)".into(),
         unit: "ms".into(),
-        curves: vec![curve("TTFT", &l.ttft), curve("ITL", &l.itl), curve("E2E", &l.e2e)],
+        curves: vec![
+            curve("TTFT", &l.ttft),
+            curve("ITL", &l.itl),
+            curve("E2E", &l.e2e),
+        ],
         missing: "the client recorded no latency".into(),
     }
 }
@@ -69,7 +73,8 @@ fn throughput(page: &Page, c: &ClientSummary, s: &mut String) {
             colour: "#868e96",
         });
     }
-    p.missing = "the engine's finished-requests counter (the client keeps no series over time)".into();
+    p.missing =
+        "the engine's finished-requests counter (the client keeps no series over time)".into();
     p.write(s);
 }
 
@@ -79,7 +84,11 @@ fn failures(c: &ClientSummary, s: &mut String) {
     if o.failed == 0 {
         return;
     }
-    let kinds: Vec<String> = o.kinds.iter().map(|k| format!("{} × {}", k.kind, k.count)).collect();
+    let kinds: Vec<String> = o
+        .kinds
+        .iter()
+        .map(|k| format!("{} × {}", k.kind, k.count))
+        .collect();
     let missing = format!(
         "failures over time need the client's per-request records, which this report does not carry; in all, {} of {} failed: {}",
         o.failed,

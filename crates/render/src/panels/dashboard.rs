@@ -45,7 +45,13 @@ fn tokens(page: &Page) -> Panel {
 fn kv(page: &Page) -> Panel {
     let title = "KV-cache usage (the fullest replica at each scrape)";
     let mut p = page.panel(title, HEIGHT, Axis::percent());
-    page.add(&mut p, Concept::KvUsage, "KV-cache usage", Side::Left, 100.0);
+    page.add(
+        &mut p,
+        Concept::KvUsage,
+        "KV-cache usage",
+        Side::Left,
+        100.0,
+    );
     p.rules.extend(super::verdict::kv_rules());
     p.missing = "the KV-cache usage gauge".into();
     p
@@ -57,8 +63,20 @@ pub(crate) fn gpu_vs_waiting(page: &Page, height: f64) -> Panel {
     p.right = Some(Axis::percent());
     page.add(&mut p, Concept::Waiting, "waiting", Side::Left, 1.0);
     page.add(&mut p, Concept::Running, "running", Side::Left, 1.0);
-    page.add(&mut p, Concept::GpuUtil, "GPU utilisation", Side::Right, 1.0);
-    page.add(&mut p, Concept::KvUsage, "KV-cache usage", Side::Right, 100.0);
+    page.add(
+        &mut p,
+        Concept::GpuUtil,
+        "GPU utilisation",
+        Side::Right,
+        1.0,
+    );
+    page.add(
+        &mut p,
+        Concept::KvUsage,
+        "KV-cache usage",
+        Side::Right,
+        100.0,
+    );
     p.missing = "waiting, running, GPU utilisation and KV usage".into();
     p
 }
@@ -70,7 +88,10 @@ pub(crate) fn gpu_vs_waiting(page: &Page, height: f64) -> Panel {
 fn ttft_p95(page: &Page, s: &mut String) {
     let whole = page.r.client.and_then(|c| c.latency_ms.ttft.p95);
     let whole = whole.map_or(String::new(), |p95| {
-        format!("; over the whole run the client measured TTFT p95 = {} ms", crate::num(p95))
+        format!(
+            "; over the whole run the client measured TTFT p95 = {} ms",
+            crate::num(p95)
+        )
     });
     let missing = format!(
         "TTFT p95 over time needs the engine's TTFT histogram buckets over time (vllm:time_to_first_token_seconds_bucket) or the client's per-request records, and this report carries neither{whole}"

@@ -11,8 +11,11 @@ use std::fmt::Write as _;
 /// The plot height (px) of one small multiple.
 const HEIGHT: f64 = 64.0;
 
+/// Whether a concept belongs to a layer.
+type Belongs = fn(Concept) -> bool;
+
 /// The layers in page order: heading, and whether a concept belongs to it.
-const LAYERS: [(&str, fn(Concept) -> bool); 3] = [
+const LAYERS: [(&str, Belongs); 3] = [
     ("Serving engine", is_engine),
     ("GPU (dcgm-exporter)", is_dcgm),
     ("Scheduling (Kueue, kube-state-metrics)", is_scheduling),
@@ -69,7 +72,8 @@ fn panel(page: &Page, c: Concept) -> Panel {
     page.add(&mut p, c, c.name(), Side::Left, k);
     p.marks = edges(page, c, "", "#343a40");
     if offset.is_some() {
-        p.marks.extend(edges(page, Concept::Running, "engine ", "#adb5bd"));
+        p.marks
+            .extend(edges(page, Concept::Running, "engine ", "#adb5bd"));
     }
     p.missing = format!("{} has no sample", c.name());
     p
@@ -103,7 +107,9 @@ fn edges(page: &Page, c: Concept, prefix: &str, colour: &'static str) -> Vec<Mar
         colour,
     };
     let rise = e.rise.map(|t| mark(t, "rises"));
-    rise.into_iter().chain(e.fall.map(|t| mark(t, "falls"))).collect()
+    rise.into_iter()
+        .chain(e.fall.map(|t| mark(t, "falls")))
+        .collect()
 }
 
 /// The unit a concept is drawn in and the factor from its own: ratios as percent, counters as

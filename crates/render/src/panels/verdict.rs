@@ -57,8 +57,20 @@ fn kv_capacity(page: &Page) -> Panel {
     let title = "KV-cache capacity: usage against 0.85 and 1.0, and preemptions";
     let mut p = page.panel(title, HEIGHT, Axis::percent());
     p.right = Some(Axis::new("/s"));
-    page.add_marked(&mut p, Concept::KvUsage, "KV-cache usage", Side::Left, 100.0);
-    page.add_marked(&mut p, Concept::Preemptions, "preemptions/s", Side::Right, 1.0);
+    page.add_marked(
+        &mut p,
+        Concept::KvUsage,
+        "KV-cache usage",
+        Side::Left,
+        100.0,
+    );
+    page.add_marked(
+        &mut p,
+        Concept::Preemptions,
+        "preemptions/s",
+        Side::Right,
+        1.0,
+    );
     p.rules.extend(kv_rules());
     p.missing = "the KV-cache usage gauge".into();
     p
@@ -84,7 +96,13 @@ fn gpu(page: &Page) -> Panel {
     let mut p = page.panel(title, HEIGHT, Axis::percent());
     p.right = Some(Axis::new("req"));
     page.add_marked(&mut p, Concept::GpuUtil, "GPU utilisation", Side::Left, 1.0);
-    page.add_marked(&mut p, Concept::GrEngineActive, "engine active", Side::Left, 100.0);
+    page.add_marked(
+        &mut p,
+        Concept::GrEngineActive,
+        "engine active",
+        Side::Left,
+        100.0,
+    );
     let extra = [
         (Concept::TensorActive, "tensor pipes active", 100.0),
         (Concept::DramActive, "memory interface active", 100.0),
@@ -134,7 +152,13 @@ fn sent_vs_ran(page: &Page) -> Panel {
     page.add_marked(&mut p, Concept::Running, "engine running", Side::Left, 1.0);
     page.add_marked(&mut p, Concept::Waiting, "engine waiting", Side::Left, 1.0);
     let finished = "engine finished req/s";
-    page.add_marked(&mut p, Concept::RequestsFinished, finished, Side::Right, 1.0);
+    page.add_marked(
+        &mut p,
+        Concept::RequestsFinished,
+        finished,
+        Side::Right,
+        1.0,
+    );
     p.rules.extend(client_rules(page));
     p.marks.extend(sending_marks(page));
     p.missing = "the engine's running and waiting gauges".into();
