@@ -9,12 +9,16 @@
 //! - [`markdown::write`]: the same for issues and pull requests.
 //! - [`cost_report::write`]: `llmscope cost`'s table, CSV or JSON.
 //! - [`html::write`]: one self-contained page with inline SVG charts; every label value escaped.
+//! - [`chart`]: the one chart engine every report draws with (time-series panels, CDFs,
+//!   sparklines); `panels` builds the run report's charts from a [`Report`] with it.
 
 pub mod capacity;
+pub mod chart;
 pub mod cost_report;
 pub mod html;
 pub mod json;
 pub mod markdown;
+mod panels;
 pub mod terminal;
 
 use llmscope_core::outcome::{ClientSummary, RequestOutcome, Summary};

@@ -1,10 +1,19 @@
 //! The terminal report: verdict first, then why, then the numbers. Text that came from outside
 //! (context lines, findings, the server's words) goes through `safe::clean` (issue 17).
+//!
+//! The verdict's signals and the timeline's carry a sparkline each ([`crate::chart::sparkline`]),
+//! all on the run's one time axis under a strip of its phases; a space in a sparkline is a
+//! stretch with no sample, never a 0.
 
+use crate::chart::{TimeAxis, sparkline};
+use crate::panels::Page;
 use crate::{Report, client_rows, failures, num, rel, t0};
 use llmscope_core::outcome::ClientSummary;
 use llmscope_core::safe::clean;
-use llmscope_diagnosis::{DECISION_TABLE, Evidence};
+use llmscope_diagnosis::{Concept, DECISION_TABLE, Evidence};
+
+/// Characters a sparkline spans.
+const SPARK_WIDTH: usize = 48;
 use std::io::{self, Write};
 
 /// Writes the report; `color` adds ANSI emphasis for a terminal.
@@ -97,7 +106,83 @@ fn evidence(r: &Report, out: &mut impl Write, Bold(b, e): Bold) -> io::Result<()
         let (signal, statistic, source) = (&ev.signal, &ev.statistic, &ev.source);
         writeln!(out, "  {signal} {statistic} = {value}{test}   [{source}]")?;
     }
+    verdict_sparklines(r, out)
+}
+
+/// One sparkline per signal the verdict's evidence names, under the run's phases.
+fn verdict_sparklines(r: &Report, out: &mut impl Write) -> io::Result<()> {
+    let Some(page) = Page::of(r) else {
+        return Ok(());
+    };
+    let mut named: Vec<Concept> = Vec::new();
+    for ev in &r.diagnosis.evidence {
+        let c = r.input.signals.keys().find(|c| c.name() == ev.signal);
+        if let Some(&c) = c.filter(|c| !named.contains(*c)) {
+            named.push(c);
+        }
+    }
+    sparklines(r, &page, &named, out)
+}
+
+/// The phases, then one sparkline per concept; nothing when there are none.
+fn sparklines(
+    r: &Report,
+    page: &Page,
+    concepts: &[Concept],
+    out: &mut impl Write,
+) -> io::Result<()> {
+    if concepts.is_empty() {
+        return Ok(());
+    }
+    phase_strip(r, page.time, out)?;
+    for &c in concepts {
+        let (line, range) = spark(page, c);
+        writeln!(out, "  {:<17} {line}  {range}", c.name())?;
+    }
     Ok(())
+}
+
+/// `c`'s sparkline on the page's time axis and the range it spans (`0 … 16`; a counter per
+/// second).
+fn spark(page: &Page, c: Concept) -> (String, String) {
+    let points = page.points(c, 1.0);
+    let line = sparkline(&points, page.time, SPARK_WIDTH);
+    let hi = points
+        .iter()
+        .map(|p| p.1)
+        .filter(|v| v.is_finite())
+        .fold(f64::NEG_INFINITY, f64::max);
+    let per_s = if c.is_counter() { "/s" } else { "" };
+    let range = if hi.is_finite() {
+        format!("0 … {}{per_s}", num(hi))
+    } else {
+        "no data".to_owned()
+    };
+    (line, range)
+}
+
+/// The run's phases along the sparklines' time axis: `.` baseline and after, `/` ramp, `=`
+/// steady, `\` drain.
+fn phase_strip(r: &Report, time: TimeAxis, out: &mut impl Write) -> io::Result<()> {
+    let p = &r.diagnosis.phases;
+    let spans = [
+        (p.baseline, '.'),
+        (p.ramp, '/'),
+        (p.steady, '='),
+        (p.drain, '\\'),
+        (p.after, '.'),
+    ];
+    let slice = (time.to - time.from) / SPARK_WIDTH as f64;
+    let strip: String = (0..SPARK_WIDTH)
+        .map(|i| {
+            let mid = time.from + (i as f64 + 0.5) * slice;
+            let hit = spans
+                .iter()
+                .find(|(s, _)| s.is_some_and(|(a, b)| mid >= a && mid <= b));
+            hit.map_or(' ', |(_, ch)| *ch)
+        })
+        .collect();
+    writeln!(out, "  {:<17} {strip}", "phases")
 }
 
 /// ` < 0.5`: the test the value was put to, when it has one.
@@ -133,7 +218,21 @@ fn timeline(r: &Report, out: &mut impl Write) -> io::Result<()> {
     let zero = t0(r);
     phases(r, out, zero)?;
     edges(r, out, zero)?;
+    timeline_sparklines(r, out)?;
     offsets(r, out)
+}
+
+/// A sparkline for each signal that rose or fell, under the run's phases.
+fn timeline_sparklines(r: &Report, out: &mut impl Write) -> io::Result<()> {
+    let Some(page) = Page::of(r) else {
+        return Ok(());
+    };
+    let edges = r.diagnosis.edges.iter();
+    let moved: Vec<Concept> = edges
+        .filter(|e| e.rise.is_some() || e.fall.is_some())
+        .map(|e| e.concept)
+        .collect();
+    sparklines(r, &page, &moved, out)
 }
 
 fn phases(r: &Report, out: &mut impl Write, zero: f64) -> io::Result<()> {

@@ -111,7 +111,7 @@ fn html_is_self_contained_and_escapes_everything() {
     html::write(&report(&d, &i, None), &mut out).unwrap();
     let page = String::from_utf8(out).unwrap();
     assert!(page.starts_with("<!doctype html>"));
-    assert!(page.contains("<svg") && page.contains("<polyline"));
+    assert!(page.contains("<svg") && page.contains("<path class=\"series\" d=\"M"));
     assert!(
         !page.contains("<script"),
         "no scripts, and label text is escaped"
@@ -303,4 +303,266 @@ fn an_interrupted_run_says_so_in_every_format() {
         "interrupted at T, how far into the planned 30 s is unknown"
     );
     assert!(json::contract(&report(&d, &i, None))["interrupted"].is_null());
+}
+
+/// Chromium on PATH; in CI (`CI=true`) its absence fails the test, elsewhere the test is skipped.
+fn chromium() -> Option<std::path::PathBuf> {
+    let found = ["chromium", "chromium-browser"]
+        .iter()
+        .find_map(|b| which(b));
+    if found.is_none() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "chromium is required in CI (apt-get install -y chromium)"
+        );
+        eprintln!("skipped: no chromium on PATH (apt-get install -y chromium)");
+    }
+    found
+}
+
+/// Chromium, headless, on `page` with `extra` arguments; its stdout.
+fn headless(
+    chromium: &std::path::Path,
+    dir: &std::path::Path,
+    page: &std::path::Path,
+    extra: &[String],
+) -> String {
+    let out = std::process::Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            &format!("--user-data-dir={}", dir.join("profile").display()),
+        ])
+        .args(extra)
+        .arg(format!("file://{}", page.display()))
+        .stderr(std::process::Stdio::null())
+        .output()
+        .expect("chromium runs");
+    assert!(out.status.success(), "chromium exited with {}", out.status);
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+const HOSTILE: &str = "<script>alert(1)</script>";
+/// Ten minutes of one-second scrapes.
+const TEN_MINUTES: u32 = 600;
+
+/// Ten minutes: 60 s idle, 480 s loaded, 60 s idle; `loaded` gives each concept's level.
+fn ten_minutes(loaded: &[(Concept, f64)]) -> Input {
+    let t0 = 1_700_000_000.0;
+    let on = |t: u32| (60..540).contains(&t);
+    let mut i = Input {
+        scrape_interval_s: Some(1.0),
+        ..Input::default()
+    };
+    i.engine.max_num_seqs = Some(16);
+    i.load.concurrency = Some(32);
+    i.load.window = Some((t0 + 60.0, t0 + 540.0));
+    for &(c, level) in loaded {
+        let points = (0..TEN_MINUTES)
+            .map(|t| (t0 + f64::from(t), if on(t) { level } else { 0.0 }))
+            .collect();
+        let source = format!("vllm{{pod=\"{HOSTILE}\"}}");
+        i.signals.insert(c, Signal::new(source, points));
+    }
+    // dcgm: every 30 s, 30 s late, with a two-minute hole where its scrapes failed.
+    let gpu = loaded
+        .iter()
+        .find(|(c, _)| *c == Concept::GpuUtil)
+        .map_or(30.0, |p| p.1);
+    let dcgm = (0..TEN_MINUTES / 30)
+        .map(|k| k * 30)
+        .filter(|t| !(300..420).contains(t))
+        .map(|t| {
+            (
+                t0 + f64::from(t),
+                if on(t.saturating_sub(30)) && t >= 90 {
+                    gpu
+                } else {
+                    0.0
+                },
+            )
+        })
+        .collect();
+    i.signals
+        .insert(Concept::GpuUtil, Signal::new("DCGM_FI_DEV_GPU_UTIL", dcgm));
+    let tokens = (0..TEN_MINUTES).scan(0.0, |total, t| {
+        *total += if on(t) { 180.0 } else { 0.0 };
+        Some((t0 + f64::from(t), *total))
+    });
+    i.signals.insert(
+        Concept::GeneratedTokens,
+        Signal::new("gen", tokens.collect()),
+    );
+    i
+}
+
+/// A client that measured latencies.
+fn client_summary() -> llmscope_core::outcome::ClientSummary {
+    let mut c = llmscope_core::outcome::ClientSummary::default();
+    let l = &mut c.latency_ms;
+    for (s, base) in [
+        (&mut l.ttft, 40.0),
+        (&mut l.itl, 12.0),
+        (&mut l.e2e, 4000.0),
+    ] {
+        (s.min, s.p50, s.p90, s.p95, s.p99, s.p999, s.max) = (
+            Some(base / 2.0),
+            Some(base),
+            Some(base * 2.0),
+            Some(base * 3.0),
+            Some(base * 6.0),
+            Some(base * 8.0),
+            Some(base * 9.0),
+        );
+    }
+    c.throughput.requests_per_s = 3.9;
+    c.throughput.output_tokens_per_s = 180.0;
+    (c.requests.sent, c.requests.completed) = (1870, 1870);
+    c
+}
+
+/// One input per verdict kind the test can build, with the verdict it must give.
+fn verdict_cases() -> Vec<(&'static str, Input)> {
+    use Concept::{GpuUtil, KvUsage, Preemptions, Running, Waiting};
+    let batch = ten_minutes(&[(Running, 16.0), (Waiting, 16.0), (KvUsage, 0.022)]);
+    let mut kv = ten_minutes(&[
+        (Running, 9.0),
+        (Waiting, 20.0),
+        (KvUsage, 0.97),
+        (GpuUtil, 40.0),
+    ]);
+    let preempted = kv.signals[&Running].points.iter().enumerate();
+    let preempted = preempted.map(|(k, p)| (p.0, k as f64 * 0.5)).collect();
+    kv.signals
+        .insert(Preemptions, Signal::new("preemptions", preempted));
+    let gpu = ten_minutes(&[
+        (Running, 12.0),
+        (Waiting, 6.0),
+        (KvUsage, 0.3),
+        (GpuUtil, 97.0),
+    ]);
+    let mut idle = ten_minutes(&[(Running, 4.0), (Waiting, 0.0), (KvUsage, 0.01)]);
+    idle.load.concurrency = Some(4);
+    let mut failing = ten_minutes(&[(Running, 2.0), (Waiting, 0.0), (KvUsage, 0.01)]);
+    failing.load.requests = Some(llmscope_core::outcome::RequestOutcome {
+        sent: 900,
+        ok: 0,
+        failed: 900,
+        kinds: vec![llmscope_core::outcome::FailureKind {
+            kind: "http_400".into(),
+            status: Some(400),
+            count: 900,
+            bodies: vec![format!("bad request {HOSTILE}")],
+        }],
+        stopped_early: None,
+    });
+    vec![
+        ("batch_limit", batch),
+        ("kv_cache_capacity", kv),
+        ("gpu_compute", gpu),
+        ("load_not_reached", idle),
+        ("failing_requests", failing),
+    ]
+}
+
+/// Every `<svg>` of `dom` and what lies inside it.
+fn svgs(dom: &str) -> Vec<&str> {
+    dom.split("<svg")
+        .skip(1)
+        .map(|rest| &rest[..rest.find("</svg>").unwrap()])
+        .collect()
+}
+
+/// Whether `svg` holds a data path with at least two coordinates.
+fn has_data_path(svg: &str) -> bool {
+    svg.split("class=\"series\"").skip(1).any(|rest| {
+        let d = rest
+            .split("d=\"")
+            .nth(1)
+            .and_then(|d| d.split('"').next())
+            .unwrap_or("");
+        d.starts_with('M') && d.matches(',').count() >= 1 && d.chars().any(|c| c.is_ascii_digit())
+    })
+}
+
+/// Issue 26: every verdict kind's report, as Chromium builds it, has charts with data (no empty
+/// axes), the verdict's chart before anything else, hostile label text escaped and no script,
+/// nothing fetched from off the page, and a ten-minute run's page under 2 MiB.
+#[test]
+fn every_verdicts_report_has_charts_with_data_in_chromium() {
+    let Some(chromium) = chromium() else { return };
+    let dir = std::env::temp_dir().join(format!("llmscope-dom-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let client = client_summary();
+    for (kind, input) in verdict_cases() {
+        let d = diagnose(&input);
+        assert_eq!(d.verdict.bottleneck.as_str(), kind, "{:?}", d.verdict);
+        let mut r = report(&d, &input, Some(&client));
+        r.title = format!("llmscope run {HOSTILE}");
+        let mut html = Vec::new();
+        html::write(&r, &mut html).unwrap();
+        eprintln!("{kind}: a ten-minute run's page is {} bytes", html.len());
+        assert!(html.len() < 2 * 1024 * 1024, "{kind}: {} bytes", html.len());
+        let page = dir.join(format!("{kind}.html"));
+        std::fs::write(&page, &html).unwrap();
+        let dom = headless(&chromium, &dir, &page, &["--dump-dom".to_owned()]);
+        check_dom(kind, &dom);
+        if kind == "kv_cache_capacity" {
+            screenshot(&chromium, &dir, &page);
+        }
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A screenshot of the page's first screen is made and is not blank.
+fn screenshot(chromium: &std::path::Path, dir: &std::path::Path, page: &std::path::Path) {
+    let shot = dir.join("first-screen.png");
+    let args = [
+        "--window-size=1200,1000".to_owned(),
+        format!("--screenshot={}", shot.display()),
+    ];
+    headless(chromium, dir, page, &args);
+    let png = std::fs::read(&shot).expect("a screenshot was written");
+    assert!(png.starts_with(b"\x89PNG"), "not a PNG");
+    assert!(png.len() > 20_000, "blank page? {} bytes", png.len());
+    if let Ok(keep) = std::env::var("LLMSCOPE_KEEP_SCREENSHOT") {
+        std::fs::copy(&shot, format!("{keep}.first-screen.png")).unwrap();
+    }
+}
+
+fn check_dom(kind: &str, dom: &str) {
+    assert!(
+        dom.contains(&format!("Verdict: <b>{kind}</b>")),
+        "{kind}: {dom}"
+    );
+    let charts = svgs(dom);
+    assert!(charts.len() >= 8, "{kind}: only {} charts", charts.len());
+    for (n, svg) in charts.iter().enumerate() {
+        assert!(has_data_path(svg), "{kind}: chart {n} has no data: {svg}");
+    }
+    let verdict_at = dom.find("Verdict:").unwrap();
+    let first_chart = dom.find("<svg").unwrap();
+    assert!(verdict_at < first_chart, "{kind}: the verdict comes first");
+    for later in ["What to change", "Dashboard", "Evidence"] {
+        assert!(
+            dom.find(later).is_none_or(|at| first_chart < at),
+            "{kind}: chart before {later}"
+        );
+    }
+    assert!(
+        !dom.contains("<script"),
+        "{kind}: a script element or unescaped label"
+    );
+    assert!(
+        dom.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+        "{kind}: escaped"
+    );
+    for attr in ["src=", "href=", "url(", "@import"] {
+        assert!(!dom.contains(attr), "{kind}: {attr} would leave the page");
+    }
 }
