@@ -19,6 +19,9 @@ pub enum Bottleneck {
     /// Requests queued in front of the scheduler — in the API server process — while the
     /// scheduler had room: the front end, not the engine, limits the deployment.
     FrontEnd,
+    /// Some replicas (or data-parallel ranks) queue while others have room: the router, not
+    /// the engines, limits the deployment (issue 25).
+    RoutingImbalance,
     None,
 }
 
@@ -35,6 +38,7 @@ impl Bottleneck {
             Bottleneck::Host => "host",
             Bottleneck::TokenBudget => "token_budget",
             Bottleneck::FrontEnd => "front_end",
+            Bottleneck::RoutingImbalance => "routing_imbalance",
             Bottleneck::None => "none",
         }
     }

@@ -34,7 +34,7 @@ pub struct Setting {
     pub value: f64,
 }
 
-fn rec(action: impl Into<String>, reason: impl Into<String>) -> Recommendation {
+pub(crate) fn rec(action: impl Into<String>, reason: impl Into<String>) -> Recommendation {
     Recommendation {
         action: action.into(),
         reason: reason.into(),
@@ -74,7 +74,8 @@ pub fn recommend(cx: &Context, verdict: &Verdict, findings: &[Finding]) -> Vec<R
         )],
         Bottleneck::LoadNotReached => load_not_reached(cx),
         Bottleneck::FrontEnd => front_end(cx),
-        Bottleneck::Host | Bottleneck::None => Vec::new(),
+        // The fleet's own advice ([`crate::fleet`]) comes with its finding.
+        Bottleneck::Host | Bottleneck::RoutingImbalance | Bottleneck::None => Vec::new(),
     };
     out.extend(prefix_cache(cx, findings));
     if findings.iter().any(|f| f.rule == "host") {
@@ -83,9 +84,9 @@ pub fn recommend(cx: &Context, verdict: &Verdict, findings: &[Finding]) -> Vec<R
             "the GPU idles between steps while requests run; removing the CPU stall multiplies throughput before any GPU change",
         ));
     }
-    if cx.input.engine.time_sliced {
+    if cx.input.gpu_shared() {
         out.push(rec(
-            "Do not add replicas on the same time-sliced GPU",
+            "Do not add replicas on the same shared GPU",
             "replicas split the same GPU time, duplicate the weights and split the KV pool: no throughput is gained",
         ));
     }
@@ -411,10 +412,17 @@ fn mib(bytes: f64) -> String {
 }
 
 fn gpu_compute(cx: &Context) -> Vec<Recommendation> {
-    let mut out = vec![rec(
-        "Scale out onto more GPUs (replicas on dedicated GPUs), or serve a quantised / smaller model",
-        "the GPU is busy nearly all the time and requests still queue: only more compute or less work per token helps",
-    )];
+    let mut out = vec![if cx.input.gpu_shared() {
+        rec(
+            "Give each replica a GPU of its own (they share one now), or serve a quantised / smaller model",
+            "the shared GPU is busy nearly all the time and requests still queue: its time is one budget for every replica on it, so only more GPUs or less work per token helps",
+        )
+    } else {
+        rec(
+            "Scale out onto more GPUs (replicas on dedicated GPUs), or serve a quantised / smaller model",
+            "the GPU is busy nearly all the time and requests still queue: only more compute or less work per token helps",
+        )
+    }];
     if cx.kv().is_some_and(|(m, _)| m < 0.5) {
         out.push(rec(
             "Consider speculative decoding",

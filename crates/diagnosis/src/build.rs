@@ -1,8 +1,11 @@
 //! From stored series to diagnosis [`Input`]: pick each concept's metric by the catalog,
 //! aggregate its series per timestamp, and say which names were used.
 
+mod fleet;
+
 use super::signal::{Concept, Input, KvCacheConfig, Rejected, Signal};
-use llmscope_catalog::{self as catalog, Aggregate};
+use fleet::FleetFolds;
+use llmscope_catalog::{self as catalog, Aggregate, MetricDef};
 use llmscope_core::series::{Point, Series};
 use std::collections::BTreeMap;
 
@@ -14,8 +17,9 @@ pub struct Resolution {
 
 /// Builds the signals of `input` from `series`; facts other than the engine's own KV-cache
 /// description are left for the caller to set.
+/// Each replica is kept as well ([`SignalBuilder::per_replica`]): the series are all at hand.
 pub fn signals_from_series(series: &[Series]) -> (Input, Resolution) {
-    let mut b = SignalBuilder::default();
+    let mut b = SignalBuilder::per_replica();
     b.add(series);
     b.finish()
 }
@@ -27,10 +31,10 @@ pub fn signals_from_series(series: &[Series]) -> (Input, Resolution) {
 /// long as no series is added twice.
 #[derive(Debug, Default)]
 pub struct SignalBuilder {
-    names: BTreeMap<&'static str, Folded>,
+    whole: Folds,
     kv_cache: Option<KvCacheConfig>,
-    /// Per catalogued name, the samples its unit cannot take, left out.
-    rejected: BTreeMap<&'static str, Rejected>,
+    /// Each replica's folds, when asked for ([`SignalBuilder::per_replica`]).
+    fleet: Option<FleetFolds>,
 }
 
 /// One catalogued name's series folded per timestamp (ms): sum, max and count of finite values,
@@ -71,14 +75,20 @@ impl Folded {
         if !new.is_sorted_by_key(|&(ms, _)| ms) {
             new.sort_by_key(|&(ms, _)| ms);
         }
+        self.join(new.into_iter().map(|(ms, v)| (ms, Fold::of(v))));
+    }
+
+    /// Joins folds in time order into this one's (one linear pass), adding those that share a
+    /// stamp.
+    fn join(&mut self, other: impl Iterator<Item = (u64, Fold)>) {
         let old = std::mem::take(&mut self.by_t);
-        let mut out: Vec<(u64, Fold)> = Vec::with_capacity(old.len().max(new.len()));
-        let (mut a, mut b) = (old.into_iter().peekable(), new.into_iter().peekable());
+        let mut out: Vec<(u64, Fold)> = Vec::with_capacity(old.len());
+        let (mut a, mut b) = (old.into_iter().peekable(), other.peekable());
         loop {
             let next = match (a.peek(), b.peek()) {
                 (Some(x), Some(y)) if x.0 <= y.0 => a.next(),
                 (Some(_), None) => a.next(),
-                (_, Some(_)) => b.next().map(|(ms, v)| (ms, Fold::of(v))),
+                (_, Some(_)) => b.next(),
                 (None, None) => break,
             };
             let Some((ms, f)) = next else { break };
@@ -93,49 +103,73 @@ impl Folded {
         }
         self.by_t = out;
     }
+
+    /// Folds another fold of the same name in (a pod's GPU series into each of its replicas).
+    fn absorb(&mut self, other: &Folded) {
+        self.join(other.by_t.iter().copied());
+        self.series += other.series;
+    }
 }
 
-impl SignalBuilder {
-    /// Folds `series` in; names the catalog does not know are ignored.
-    pub fn add(&mut self, series: &[Series]) {
-        if self.kv_cache.is_none() {
-            self.kv_cache = kv_cache_config(series);
+/// The folds of one set of series: the deployment's, or one replica's.
+#[derive(Debug, Default)]
+struct Folds {
+    names: BTreeMap<&'static str, Folded>,
+    /// Per catalogued name, the samples its unit cannot take, left out.
+    rejected: BTreeMap<&'static str, Rejected>,
+}
+
+impl Folds {
+    fn add(&mut self, def: &'static MetricDef, s: &Series) {
+        let f = self.names.entry(def.name).or_default();
+        f.series += 1;
+        // NaN is the source's own word for "no value" (dropped by the fold), not bad data.
+        let possible = |p: &Point| !p.v.is_finite() || def.unit.holds(p.v);
+        if s.points.iter().all(possible) {
+            f.merge(&s.points);
+            return;
         }
-        for s in series.iter().filter(|s| !s.points.is_empty()) {
-            let Some(def) = catalog::lookup(&s.key.name) else {
-                continue;
-            };
-            let f = self.names.entry(def.name).or_default();
-            f.series += 1;
-            // NaN is the source's own word for "no value" (dropped by the fold), not bad data.
-            let possible = |p: &Point| !p.v.is_finite() || def.unit.holds(p.v);
-            if s.points.iter().all(possible) {
-                f.merge(&s.points);
-                continue;
-            }
-            let (kept, bad): (Vec<Point>, Vec<Point>) = s.points.iter().partition(|p| possible(p));
-            f.merge(&kept);
-            let r = self.rejected.entry(def.name).or_insert(Rejected {
-                name: def.name,
-                concept: def.concept,
-                count: 0,
-                lowest: f64::INFINITY,
-                highest: f64::NEG_INFINITY,
-                domain: def.unit.domain(),
-            });
-            for p in bad {
-                r.count += 1;
-                r.lowest = r.lowest.min(p.v);
-                r.highest = r.highest.max(p.v);
-            }
+        let (kept, bad): (Vec<Point>, Vec<Point>) = s.points.iter().partition(|p| possible(p));
+        f.merge(&kept);
+        let r = self.rejected.entry(def.name).or_insert(Rejected {
+            name: def.name,
+            concept: def.concept,
+            count: 0,
+            lowest: f64::INFINITY,
+            highest: f64::NEG_INFINITY,
+            domain: def.unit.domain(),
+        });
+        for p in bad {
+            r.count += 1;
+            r.lowest = r.lowest.min(p.v);
+            r.highest = r.highest.max(p.v);
         }
     }
 
-    /// The signals, which name each was read from, and the engine's KV-cache description.
-    pub fn finish(self) -> (Input, Resolution) {
-        let mut input = Input::default();
-        input.engine.kv_cache = self.kv_cache;
-        input.rejected = self.rejected.into_values().collect();
+    fn absorb(&mut self, other: &Folds) {
+        for (name, f) in &other.names {
+            self.names.entry(name).or_default().absorb(f);
+        }
+        for (name, r) in &other.rejected {
+            let mine = self.rejected.entry(name).or_insert(Rejected {
+                count: 0,
+                lowest: f64::INFINITY,
+                highest: f64::NEG_INFINITY,
+                ..r.clone()
+            });
+            mine.count += r.count;
+            mine.lowest = mine.lowest.min(r.lowest);
+            mine.highest = mine.highest.max(r.highest);
+        }
+    }
+
+    /// The signals, each concept read from the first of its names (in the catalog's order)
+    /// that had data.
+    fn finish(&self) -> (Input, Resolution) {
+        let mut input = Input {
+            rejected: self.rejected.values().cloned().collect(),
+            ..Input::default()
+        };
         let mut res = Resolution::default();
         let mut concepts: Vec<Concept> = catalog::METRICS.iter().map(|m| m.concept).collect();
         concepts.dedup();
@@ -148,20 +182,65 @@ impl SignalBuilder {
             if concept == Concept::Running {
                 input.engines = folded.series;
             }
-            let points = folded
-                .by_t
-                .iter()
-                .map(|&(ms, f)| {
-                    let v = match def.aggregate {
-                        Aggregate::Sum => f.sum,
-                        Aggregate::Max => f.max,
-                        Aggregate::Mean => f.sum / f.n as f64,
-                    };
-                    (ms as f64 / 1000.0, v)
-                })
-                .collect();
-            input.signals.insert(concept, Signal::new(def.name, points));
+            input
+                .signals
+                .insert(concept, Signal::new(def.name, folded.points(def.aggregate)));
             res.used.push((concept, def.name));
+        }
+        (input, res)
+    }
+}
+
+impl Folded {
+    /// One point per timestamp, aggregated as the catalog says.
+    fn points(&self, aggregate: Aggregate) -> Vec<(f64, f64)> {
+        self.by_t
+            .iter()
+            .map(|&(ms, f)| {
+                let v = match aggregate {
+                    Aggregate::Sum => f.sum,
+                    Aggregate::Max => f.max,
+                    Aggregate::Mean => f.sum / f.n as f64,
+                };
+                (ms as f64 / 1000.0, v)
+            })
+            .collect()
+    }
+}
+
+impl SignalBuilder {
+    /// A builder that also keeps each replica's own signals ([`Input::replicas`]) and which
+    /// serving pods share a GPU ([`Input::shared_gpus`]).
+    pub fn per_replica() -> SignalBuilder {
+        SignalBuilder {
+            fleet: Some(FleetFolds::default()),
+            ..SignalBuilder::default()
+        }
+    }
+
+    /// Folds `series` in; names the catalog does not know are ignored.
+    pub fn add(&mut self, series: &[Series]) {
+        if self.kv_cache.is_none() {
+            self.kv_cache = kv_cache_config(series);
+        }
+        for s in series.iter().filter(|s| !s.points.is_empty()) {
+            let Some(def) = catalog::lookup(&s.key.name) else {
+                continue;
+            };
+            self.whole.add(def, s);
+            if let Some(fleet) = &mut self.fleet {
+                fleet.add(def, s);
+            }
+        }
+    }
+
+    /// The signals, which name each was read from, and the engine's KV-cache description.
+    pub fn finish(self) -> (Input, Resolution) {
+        let (mut input, res) = self.whole.finish();
+        input.engine.kv_cache = self.kv_cache;
+        if let Some(fleet) = self.fleet {
+            input.shared_gpus = fleet.shared_gpus();
+            input.replicas = fleet.replicas(&input.engine.kv_cache);
         }
         (input, res)
     }
@@ -329,6 +408,213 @@ mod tests {
             })
             .collect();
         (pairs, value)
+    }
+
+    fn labelled(name: &str, labels: &[(&str, &str)], pts: &[(f64, f64)]) -> Series {
+        let pairs = labels
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()));
+        Series {
+            key: SeriesKey::new(name, Labels::new(pairs)),
+            points: pts.iter().map(|&(t, v)| Point { t, v }).collect(),
+        }
+    }
+
+    fn replica<'a>(input: &'a Input, pod: &str, rank: Option<&str>) -> &'a Input {
+        let key = crate::signal::ReplicaKey {
+            pod: pod.to_owned(),
+            rank: rank.map(str::to_owned),
+        };
+        &input.replicas.iter().find(|r| r.key == key).unwrap().input
+    }
+
+    /// vLLM behind kube-prometheus-stack: the ServiceMonitor's target labels
+    /// (`namespace,pod,container,job,instance`, `shared/reference/gpu-kueue-prom.md` on the
+    /// relabel collision) and vLLM's own `engine` rank (`serving-metrics.md`, the example page:
+    /// `vllm:num_requests_running{engine="0",model_name="Qwen/Qwen3-8B"}`).
+    #[test]
+    fn each_pod_and_data_parallel_rank_is_a_replica_beside_the_sum() {
+        let vllm = |pod, engine| {
+            [
+                ("namespace", "llm"),
+                ("pod", pod),
+                ("container", "vllm"),
+                ("job", "llm/vllm"),
+                ("instance", "10.0.0.7:8000"),
+                ("engine", engine),
+                ("model_name", "Qwen/Qwen2.5-3B-Instruct"),
+            ]
+        };
+        let running = "vllm:num_requests_running";
+        let series = vec![
+            labelled(running, &vllm("vllm-a", "0"), &[(1.0, 3.0), (2.0, 4.0)]),
+            labelled(running, &vllm("vllm-a", "1"), &[(1.0, 1.0), (2.0, 1.0)]),
+            labelled(running, &vllm("vllm-b", "0"), &[(1.0, 5.0), (2.0, 6.0)]),
+            labelled(
+                "vllm:kv_cache_usage_perc",
+                &vllm("vllm-b", "0"),
+                &[(1.0, 0.4)],
+            ),
+        ];
+        let (input, _) = signals_from_series(&series);
+        assert_eq!(
+            input.signals[&Concept::Running].points,
+            vec![(1.0, 9.0), (2.0, 11.0)],
+            "the deployment is still the sum"
+        );
+        assert_eq!(input.engines, 3);
+        assert_eq!(input.replicas.len(), 3);
+        let a1 = replica(&input, "vllm-a", Some("1"));
+        assert_eq!(
+            a1.signals[&Concept::Running].points,
+            vec![(1.0, 1.0), (2.0, 1.0)]
+        );
+        assert_eq!(a1.engines, 1);
+        let b0 = replica(&input, "vllm-b", Some("0"));
+        assert_eq!(b0.signals[&Concept::KvUsage].points, vec![(1.0, 0.4)]);
+        assert!(
+            !replica(&input, "vllm-a", Some("0"))
+                .signals
+                .contains_key(&Concept::KvUsage)
+        );
+    }
+
+    /// A direct scrape knows no pods: the scrape's `instance` names the replica.
+    #[test]
+    fn instance_names_the_replica_where_no_pod_does() {
+        let running = "vllm:num_requests_running";
+        let series = vec![
+            labelled(running, &[("instance", "127.0.0.1:8001")], &[(1.0, 2.0)]),
+            labelled(running, &[("instance", "127.0.0.1:8002")], &[(1.0, 7.0)]),
+        ];
+        let (input, _) = signals_from_series(&series);
+        let keys: Vec<String> = input.replicas.iter().map(|r| r.key.to_string()).collect();
+        assert_eq!(keys, ["127.0.0.1:8001", "127.0.0.1:8002"]);
+    }
+
+    /// One replica is the deployment: no fleet is kept, and the builder `watch` uses keeps none.
+    #[test]
+    fn one_replica_or_the_plain_builder_keeps_no_fleet() {
+        let (one, _) = signals_from_series(&[s("vllm:num_requests_running", "a", &[(1.0, 2.0)])]);
+        assert!(one.replicas.is_empty());
+        let mut b = SignalBuilder::default();
+        b.add(&[
+            s("vllm:num_requests_running", "a", &[(1.0, 2.0)]),
+            s("vllm:num_requests_running", "b", &[(1.0, 2.0)]),
+        ]);
+        assert!(b.finish().0.replicas.is_empty());
+    }
+
+    /// dcgm-exporter through a ServiceMonitor without `honorLabels`: the target's `pod` is the
+    /// exporter's, the workload's is `exported_pod` (`gpu-kueue-prom.md`: "the workload labels
+    /// are renamed exported_namespace, exported_pod, exported_container"). Scraped directly
+    /// with pod mapping, dcgm writes the workload as `pod` (its sample line with
+    /// `pod="openclaw-llm-6d8485c99f-vfdkm"`). Either joins that pod's replica; a GPU series
+    /// naming only the exporter stays the deployment's.
+    #[test]
+    fn dcgm_series_join_the_replica_whose_pod_they_name() {
+        let gpu = |uuid: &'static str, pod: &'static str, exported: Option<&'static str>| {
+            let mut l = vec![
+                ("gpu", "0"),
+                ("UUID", uuid),
+                ("device", "nvidia0"),
+                ("modelName", "NVIDIA L4"),
+                ("Hostname", "node-a"),
+                ("namespace", "monitoring"),
+                ("pod", pod),
+                ("container", "exporter"),
+                ("instance", "10.0.1.9:9400"),
+            ];
+            if let Some(w) = exported {
+                l.extend([("exported_namespace", "llm"), ("exported_pod", w)]);
+            }
+            l
+        };
+        let util = "DCGM_FI_DEV_GPU_UTIL";
+        let running = "vllm:num_requests_running";
+        let series = vec![
+            labelled(running, &[("pod", "vllm-a")], &[(1.0, 2.0)]),
+            labelled(running, &[("pod", "vllm-b")], &[(1.0, 2.0)]),
+            labelled(running, &[("pod", "vllm-c")], &[(1.0, 2.0)]),
+            labelled(
+                util,
+                &gpu("GPU-a", "dcgm-exporter-x", Some("vllm-a")),
+                &[(1.0, 40.0)],
+            ),
+            labelled(util, &gpu("GPU-b", "vllm-b", None), &[(1.0, 60.0)]),
+            labelled(util, &gpu("GPU-c", "dcgm-exporter-x", None), &[(1.0, 90.0)]),
+        ];
+        let (input, _) = signals_from_series(&series);
+        assert_eq!(input.replicas.len(), 3, "the exporter's pod is no replica");
+        let util_of = |pod| {
+            replica(&input, pod, None)
+                .signals
+                .get(&Concept::GpuUtil)
+                .map(|s| s.points.clone())
+        };
+        assert_eq!(util_of("vllm-a"), Some(vec![(1.0, 40.0)]));
+        assert_eq!(util_of("vllm-b"), Some(vec![(1.0, 60.0)]));
+        assert_eq!(util_of("vllm-c"), None);
+        assert_eq!(
+            input.signals[&Concept::GpuUtil].points,
+            vec![(1.0, (40.0 + 60.0 + 90.0) / 3.0)],
+            "the deployment keeps every GPU"
+        );
+        assert!(input.shared_gpus.is_empty());
+    }
+
+    /// One UUID behind two serving pods is a shared GPU; the exporter's own pod on a GPU is
+    /// not a second workload; without a UUID, `gpu` on `Hostname` names the GPU.
+    #[test]
+    fn a_gpu_behind_two_serving_pods_is_shared() {
+        let util = "DCGM_FI_DEV_GPU_UTIL";
+        let on = |uuid: &'static str, label: &'static str, pod: &'static str| {
+            vec![
+                ("UUID", uuid),
+                ("gpu", "0"),
+                ("Hostname", "node-a"),
+                (label, pod),
+            ]
+        };
+        let series = vec![
+            labelled(
+                "vllm:num_requests_running",
+                &[("pod", "vllm-a")],
+                &[(1.0, 1.0)],
+            ),
+            labelled(
+                "vllm:num_requests_running",
+                &[("pod", "vllm-b")],
+                &[(1.0, 1.0)],
+            ),
+            labelled(util, &on("GPU-1", "exported_pod", "vllm-a"), &[(1.0, 50.0)]),
+            labelled(util, &on("GPU-1", "exported_pod", "vllm-b"), &[(1.0, 50.0)]),
+            labelled(util, &on("GPU-2", "exported_pod", "vllm-a"), &[(1.0, 50.0)]),
+            labelled(util, &on("GPU-2", "pod", "dcgm-exporter-x"), &[(1.0, 50.0)]),
+            labelled(
+                util,
+                &[("gpu", "3"), ("Hostname", "node-b"), ("pod", "vllm-a")],
+                &[(1.0, 9.0)],
+            ),
+            labelled(
+                util,
+                &[("gpu", "3"), ("hostname", "node-b"), ("pod", "vllm-b")],
+                &[(1.0, 9.0)],
+            ),
+        ];
+        let (input, _) = signals_from_series(&series);
+        let shared: Vec<(&str, Vec<&str>)> = input
+            .shared_gpus
+            .iter()
+            .map(|g| (g.gpu.as_str(), g.pods.iter().map(String::as_str).collect()))
+            .collect();
+        assert_eq!(
+            shared,
+            [
+                ("GPU-1", vec!["vllm-a", "vllm-b"]),
+                ("gpu 3 on node-b", vec!["vllm-a", "vllm-b"]),
+            ]
+        );
     }
 
     #[test]

@@ -5,12 +5,17 @@
 //! → steady-window [`window::WindowStats`] → [`edges::timeline`] (rise/fall, offsets) →
 //! [`detect::detectors`] (findings with evidence) → [`verdict::choose`] by the decision table →
 //! [`advice::recommend`]. [`diagnose`] runs it all and returns a serialisable [`Diagnosis`].
+//! Where the input holds two or more replicas ([`Input::replicas`], kept by
+//! [`build::SignalBuilder::per_replica`]), [`fleet::judge`] reads each over the deployment's
+//! steady window and adds what only the replicas side by side show (routing imbalance, shared
+//! GPUs), which outranks the sum's own verdict.
 
 pub mod advice;
 pub mod build;
 pub mod capacity;
 pub mod detect;
 pub mod edges;
+pub mod fleet;
 pub mod signal;
 pub mod stale;
 pub mod stall;
@@ -22,7 +27,10 @@ mod real_runs;
 
 pub use advice::Recommendation;
 pub use detect::{Bottleneck, Evidence, Finding, Severity};
-pub use signal::{Concept, EngineFacts, Input, KvCacheConfig, LoadFacts, Signal};
+pub use fleet::ReplicaVerdict;
+pub use signal::{
+    Concept, EngineFacts, Input, KvCacheConfig, LoadFacts, Replica, ReplicaKey, SharedGpu, Signal,
+};
 pub use verdict::{DECISION_TABLE, Verdict};
 
 use serde::Serialize;
@@ -41,11 +49,18 @@ pub struct Diagnosis {
     pub edges: Vec<edges::Edge>,
     pub offsets: Vec<edges::Offset>,
     pub window_stats: BTreeMap<&'static str, window::WindowStats>,
+    /// Each replica's own verdict and levels, when the deployment has two or more.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub replicas: Vec<ReplicaVerdict>,
 }
 
 /// Phases and steady-window statistics of `input`.
 pub fn context(input: &Input) -> detect::Context<'_> {
-    let phases = window::detect_phases(input);
+    context_in(input, window::detect_phases(input))
+}
+
+/// `input` read over `phases` found elsewhere (a replica over its deployment's).
+pub(crate) fn context_in(input: &Input, phases: window::Phases) -> detect::Context<'_> {
     let stats = phases
         .steady
         .map(|(a, b)| {
@@ -110,15 +125,17 @@ pub const CONTENDED_PENALTY: f64 = 0.1;
 pub fn diagnose(input: &Input) -> Diagnosis {
     match stale::set_aside(input) {
         Some((clean, stale)) => {
-            let mut d = judge(&clean, true);
+            let mut d = judge(&clean, true, input);
             d.findings.push(stale);
             d
         }
-        None => judge(input, false),
+        None => judge(input, false, input),
     }
 }
 
-fn judge(input: &Input, gauges_stale: bool) -> Diagnosis {
+/// Judges `input` (its gauges cleaned where `gauges_stale`); the replicas are read from
+/// `given`, the input as given (each replica's stale readings are set aside on its own).
+fn judge(input: &Input, gauges_stale: bool, given: &Input) -> Diagnosis {
     let cx = detect::Context {
         gauges_stale,
         ..context(input)
@@ -127,6 +144,8 @@ fn judge(input: &Input, gauges_stale: bool) -> Diagnosis {
         .iter()
         .filter_map(|d| d.detect(&cx))
         .collect();
+    let fleet = fleet::judge(given, &cx.phases);
+    rank_fleet_findings(&mut findings, fleet.findings);
     detect::demote(&mut findings, input.load.requests.as_ref());
     let mut verdict = verdict::choose(&findings);
     if input.load.contention.is_some() && verdict.bottleneck != Bottleneck::None {
@@ -146,7 +165,11 @@ fn judge(input: &Input, gauges_stale: bool) -> Diagnosis {
         .map(|f| f.evidence.clone())
         .unwrap_or_default();
     findings.extend(detect::DataQuality.all(&cx));
-    let recommendations = advice::recommend(&cx, &verdict, &findings);
+    let mut recommendations = advice::recommend(&cx, &verdict, &findings);
+    if verdict.bottleneck == Bottleneck::RoutingImbalance {
+        let verdict_advice = std::mem::replace(&mut recommendations, fleet.advice);
+        recommendations.extend(verdict_advice);
+    }
     let (edges, offsets) = edges::timeline(input, &cx.phases);
     let window_stats = cx.stats.iter().map(|(c, s)| (c.name(), *s)).collect();
     Diagnosis {
@@ -158,7 +181,20 @@ fn judge(input: &Input, gauges_stale: bool) -> Diagnosis {
         edges,
         offsets,
         window_stats,
+        replicas: fleet.replicas,
     }
+}
+
+/// The fleet's findings ahead of every engine bottleneck, after failing requests: the replicas
+/// that queue hold the deployment back, whatever the sum reads.
+fn rank_fleet_findings(findings: &mut Vec<Finding>, fleet: Vec<Finding>) {
+    let at = findings
+        .iter()
+        .position(|f| f.rule == "failing_requests")
+        .map_or(0, |i| i + 1);
+    let engine = findings.split_off(at);
+    findings.extend(fleet);
+    findings.extend(engine);
 }
 
 #[cfg(test)]

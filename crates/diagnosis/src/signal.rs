@@ -129,6 +129,49 @@ pub struct Input {
     /// Samples left out because no value of their metric can be that (a KV usage of 300, a
     /// negative running count): bad data, named, never part of a verdict.
     pub rejected: Vec<Rejected>,
+    /// Each replica's own signals (pod, and data-parallel rank), when the series named two or
+    /// more: the deployment's signals above are their sum, and a sum hides an uneven fleet
+    /// (issue 25). Empty for one replica. A replica's facts are the deployment's
+    /// ([`Input::replica`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub replicas: Vec<Replica>,
+    /// Physical GPUs that dcgm-exporter attributes to more than one serving pod.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub shared_gpus: Vec<SharedGpu>,
+}
+
+/// Which replica a series belongs to: its pod (kube-prometheus-stack's `pod` target label, else
+/// the scrape's `instance`) and, for vLLM's data-parallel engines, the `engine` rank.
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct ReplicaKey {
+    pub pod: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rank: Option<String>,
+}
+
+impl std::fmt::Display for ReplicaKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.rank {
+            Some(r) => write!(f, "{} rank {r}", self.pod),
+            None => f.write_str(&self.pod),
+        }
+    }
+}
+
+/// One replica's signals, with no facts of its own.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Replica {
+    pub key: ReplicaKey,
+    pub input: Input,
+}
+
+/// One physical GPU behind several serving pods (time-slicing, MPS, or several containers given
+/// the same device): their GPU time and memory are one budget.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SharedGpu {
+    /// dcgm-exporter's `UUID`, else `gpu` index on `Hostname`.
+    pub gpu: String,
+    pub pods: Vec<String>,
 }
 
 /// The samples of one catalogued name outside what its unit can take.
@@ -145,6 +188,35 @@ pub struct Rejected {
 }
 
 impl Input {
+    /// Replica `r`'s input with the deployment's facts: engine flags, scrape interval, and the
+    /// load's window (what the client knows of its concurrency is the deployment's, not any
+    /// one replica's, so it is left out).
+    pub fn replica(&self, r: &Replica) -> Input {
+        Input {
+            signals: r.input.signals.clone(),
+            engine: EngineFacts {
+                kv_cache: r.input.engine.kv_cache.clone(),
+                ..self.engine.clone()
+            },
+            load: LoadFacts {
+                window: self.load.window,
+                sending: self.load.sending,
+                ..LoadFacts::default()
+            },
+            scrape_interval_s: self.scrape_interval_s,
+            engines: r.input.engines,
+            rejected: r.input.rejected.clone(),
+            replicas: Vec::new(),
+            shared_gpus: Vec::new(),
+        }
+    }
+
+    /// The GPU is shared with other replicas: said by the caller (`time_sliced`) or seen in
+    /// dcgm-exporter's attribution ([`Input::shared_gpus`]).
+    pub fn gpu_shared(&self) -> bool {
+        self.engine.time_sliced || !self.shared_gpus.is_empty()
+    }
+
     pub fn signal(&self, c: Concept) -> Option<&Signal> {
         self.signals
             .get(&c)

@@ -68,7 +68,8 @@ fn row_of(b: Bottleneck) -> Option<usize> {
         | Bottleneck::Host
         | Bottleneck::FrontEnd => Some(2),
         Bottleneck::LoadNotReached | Bottleneck::Client => Some(3),
-        Bottleneck::FailingRequests | Bottleneck::None => None,
+        // Not a row: the replicas side by side, not one engine's three layers, show it.
+        Bottleneck::FailingRequests | Bottleneck::RoutingImbalance | Bottleneck::None => None,
     }
 }
 

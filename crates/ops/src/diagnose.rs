@@ -95,7 +95,7 @@ impl<'a> Kept<'a> {
             d,
             meta: run_meta(d),
             record: None,
-            signals: SignalBuilder::default(),
+            signals: SignalBuilder::per_replica(),
         }
     }
 

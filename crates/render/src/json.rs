@@ -6,10 +6,12 @@ use serde_json::{Value, json};
 
 /// The contract: `verdict.{bottleneck,confidence}`, `evidence`, `recommendations`
 /// (`action`, `reason`), `timeline`, `window_stats`, `run_id`, `interrupted` (null, or when and
-/// how far a stopped run got), plus findings and the client view.
+/// how far a stopped run got), plus findings and the client view; `replicas` (each replica's
+/// `pod`, `rank`, `verdict`, `running`, `waiting`, `kv`, `share_of_requests`) only where the
+/// deployment has two or more.
 pub fn contract(r: &Report) -> Value {
     let d = r.diagnosis;
-    json!({
+    let mut doc = json!({
         "run_id": r.run_id,
         "interrupted": r.interrupted.as_ref().map(interrupted),
         "simulated": r.simulated,
@@ -27,7 +29,13 @@ pub fn contract(r: &Report) -> Value {
         "decision_table": decision_table(d),
         "requests": r.input.load.requests,
         "client": r.client,
-    })
+    });
+    if d.replicas.len() >= 2
+        && let Some(o) = doc.as_object_mut()
+    {
+        o.insert("replicas".to_owned(), json!(d.replicas));
+    }
+    doc
 }
 
 /// When and how far a stopped run got.

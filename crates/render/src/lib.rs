@@ -139,6 +139,35 @@ pub(crate) fn num(v: f64) -> String {
     }
 }
 
+/// The per-replica table's header and rows (pod, rank, own verdict, running, waiting, KV,
+/// share of requests), when the deployment has two or more replicas; pod names as read, for
+/// each format to escape.
+pub(crate) const REPLICA_HEAD: [&str; 7] = [
+    "pod", "rank", "verdict", "running", "waiting", "KV", "requests",
+];
+
+pub(crate) fn replica_rows(r: &Report) -> Vec<[String; 7]> {
+    let reps = &r.diagnosis.replicas;
+    if reps.len() < 2 {
+        return Vec::new();
+    }
+    let level = |x: Option<f64>| x.map_or("—".to_owned(), |v| format!("{v:.1}"));
+    let pct = |x: Option<f64>| x.map_or("—".to_owned(), |v| format!("{:.1}%", v * 100.0));
+    reps.iter()
+        .map(|x| {
+            [
+                x.pod.clone(),
+                x.rank.clone().unwrap_or_default(),
+                x.verdict.as_str().to_owned(),
+                level(x.running),
+                level(x.waiting),
+                pct(x.kv),
+                pct(x.share_of_requests),
+            ]
+        })
+        .collect()
+}
+
 /// Client latency rows: (measure, p50, p90, p95, p99, mean) in ms.
 pub(crate) fn client_rows(client: &ClientSummary) -> Vec<(String, [Option<f64>; 5])> {
     let l = &client.latency_ms;

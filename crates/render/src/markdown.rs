@@ -1,7 +1,7 @@
 //! The Markdown report, for an issue or a pull request: one function per section, in page
 //! order; text from outside goes through `md`.
 
-use crate::{Report, client_rows, num};
+use crate::{REPLICA_HEAD, Report, client_rows, num, replica_rows};
 use llmscope_core::outcome::ClientSummary;
 use llmscope_diagnosis::DECISION_TABLE;
 use std::io::{self, Write};
@@ -18,6 +18,7 @@ fn md(s: &str) -> String {
 pub fn write(r: &Report, out: &mut impl Write) -> io::Result<()> {
     head(r, out)?;
     verdict(r, out)?;
+    replicas(r, out)?;
     recommendations(r, out)?;
     failed_requests(r, out)?;
     evidence(r, out)?;
@@ -55,6 +56,28 @@ fn verdict(r: &Report, out: &mut impl Write) -> io::Result<()> {
         v.confidence * 100.0
     )?;
     writeln!(out, "{}\n", md(&v.summary))
+}
+
+/// Each replica's own verdict and levels, when there are two or more.
+fn replicas(r: &Report, out: &mut impl Write) -> io::Result<()> {
+    let rows = replica_rows(r);
+    if rows.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "## Replicas (mean over the steady window)\n")?;
+    writeln!(
+        out,
+        "| {} |\n|{}",
+        REPLICA_HEAD.join(" | "),
+        "---|".repeat(7)
+    )?;
+    for cells in &rows {
+        let cells: Vec<String> = cells.iter().map(|c| md(c)).collect();
+        let shown: Vec<&dyn std::fmt::Display> =
+            cells.iter().map(|c| c as &dyn std::fmt::Display).collect();
+        row(out, &shown)?;
+    }
+    writeln!(out)
 }
 
 fn recommendations(r: &Report, out: &mut impl Write) -> io::Result<()> {

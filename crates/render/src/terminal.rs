@@ -7,7 +7,7 @@
 
 use crate::chart::{TimeAxis, sparkline};
 use crate::panels::Page;
-use crate::{Report, client_rows, failures, num, rel, t0};
+use crate::{REPLICA_HEAD, Report, client_rows, failures, num, rel, replica_rows, t0};
 use llmscope_core::outcome::ClientSummary;
 use llmscope_core::safe::clean;
 use llmscope_diagnosis::{Concept, DECISION_TABLE, Evidence};
@@ -25,6 +25,7 @@ pub fn write(r: &Report, out: &mut impl Write, color: bool) -> io::Result<()> {
     };
     head(r, out, bold)?;
     verdict(r, out, bold)?;
+    replicas(r, out, bold)?;
     recommendations(r, out, bold)?;
     failed_requests(r, out, bold)?;
     evidence(r, out, bold)?;
@@ -65,7 +66,42 @@ fn verdict(r: &Report, out: &mut impl Write, Bold(b, e): Bold) -> io::Result<()>
         v.bottleneck.as_str(),
         v.confidence * 100.0
     )?;
-    writeln!(out, "  {}", v.summary)
+    writeln!(out, "  {}", clean(&v.summary))
+}
+
+/// Each replica's own verdict and levels, when there are two or more.
+fn replicas(r: &Report, out: &mut impl Write, Bold(b, e): Bold) -> io::Result<()> {
+    let rows: Vec<[String; 7]> = replica_rows(r)
+        .into_iter()
+        .map(|row| row.map(|cell| clean(&cell)))
+        .collect();
+    if rows.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "\n{b}Replicas{e} (mean over the steady window)")?;
+    let widths: Vec<usize> = (0..7)
+        .map(|i| {
+            rows.iter()
+                .map(|row| row[i].chars().count())
+                .chain([REPLICA_HEAD[i].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |cells: &[&str]| {
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
+        format!("  {}", padded.join("  ").trim_end())
+    };
+    writeln!(out, "{}", line(&REPLICA_HEAD))?;
+    for row in &rows {
+        let cells: Vec<&str> = row.iter().map(String::as_str).collect();
+        writeln!(out, "{}", line(&cells))?;
+    }
+    Ok(())
 }
 
 fn recommendations(r: &Report, out: &mut impl Write, Bold(b, e): Bold) -> io::Result<()> {
@@ -74,7 +110,8 @@ fn recommendations(r: &Report, out: &mut impl Write, Bold(b, e): Bold) -> io::Re
         writeln!(out, "\n{b}What to change{e}")?;
     }
     for (i, rec) in recs.iter().enumerate() {
-        writeln!(out, "  {}. {}\n     why: {}", i + 1, rec.action, rec.reason)?;
+        let (action, reason) = (clean(&rec.action), clean(&rec.reason));
+        writeln!(out, "  {}. {action}\n     why: {reason}", i + 1)?;
         if let Some(p) = &rec.predicted {
             writeln!(out, "     predicted: {p}")?;
         }
@@ -103,7 +140,7 @@ fn evidence(r: &Report, out: &mut impl Write, Bold(b, e): Bold) -> io::Result<()
     }
     for ev in evidence {
         let (value, test) = (num(ev.value), test(ev));
-        let (signal, statistic, source) = (&ev.signal, &ev.statistic, &ev.source);
+        let (signal, statistic, source) = (&ev.signal, &ev.statistic, clean(&ev.source));
         writeln!(out, "  {signal} {statistic} = {value}{test}   [{source}]")?;
     }
     verdict_sparklines(r, out)

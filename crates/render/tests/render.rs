@@ -566,3 +566,60 @@ fn check_dom(kind: &str, dom: &str) {
         assert!(!dom.contains(attr), "{kind}: {attr} would leave the page");
     }
 }
+
+/// Issue 25: two or more replicas are a table in every text format and `replicas` in JSON,
+/// their pod names (label values from outside) escaped; one replica is no table and no key.
+#[test]
+fn replicas_are_shown_when_there_are_two_or_more() {
+    use llmscope_diagnosis::{Bottleneck, ReplicaVerdict};
+    let i = input();
+    let mut d = diagnose(&i);
+    let replica = |pod: &str, waiting| ReplicaVerdict {
+        pod: pod.to_owned(),
+        rank: Some("0".to_owned()),
+        verdict: Bottleneck::BatchLimit,
+        running: Some(16.0),
+        waiting: Some(waiting),
+        kv: Some(0.25),
+        share_of_requests: Some(0.5),
+        queue_s_per_request: None,
+    };
+    d.replicas = vec![replica("vllm-0|<b>\x1b[2J", 12.0)];
+    let one = json::contract(&report(&d, &i, None));
+    assert!(
+        one.get("replicas").is_none(),
+        "one replica is the deployment"
+    );
+    let mut text = Vec::new();
+    terminal::write(&report(&d, &i, None), &mut text, false).unwrap();
+    assert!(!String::from_utf8(text).unwrap().contains("Replicas"));
+
+    d.replicas.push(replica("vllm-1", 0.0));
+    let v = json::contract(&report(&d, &i, None));
+    let reps = v["replicas"].as_array().unwrap();
+    assert_eq!(reps.len(), 2);
+    assert_eq!(reps[1]["pod"], "vllm-1");
+    assert_eq!(reps[0]["verdict"], "batch_limit");
+    assert_eq!(reps[0]["waiting"], 12.0);
+    assert_eq!(reps[0]["share_of_requests"], 0.5);
+    assert_eq!(reps[0]["rank"], "0");
+    let mut text = Vec::new();
+    terminal::write(&report(&d, &i, None), &mut text, false).unwrap();
+    let text = String::from_utf8(text).unwrap();
+    assert!(text.contains("Replicas"), "{text}");
+    assert!(!text.contains('\x1b'), "{text:?}");
+    let row = text.lines().find(|l| l.contains("vllm-1")).unwrap();
+    assert!(
+        row.contains("batch_limit") && row.contains("25.0%") && row.contains("50.0%"),
+        "{row}"
+    );
+    let mut md = Vec::new();
+    markdown::write(&report(&d, &i, None), &mut md).unwrap();
+    let md = String::from_utf8(md).unwrap();
+    assert!(md.contains("## Replicas"), "{md}");
+    assert!(md.contains("vllm-0\\|&lt;b&gt;"), "{md}");
+    assert!(
+        md.contains("| vllm-1 | 0 | batch_limit | 16.0 | 0.0 | 25.0% | 50.0% |"),
+        "{md}"
+    );
+}

@@ -8,6 +8,7 @@ mod capacity;
 mod check;
 mod connect;
 mod deploy;
+mod fleet;
 mod generate;
 mod generated_lint;
 mod hostile;

@@ -481,6 +481,7 @@ pub fn label(b: Bottleneck) -> &'static str {
         Bottleneck::Host => "the host",
         Bottleneck::TokenBudget => "the token budget (--max-num-batched-tokens)",
         Bottleneck::FrontEnd => "the API server's front end",
+        Bottleneck::RoutingImbalance => "the routing between replicas",
         Bottleneck::None => "no single limit",
     }
 }

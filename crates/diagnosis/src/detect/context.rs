@@ -31,7 +31,7 @@ pub struct StepTokens {
 
 /// A counter's growth between its readings at or after `from` and at or before `to` (a reset
 /// counts from zero); `None` without two readings there.
-pub(super) fn growth(s: &crate::signal::Signal, from: f64, to: f64) -> Option<f64> {
+pub(crate) fn growth(s: &crate::signal::Signal, from: f64, to: f64) -> Option<f64> {
     let points: Vec<(f64, f64)> = s.window(from, to).collect();
     (points.len() >= 2).then(|| {
         points

@@ -15,6 +15,7 @@
 mod context;
 mod data_quality;
 
+pub(crate) use context::growth;
 pub use context::{Context, Level, StepTokens};
 pub use data_quality::DataQuality;
 pub use failing_requests::demote;

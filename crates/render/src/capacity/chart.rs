@@ -315,6 +315,7 @@ fn colour(b: Bottleneck) -> &'static str {
         Bottleneck::Host => "#5f3dc4",
         Bottleneck::TokenBudget => "#f08c00",
         Bottleneck::FrontEnd => "#0ca678",
+        Bottleneck::RoutingImbalance => "#d6336c",
         Bottleneck::None => "#495057",
     }
 }

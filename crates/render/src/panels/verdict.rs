@@ -12,6 +12,7 @@ const HEIGHT: f64 = 240.0;
 pub(crate) fn panel(page: &Page) -> Panel {
     match page.r.diagnosis.verdict.bottleneck {
         Bottleneck::BatchLimit => batch_limit(page),
+        Bottleneck::RoutingImbalance => replicas(page),
         Bottleneck::KvCacheCapacity => kv_capacity(page),
         Bottleneck::GpuCompute | Bottleneck::MemoryBandwidth | Bottleneck::Host => gpu(page),
         Bottleneck::TokenBudget => token_budget(page),
@@ -33,6 +34,36 @@ fn batch_limit(page: &Page) -> Panel {
         p.rules.push(rule);
     }
     p.missing = "the engine's running and waiting gauges".into();
+    p
+}
+
+/// Routing imbalance: each replica's queue side by side (the sum hides which one holds it),
+/// and its running batch against one engine's cap.
+fn replicas(page: &Page) -> Panel {
+    let title = "Routing imbalance: each replica's waiting and running requests";
+    let mut p = page.panel(title, HEIGHT, Axis::new("req"));
+    for r in &page.r.input.replicas {
+        let s = |c: Concept| r.input.signals.get(&c).map(|s| s.points.clone());
+        p.line(
+            format!("{} waiting", r.key),
+            Side::Left,
+            s(Concept::Waiting).unwrap_or_default(),
+        );
+        p.line(
+            format!("{} running", r.key),
+            Side::Left,
+            s(Concept::Running).unwrap_or_default(),
+        );
+    }
+    if let Some(m) = page.r.input.engine.max_num_seqs {
+        p.rules.push(Rule {
+            label: format!("--max-num-seqs {m} (one replica)"),
+            value: f64::from(m),
+            side: Side::Left,
+            colour: "#c92a2a",
+        });
+    }
+    p.missing = "each replica's running and waiting gauges".into();
     p
 }
 
