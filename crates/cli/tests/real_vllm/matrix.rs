@@ -545,7 +545,7 @@ fn matrix_cap_8() {
     let server = Server::start("c8-to-16", &["--max-num-seqs", "16"]);
     let mut m = Matrix::new(&server, "c8-to-16");
     let mut checks = Checks::default();
-    crate::whatif::judge(&mut checks, "whatif c8 → 16", &prediction, || {
+    crate::whatif::judge(&mut checks, "whatif c8 → 16", (&prediction, 16), || {
         m.measure(set(16, 16), SHORT, &[], " (whatif's target)")
     });
     m.done();
@@ -831,9 +831,12 @@ fn matrix_kv_far_too_small() {
     );
     let mut m = Matrix::new(&server, "kv4m-to-8m");
     let mut checks = Checks::default();
-    crate::whatif::judge(&mut checks, "whatif KV 4 → 8 MiB", &prediction, || {
-        m.measure(set(16, 32), 64, &[], " (whatif's target)")
-    });
+    crate::whatif::judge(
+        &mut checks,
+        "whatif KV 4 → 8 MiB",
+        (&prediction, 32),
+        || m.measure(set(16, 32), 64, &[], " (whatif's target)"),
+    );
     m.done();
     checks.done();
 }
