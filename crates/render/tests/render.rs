@@ -141,17 +141,7 @@ fn empty_input_renders_without_panicking() {
 /// and is not blank. In CI (`CI=true`) a missing chromium fails the test.
 #[test]
 fn html_renders_in_headless_chromium() {
-    let Some(chromium) = ["chromium", "chromium-browser"]
-        .iter()
-        .find_map(|b| which(b))
-    else {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "chromium is required in CI (apt-get install -y chromium)"
-        );
-        eprintln!("skipped: no chromium on PATH (apt-get install -y chromium)");
-        return;
-    };
+    let Some(chromium) = chromium() else { return };
     let i = input();
     let d = diagnose(&i);
     let dir = std::env::temp_dir().join(format!("llmscope-html-{}", std::process::id()));
@@ -161,25 +151,15 @@ fn html_renders_in_headless_chromium() {
     let mut out = Vec::new();
     html::write(&report(&d, &i, None), &mut out).unwrap();
     std::fs::write(&page, out).unwrap();
-    let status = std::process::Command::new(chromium)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--no-first-run",
-            "--window-size=1200,1400",
-            &format!("--user-data-dir={}", dir.join("profile").display()),
-            &format!("--screenshot={}", shot.display()),
-            &format!("file://{}", page.display()),
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .expect("chromium runs");
-    assert!(status.success(), "chromium exited with {status}");
+    headless(
+        &chromium,
+        &dir,
+        &page,
+        &[
+            "--window-size=1200,1400".to_owned(),
+            format!("--screenshot={}", shot.display()),
+        ],
+    );
     let png = std::fs::read(&shot).expect("a screenshot was written");
     assert!(png.starts_with(b"\x89PNG"), "not a PNG");
     assert!(

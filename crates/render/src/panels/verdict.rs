@@ -56,12 +56,10 @@ fn replicas(page: &Page) -> Panel {
         );
     }
     if let Some(m) = page.r.input.engine.max_num_seqs {
-        p.rules.push(Rule {
-            label: format!("--max-num-seqs {m} (one replica)"),
-            value: f64::from(m),
-            side: Side::Left,
-            colour: "#c92a2a",
-        });
+        p.rules.push(limit(
+            format!("--max-num-seqs {m} (one replica)"),
+            f64::from(m),
+        ));
     }
     p.missing = "each replica's running and waiting gauges".into();
     p
@@ -75,12 +73,17 @@ fn cap_rule(page: &Page) -> Option<Rule> {
         1 => format!("--max-num-seqs {m}"),
         n => format!("--max-num-seqs {m} × {n} replicas"),
     };
-    Some(Rule {
+    Some(limit(label, f64::from(m) * f64::from(engines)))
+}
+
+/// An engine setting's limit as a red line on the left axis.
+fn limit(label: String, value: f64) -> Rule {
+    Rule {
         label,
-        value: f64::from(m) * f64::from(engines),
+        value,
         side: Side::Left,
         colour: "#c92a2a",
-    })
+    }
 }
 
 /// KV usage against the alert level and the full pool, preemptions on the right.
@@ -157,12 +160,8 @@ fn token_budget(page: &Page) -> Panel {
     p.line("tokens per step", Side::Left, tokens_per_step(page));
     page.add_marked(&mut p, Concept::Running, "running", Side::Right, 1.0);
     if let Some(m) = page.r.input.engine.max_num_batched_tokens {
-        p.rules.push(Rule {
-            label: format!("--max-num-batched-tokens {m}"),
-            value: f64::from(m),
-            side: Side::Left,
-            colour: "#c92a2a",
-        });
+        p.rules
+            .push(limit(format!("--max-num-batched-tokens {m}"), f64::from(m)));
     }
     p.missing = "the engine's step counters (tokens scheduled and steps)".into();
     p
