@@ -226,6 +226,11 @@ pub struct Workload {
     /// comes after its last token (the response closed, the client's next request sent).
     /// `None`: half.
     pub frontend_before_s: Option<f64>,
+    /// The most output tokens per second the API server streamed, where a run showed it holding
+    /// the load (its work is per token: detokenising, one event per token): one server, each
+    /// request taking its answer's share of that before it reaches the scheduler. `None`: not a
+    /// limit any run showed — the front end is a delay, never a queue.
+    pub frontend_tok_s: Option<f64>,
 }
 
 /// The least time a request spends between client and scheduler: never none, so a request
@@ -303,6 +308,7 @@ pub fn replay_with(
         in_flight: 0,
         next_arrival: 0.0,
         arriving: Vec::new(),
+        frontend_free: 0.0,
         state: StateMeans::default(),
     };
     r.run();
@@ -332,6 +338,8 @@ struct Replay {
     /// Requests sent by the client and still on their way to the scheduler: (when they reach
     /// it, when they were sent), latest first.
     arriving: Vec<(f64, f64)>,
+    /// When the API server (where it has a capacity) is next free.
+    frontend_free: f64,
     state: StateMeans,
 }
 
@@ -410,10 +418,16 @@ impl Replay {
         }
     }
 
-    /// The client sends a request at `sent`: it reaches the scheduler half the front end's
-    /// time later.
+    /// The client sends a request at `sent`: it reaches the scheduler the front end's time
+    /// before the engine later — after its turn at the API server, where that has a capacity
+    /// (first come, first served).
     fn send(&mut self, sent: f64) {
-        let at = sent + self.before();
+        let mut at = sent;
+        if let Some(work) = self.frontend_work() {
+            self.frontend_free = self.frontend_free.max(sent) + work;
+            at = self.frontend_free;
+        }
+        let at = at + self.before();
         let i = self.arriving.partition_point(|a| a.0 > at);
         self.arriving.insert(i, (at, sent));
         self.in_flight += 1;
@@ -489,6 +503,12 @@ impl Replay {
                 self.send(next);
             }
         }
+    }
+
+    /// Seconds of the API server's time one request takes, where it has a capacity.
+    fn frontend_work(&self) -> Option<f64> {
+        let tok_s = self.w.frontend_tok_s.filter(|t| *t > 0.0)?;
+        Some(f64::from(self.w.output_tokens.max(1)) / tok_s)
     }
 
     /// The workload's time outside the engine, at least [`MIN_FRONTEND_S`].
@@ -636,16 +656,21 @@ impl State {
             }
             Arrivals::Open { .. } => 0.0,
         };
+        // The front end holds the load where half the clients are outside while the engine
+        // had room for more than it got, or they queue at the API server's capacity; with
+        // fewer clients than its cap and no capacity that time outside is a delay the load
+        // never passes (a real vLLM 0.32, 4 clients under a cap of 8: 2.6 of them outside,
+        // read load_not_reached by the diagnosis and by the engine's numbers).
+        let room = d.max_num_seqs * d.replicas.max(1);
+        let queues = |c: u32| c > room || w.frontend_tok_s.is_some();
         let bottleneck = first.unwrap_or(match w.arrivals {
             _ if queued => "engine_step",
-            Arrivals::Closed { concurrency } if outside >= 0.5 * f64::from(concurrency) => {
+            Arrivals::Closed { concurrency }
+                if queues(concurrency) && outside >= 0.5 * f64::from(concurrency) =>
+            {
                 "front_end"
             }
-            Arrivals::Closed { concurrency }
-                if concurrency > d.max_num_seqs * d.replicas.max(1) =>
-            {
-                "engine_step"
-            }
+            Arrivals::Closed { concurrency } if concurrency > room => "engine_step",
             _ => "load_not_reached",
         });
         let near = marks
@@ -746,6 +771,7 @@ mod tests {
             output_tokens: 64,
             frontend_s: 0.0,
             frontend_before_s: None,
+            frontend_tok_s: None,
         }
     }
 
@@ -848,6 +874,35 @@ mod tests {
     }
 
     #[test]
+    fn an_api_server_at_its_capacity_is_the_limit_and_a_bigger_batch_buys_nothing() {
+        // 32 clients, 64-token answers, under a cap of 8: the engine alone serves its batch
+        // limit. An API server that streams at most half that holds the rest of the clients in
+        // its queue — the limit is the front end's, and raising the cap buys nothing.
+        let free = replay(&model(), &deployment(8), &closed(32), 2.0, 20.0);
+        assert_eq!(free.bottleneck, "batch_limit", "{free:?}");
+        let mut w = closed(32);
+        w.frontend_tok_s = Some(free.output_tok_s / 2.0);
+        let held = replay(&model(), &deployment(8), &w, 2.0, 20.0);
+        let share = held.output_tok_s / (free.output_tok_s / 2.0);
+        assert!((share - 1.0).abs() < 0.05, "{share}: {held:?}");
+        assert_eq!(held.bottleneck, "front_end", "{held:?}");
+        let raised = replay(&model(), &deployment(32), &w, 2.0, 20.0);
+        let bought = raised.output_tok_s / held.output_tok_s;
+        assert!((bought - 1.0).abs() < 0.05, "{bought}: {raised:?}");
+        assert_eq!(raised.bottleneck, "front_end", "{raised:?}");
+        // The queue is in front of the engine: in every TTFT.
+        assert!(
+            held.ttft_p50_s.unwrap() > 2.0 * free.ttft_p50_s.unwrap(),
+            "{held:?} {free:?}"
+        );
+        // A capacity above what the engine serves is never met.
+        w.frontend_tok_s = Some(free.output_tok_s * 3.0);
+        let roomy = replay(&model(), &deployment(8), &w, 2.0, 20.0);
+        assert_eq!(roomy.bottleneck, "batch_limit", "{roomy:?}");
+        assert!((roomy.output_tok_s / free.output_tok_s - 1.0).abs() < 0.05);
+    }
+
+    #[test]
     fn an_open_loop_under_its_capacity_is_not_limited() {
         let w = Workload {
             arrivals: Arrivals::Open {
@@ -858,6 +913,7 @@ mod tests {
             output_tokens: 64,
             frontend_s: 0.0,
             frontend_before_s: None,
+            frontend_tok_s: None,
         };
         let r = replay(&model(), &deployment(16), &w, 2.0, 20.0);
         assert!((r.req_s / 20.0 - 1.0).abs() < 0.1, "{r:?}");

@@ -529,16 +529,18 @@ fn matrix_cap_8() {
             .find(|(k, _)| *k == (16, SHORT))
             .expect("swept")
             .1;
-        let w = crate::whatif::base(&mut m, swept, "batch_limit", set(8, 16), SHORT).map(|base| {
-            let light = crate::whatif::light(&mut m, 8, SHORT);
-            crate::whatif::predict(&m, &base, &[&light], "max-num-seqs=16")
-        });
+        let w = crate::whatif::base(&mut m, swept, "batch_limit", set(8, 16), SHORT).map(
+            |(base, repeat)| {
+                let light = crate::whatif::light(&mut m, 8, SHORT);
+                crate::whatif::predict(&m, &base, &[&repeat, &light], "max-num-seqs=16")
+            },
+        );
         m.done();
         w
     };
     let Some(prediction) = prediction else {
         eprintln!(
-            "  whatif c8 → 16: NOT JUDGED — the host starved the API server through both base measurements"
+            "  whatif c8 → 16: NOT JUDGED — the oracle read batch_limit in neither base measurement"
         );
         return;
     };
@@ -805,16 +807,22 @@ fn matrix_kv_far_too_small() {
     // whatif (issue 24): the model fitted to the 32- and 4-client runs predicts an 8 MiB pool;
     // a server started so then measures it.
     let swept = base.expect("the 64-token cell was measured");
-    let prediction =
-        crate::whatif::base(&mut m, &swept, "kv_cache_capacity", set(16, 32), 64).map(|base| {
+    let prediction = crate::whatif::base(&mut m, &swept, "kv_cache_capacity", set(16, 32), 64).map(
+        |(base, repeat)| {
             let light = crate::whatif::light(&mut m, 16, 64);
-            crate::whatif::predict(&m, &base, &[&light], "kv-cache-memory-bytes=8388608")
-        });
+            crate::whatif::predict(
+                &m,
+                &base,
+                &[&repeat, &light],
+                "kv-cache-memory-bytes=8388608",
+            )
+        },
+    );
     m.done();
     drop(server);
     let Some(prediction) = prediction else {
         eprintln!(
-            "  whatif KV 4 → 8 MiB: NOT JUDGED — the host starved the API server through both base measurements"
+            "  whatif KV 4 → 8 MiB: NOT JUDGED — the oracle read kv_cache_capacity in neither base measurement"
         );
         return;
     };

@@ -241,6 +241,7 @@ pub fn observe(a: &Analysed) -> Result<Observed, OpsError> {
             output_tokens: output.round().max(1.0) as u32,
             frontend_s: frontend_s(a, client),
             frontend_before_s: None,
+            frontend_tok_s: None,
         },
         measured: measured(a, client, output),
         intervals: intervals(&a.input),
@@ -346,7 +347,80 @@ fn at(s: &Signal, t: f64) -> Option<f64> {
 #[derive(Debug, Clone, Serialize)]
 pub struct Fit {
     pub model: StepModel,
+    /// The API server's capacity, where a fitted run showed it holding the load.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub front_end: Option<FrontEnd>,
     pub stages: Vec<StageFit>,
+}
+
+/// The API server as the fitted runs showed it: where one run's requests waited in front of the
+/// engine for most of the load (half its clients, the replay's own mark of `front_end`), what
+/// it streamed is the most it can — unless another run streamed more, and then its capacity
+/// was the host's state of the moment (cores shared with the engine and the client), not a
+/// property the model may keep.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct FrontEnd {
+    /// The run that showed it.
+    pub run: i64,
+    /// Output tokens/s it streamed there.
+    pub output_tok_s: f64,
+    /// Requests that run's clients held outside the engine, of its concurrency.
+    pub outside: (f64, f64),
+    /// A fitted run the front end did not hold that streamed more: (run, tok/s). The capacity
+    /// is then not applied.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub contradicted_by: Option<(i64, f64)>,
+}
+
+impl FrontEnd {
+    /// The front end of the run that showed it at its lowest, checked against the others.
+    /// A run shows it where its verdict is `front_end`, or where half its clients were outside
+    /// the engine and each request spent at least twice as long there as in a fitted run of
+    /// fewer clients: a queue that grew with the load. Time outside that did not grow is the
+    /// front end's delay, kept as such (a real vLLM 0.32 with 4 clients on 2 cores: 2.6 of 4
+    /// outside, served 637 tok/s; 16 clients on the same server then served 1,451).
+    fn of(runs: &[Observed]) -> Option<FrontEnd> {
+        let clients = |o: &Observed| match o.workload.arrivals {
+            Arrivals::Closed { concurrency } => Some(f64::from(concurrency)),
+            Arrivals::Open { .. } => None,
+        };
+        let held = |o: &Observed| {
+            let c = clients(o)?;
+            let outside = o.workload.frontend_s * o.measured.req_s;
+            let queued = runs.iter().any(|l| {
+                clients(l).is_some_and(|lc| lc < c)
+                    && o.workload.frontend_s >= 2.0 * l.workload.frontend_s
+            });
+            (o.measured.bottleneck == "front_end" || (outside >= 0.5 * c && queued))
+                .then_some((outside, c))
+        };
+        let (o, outside) = runs
+            .iter()
+            .filter_map(|o| Some((o, held(o)?)))
+            .min_by(|a, b| {
+                a.0.measured
+                    .output_tok_s
+                    .total_cmp(&b.0.measured.output_tok_s)
+            })?;
+        let cap = o.measured.output_tok_s;
+        let contradicted_by = runs
+            .iter()
+            .filter(|r| held(r).is_none() && r.measured.output_tok_s > cap * (1.0 + MIN_BAND))
+            .map(|r| (r.run, r.measured.output_tok_s))
+            .max_by(|a, b| a.1.total_cmp(&b.1));
+        Some(FrontEnd {
+            run: o.run,
+            output_tok_s: cap,
+            outside,
+            contradicted_by,
+        })
+    }
+
+    /// The capacity the replays carry: none where a run contradicted it.
+    fn applied(f: Option<&FrontEnd>) -> Option<f64> {
+        f.filter(|f| f.contradicted_by.is_none())
+            .map(|f| f.output_tok_s)
+    }
 }
 
 /// One run, measured and replayed, and how far apart (relative, predicted / measured − 1).
@@ -414,11 +488,12 @@ pub fn fit(runs: &[Observed]) -> Result<Fit, OpsError> {
             ids.join(", ")
         ))
     })?;
+    let front_end = FrontEnd::of(runs);
     let stages = runs
         .iter()
         .map(|o| {
             let seconds = replay_seconds(o);
-            let workload = split_front_end(&model, o);
+            let workload = split_front_end(&model, o, FrontEnd::applied(front_end.as_ref()));
             let (r, replayed) = replayed(&model, &o.deployment, &workload, seconds);
             StageFit {
                 batch: (batch(o), r.running),
@@ -432,7 +507,11 @@ pub fn fit(runs: &[Observed]) -> Result<Fit, OpsError> {
             }
         })
         .collect();
-    Ok(Fit { model, stages })
+    Ok(Fit {
+        model,
+        front_end,
+        stages,
+    })
 }
 
 /// `w` replayed on `d`: the figures of the replay with clients staggered, and as limits near
@@ -461,8 +540,16 @@ fn replayed(model: &StepModel, d: &Deployment, w: &Workload, seconds: f64) -> (R
 /// law, a TTFT p50 of 10 ms — the time is the response's end, not its start.
 /// Where Little's law read no time outside (within its noise) but the TTFT shows some, that
 /// time is the front end's, all before the engine.
-fn split_front_end(model: &StepModel, o: &Observed) -> Workload {
+/// With the API server's capacity (`front_end`, output tokens/s) the replay queues requests at
+/// it; the part of the time outside that was that queue is then not kept as a delay as well:
+/// the delay is what is left at the run's own use of the server (none where it held the load).
+fn split_front_end(model: &StepModel, o: &Observed, front_end: Option<f64>) -> Workload {
     let mut w = o.workload;
+    if let Some(cap) = front_end {
+        w.frontend_tok_s = Some(cap);
+        let used = (o.measured.output_tok_s / cap).clamp(0.0, 1.0);
+        w.frontend_s *= 1.0 - used;
+    }
     let Some(measured) = o.measured.ttft_ms.p50 else {
         return w;
     };
@@ -507,6 +594,51 @@ pub struct Band {
     /// band's floor is then no higher than that: the API server there is untested.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub beyond_measured: Option<f64>,
+    /// How far apart fitted runs of the base's own load and settings measured: the host's
+    /// repeatability, a floor under the band.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<Repeat>,
+}
+
+/// Fitted runs of one load on one deployment, and how far apart they measured (the largest
+/// over the smallest, less one): what the model cannot be more exact than on that host. A
+/// real vLLM 0.32 on 2 cores, its API server, engine core and worker sharing them, served the
+/// same 32 clients at a 4 MiB pool 1,867 and then 2,909 tok/s.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Repeat {
+    pub runs: usize,
+    pub output_tok_s: f64,
+    pub ttft_p50: Option<f64>,
+}
+
+impl Repeat {
+    /// The runs of the fit that repeat the first one's (the base's) load and settings.
+    fn of(fit: &Fit) -> Option<Repeat> {
+        let base = fit.stages.first()?;
+        let same: Vec<&StageFit> = fit
+            .stages
+            .iter()
+            .filter(|s| {
+                s.load == base.load
+                    && s.max_num_seqs == base.max_num_seqs
+                    && s.workload.output_tokens == base.workload.output_tokens
+                    && s.workload
+                        .prompt_tokens
+                        .abs_diff(base.workload.prompt_tokens)
+                        <= base.workload.prompt_tokens / 10
+            })
+            .collect();
+        let spread = |v: Vec<f64>| {
+            let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = v.iter().copied().fold(0.0, f64::max);
+            (v.len() >= 2 && lo > 0.0).then(|| hi / lo - 1.0)
+        };
+        Some(Repeat {
+            runs: same.len(),
+            output_tok_s: spread(same.iter().map(|s| s.measured.output_tok_s).collect())?,
+            ttft_p50: spread(same.iter().filter_map(|s| s.measured.ttft_ms.p50).collect()),
+        })
+    }
 }
 
 /// The narrowest band stated: a model is never exact to better than this.
@@ -521,8 +653,9 @@ impl Band {
                 .map(f64::abs)
                 .fold(MIN_BAND, f64::max)
         };
-        let output_share = worst(|e| e.output_tok_s);
-        let ttft_share = worst(|e| e.ttft_p50);
+        let repeat = Repeat::of(fit);
+        let output_share = worst(|e| e.output_tok_s).max(repeat.map_or(0.0, |r| r.output_tok_s));
+        let ttft_share = worst(|e| e.ttft_p50).max(repeat.and_then(|r| r.ttft_p50).unwrap_or(0.0));
         let span = |v: f64, share: f64| (v * (1.0 - share).max(0.0), v * (1.0 + share));
         // Past the most any fitted run served, the API server (HTTP, detokenising, streaming;
         // not in the model) may stop keeping up: the floor is what was served. A real vLLM 0.32
@@ -544,6 +677,7 @@ impl Band {
             output_share,
             ttft_share,
             beyond_measured,
+            repeat,
         }
     }
 }
@@ -726,9 +860,20 @@ fn caveats(base: &Observed, fit: &Fit, predicted: &Figures, band: &Band) -> Vec<
             ));
         }
     }
+    front_end_caveats(fit, &mut out);
+    if let Some(r) = band.repeat {
+        out.push(format!(
+            "{} fitted runs repeat the base's load on its settings and measured {:.0}% apart in output tok/s{}: the host's own repeatability, so the band is no narrower",
+            r.runs,
+            r.output_tok_s * 100.0,
+            r.ttft_p50
+                .map(|t| format!(" and {:.0}% in TTFT p50", t * 100.0))
+                .unwrap_or_default()
+        ));
+    }
     let outside = base.workload.frontend_s;
     // Worth saying where it held a request or more away from the engine (Little's law).
-    if outside * base.measured.req_s >= 1.0 {
+    if fit.front_end.is_none() && outside * base.measured.req_s >= 1.0 {
         out.push(format!(
             "each request spent {:.0} ms outside the engine (the API server: HTTP, tokenising, streaming); the model keeps that time per request as it was, but a front end sharing the engine's cores takes longer as output grows, so more output predicted is an upper bound",
             outside * 1000.0
@@ -746,6 +891,31 @@ fn caveats(base: &Observed, fit: &Fit, predicted: &Figures, band: &Band) -> Vec<
         out.push("past this load each added sequence lengthens every step: the engine's own step time is the limit".to_owned());
     }
     out
+}
+
+/// What the API server's capacity does to the prediction, in words.
+fn front_end_caveats(fit: &Fit, out: &mut Vec<String>) {
+    let Some(f) = fit.front_end else {
+        return;
+    };
+    let tok = llmscope_core::number::thousands;
+    out.push(match f.contradicted_by {
+        None => format!(
+            "run {}: the API server held {:.1} of {:.0} requests in front of the engine at {} output tok/s — the model keeps that as the most it streams, so no change to the engine predicts more; giving it cores of its own (vLLM's --api-server-count, the pod's CPU) is what lifts it",
+            f.run,
+            f.outside.0,
+            f.outside.1,
+            tok(f.output_tok_s)
+        ),
+        Some((run, more)) => format!(
+            "run {}: the API server held {:.1} of {:.0} requests in front of the engine at {} output tok/s, yet run {run} streamed {}: its capacity moved with the host's load (cores shared by engine, API server and client), so the model leaves it out and the prediction is the engine's",
+            f.run,
+            f.outside.0,
+            f.outside.1,
+            tok(f.output_tok_s),
+            tok(more)
+        ),
+    });
 }
 
 /// The runs to fit, read from `store`: each run given, and for a stage of a capacity search
@@ -999,6 +1169,7 @@ mod tests {
                 output_tokens: 64,
                 frontend_s: 0.0,
                 frontend_before_s: None,
+                frontend_tok_s: None,
             },
             measured: Figures {
                 output_tok_s: 1000.0,
@@ -1011,6 +1182,39 @@ mod tests {
             intervals: Vec::new(),
             seconds: 20.0,
         }
+    }
+
+    #[test]
+    fn the_api_server_s_capacity_is_the_run_it_held_unless_another_streamed_more() {
+        // Run 7: 20 of 32 requests outside the engine (1.333 s each at 15 req/s), 1,000 tok/s.
+        let mut held = observed();
+        held.workload.frontend_s = 20.0 / 15.0;
+        let mut light = observed();
+        light.run = 8;
+        light.workload.arrivals = Arrivals::Closed { concurrency: 4 };
+        light.workload.frontend_s = 0.05;
+        light.measured.output_tok_s = 600.0;
+        // Alone, half the clients outside is a delay as much as a queue: nothing is read.
+        assert_eq!(FrontEnd::of(std::slice::from_ref(&held)), None);
+        let f = FrontEnd::of(&[held.clone(), light.clone()]).unwrap();
+        assert_eq!((f.run, f.output_tok_s), (7, 1000.0));
+        assert!((f.outside.0 - 20.0).abs() < 1e-9, "{f:?}");
+        assert_eq!(FrontEnd::applied(Some(&f)), Some(1000.0));
+        // A run it did not hold that streamed more: the capacity was the host's moment.
+        light.measured.output_tok_s = 1400.0;
+        let f = FrontEnd::of(&[held.clone(), light.clone()]).unwrap();
+        assert_eq!(f.contradicted_by, Some((8, 1400.0)));
+        assert_eq!(FrontEnd::applied(Some(&f)), None);
+        // Under half the clients outside, and not the verdict: no capacity is read.
+        held.workload.frontend_s = 10.0 / 15.0;
+        assert_eq!(FrontEnd::of(&[held.clone(), light.clone()]), None);
+        // Half outside, but no longer each than with fewer clients: a delay, not a queue.
+        held.workload.frontend_s = 20.0 / 15.0;
+        light.workload.frontend_s = 1.0;
+        light.measured.output_tok_s = 600.0;
+        assert_eq!(FrontEnd::of(&[held.clone(), light]), None);
+        held.measured.bottleneck = "front_end".to_owned();
+        assert!(FrontEnd::of(&[held]).is_some());
     }
 
     #[test]
@@ -1063,6 +1267,7 @@ mod tests {
             },
         };
         let fit = Fit {
+            front_end: None,
             model: StepModel {
                 step_s: 0.002,
                 seq_s: 0.0002,
@@ -1083,5 +1288,16 @@ mod tests {
         let b = Band::around(&f(1000.0, Some(50.0)), &fit);
         assert_eq!(b.output_tok_s, (100.0, 1120.0));
         assert_eq!(b.beyond_measured, Some(100.0));
+        // Two runs of the base's load measured 50 % apart: the host's repeatability is the
+        // narrowest band; a run of another load does not count.
+        let mut fit = fit;
+        fit.stages[1].measured = f(150.0, Some(12.0));
+        let b = Band::around(&f(95.0, Some(50.0)), &fit);
+        assert!((b.output_share - 0.5).abs() < 1e-9, "{b:?}");
+        assert!((b.ttft_share - 0.2).abs() < 1e-9, "{b:?}");
+        assert_eq!(b.repeat.map(|r| r.runs), Some(2));
+        fit.stages[1].load = Arrivals::Closed { concurrency: 4 };
+        let b = Band::around(&f(95.0, Some(50.0)), &fit);
+        assert_eq!((b.repeat, b.output_share), (None, 0.12));
     }
 }

@@ -108,6 +108,21 @@ fn write_table(w: &WhatIf, out: &mut dyn Write, markdown: bool) -> std::io::Resu
         m.batch_range.1,
         m.residual * 100.0
     )?;
+    if let Some(f) = w.fit.front_end {
+        let applied = if f.contradicted_by.is_none() {
+            "the most the replays let it stream"
+        } else {
+            "not applied: another run streamed more"
+        };
+        writeln!(
+            out,
+            "API server: held the load at {} output tok/s in run {} ({:.1} of {:.0} requests outside the engine) — {applied}\n",
+            thousands(f.output_tok_s),
+            f.run,
+            f.outside.0,
+            f.outside.1
+        )?;
+    }
     fit_table(&w.fit.stages, out, markdown)?;
     prediction_table(w, out, markdown)?;
     if !w.caveats.is_empty() {

@@ -182,6 +182,7 @@ fn predict(model: &StepModel, c: &Capture, base: &Capture) -> f64 {
         output_tokens: c.answers,
         frontend_s: frontend_s(base),
         frontend_before_s: None,
+        frontend_tok_s: None,
     };
     fit::replay(model, &d, &w, 5.0, 30.0).output_tok_s
 }
