@@ -99,9 +99,17 @@ fn oracle_cause(stages: &[EngineStage], knee: u32, cap: u32) -> &'static str {
     if let Some(cause) = limit(s) {
         return cause;
     }
+    // Gauges that read 0 through a stage while the engine generated (vLLM 0.32's CPU build
+    // leaves them stale on a starved host: 0 running at 8 clients and 490 tok/s) say no batch:
+    // nothing can be read from them, not a batch half again larger.
+    let read = |s: &EngineStage| s.running_max > 0.0 || s.tok_s <= 0.0;
     match (at, past) {
         (Some(a), Some(p))
-            if p.running >= 1.5 * a.running && p.waiting < 0.5 && p.tok_s < 1.05 * a.tok_s =>
+            if read(a)
+                && read(p)
+                && p.running >= 1.5 * a.running
+                && p.waiting < 0.5
+                && p.tok_s < 1.05 * a.tok_s =>
         {
             "gpu_compute"
         }
