@@ -85,10 +85,17 @@ fn confidence(cx: &Context) -> f64 {
     }
 }
 
-/// The load's own shape ruled a queue out: closed-loop concurrency at or below the batch cap.
+/// The load's own shape ruled a queue out: closed-loop concurrency at or below the batch cap,
+/// and a KV pool that never filled nor preempted — a pool too small for the load queues
+/// requests under the cap (a real vLLM 0.32 with a 2,048-token pool, 16 clients under a cap of
+/// 16: 4.0 waiting, 8 preemptions, KV at 100 %).
 pub(super) fn concurrency_within_cap(cx: &Context) -> bool {
+    let kv_filled = cx.kv().is_some_and(|(_, max)| max >= super::KV_RISK)
+        || cx
+            .stat(Concept::Preemptions)
+            .is_some_and(|s| s.mean > 0.0);
     match (cx.input.load.concurrency, cx.batch_cap()) {
-        (Some(c), Some(cap)) => f64::from(c) <= cap,
+        (Some(c), Some(cap)) => f64::from(c) <= cap && !kv_filled,
         _ => false,
     }
 }

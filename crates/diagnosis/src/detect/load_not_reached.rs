@@ -31,7 +31,7 @@ impl Detector for LoadNotReached {
         let concurrency = cx.input.load.concurrency;
         let cap = cx.input.engine.max_num_seqs;
         let why = match (concurrency, cap, cx.batch_cap()) {
-            (Some(c), Some(m), Some(total)) if f64::from(c) <= total => format!(
+            (Some(c), Some(m), Some(_)) if by_design => format!(
                 "concurrency {c} never exceeds {}, so no queue can form",
                 cx.cap_text(m)
             ),

@@ -191,6 +191,32 @@ fn concurrency_within_the_cap_is_load_not_reached_whatever_the_client_did() {
     assert_eq!(diagnose(&above).verdict.bottleneck, Bottleneck::Client);
 }
 
+/// Under the cap, a KV pool that filled can queue what the cap would not: nothing is ruled out
+/// by design, and no message says a queue cannot form (a real vLLM 0.32 with a 2,048-token
+/// pool, 16 clients under a cap of 16: 4.0 waiting, KV at 100 %, its gauges stale to us).
+#[test]
+fn a_full_kv_pool_under_the_cap_is_not_load_not_reached_by_design() {
+    let mut i = loaded(16.0, 0.0);
+    i.load.concurrency = Some(16);
+    let kv = (0..80)
+        .map(|k| (f64::from(k), if (10..70).contains(&k) { 0.95 } else { 0.0 }))
+        .collect();
+    i.signals.insert(Concept::KvUsage, Signal::new("kv", kv));
+    let d = diagnose(&i);
+    assert!(
+        !d.findings
+            .iter()
+            .any(|f| f.message.contains("no queue can form")),
+        "{:?}",
+        d.findings.iter().map(|f| &f.message).collect::<Vec<_>>()
+    );
+    let lnr = d.findings.iter().find(|f| f.rule == "load_not_reached");
+    assert!(
+        lnr.is_none_or(|f| f.confidence.is_some_and(|c| c < 0.9)),
+        "{lnr:?}"
+    );
+}
+
 /// A contended machine is data quality: same verdict, 0.1 less confidence, said once.
 #[test]
 fn a_contended_machine_lowers_confidence_and_is_not_a_bottleneck() {
