@@ -176,7 +176,7 @@ pub enum Format {
 }
 
 impl Analysed {
-    fn report(&self, title: &str) -> Report<'_> {
+    pub(crate) fn report(&self, title: &str) -> Report<'_> {
         let mut context = self.facts.context.clone();
         if !self.used.is_empty() {
             context.push(format!("signals: {}", self.used.join(", ")));
@@ -215,19 +215,7 @@ impl Analysed {
 
     /// Writes the self-contained HTML report under `title` to a file at `path`.
     pub fn write_html_file(&self, title: &str, path: &std::path::Path) -> Result<(), OpsError> {
-        let shown = || path.display().to_string();
-        llmscope_store::guard::refuse_database(path)?;
-        let file = std::fs::File::create(path).map_err(|source| OpsError::Create {
-            path: shown(),
-            source,
-        })?;
-        let mut out = std::io::BufWriter::new(file);
-        html::write(&self.report(title), &mut out)
-            .and_then(|()| out.flush())
-            .map_err(|source| OpsError::WriteFile {
-                path: shown(),
-                source,
-            })
+        write_file(path, |out| html::write(&self.report(title), out))
     }
 
     /// Writes the self-contained HTML report under `title`.
@@ -235,6 +223,27 @@ impl Analysed {
         html::write(&self.report(title), &mut out)?;
         Ok(out.flush()?)
     }
+}
+
+/// Writes a page to a new file at `path` with `write` (never over a database: a report path
+/// mistaken for the store would truncate it).
+pub(crate) fn write_file(
+    path: &std::path::Path,
+    write: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>,
+) -> Result<(), OpsError> {
+    let shown = || path.display().to_string();
+    llmscope_store::guard::refuse_database(path)?;
+    let file = std::fs::File::create(path).map_err(|source| OpsError::Create {
+        path: shown(),
+        source,
+    })?;
+    let mut out = std::io::BufWriter::new(file);
+    write(&mut out)
+        .and_then(|()| out.flush())
+        .map_err(|source| OpsError::WriteFile {
+            path: shown(),
+            source,
+        })
 }
 
 #[cfg(test)]

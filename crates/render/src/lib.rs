@@ -11,9 +11,11 @@
 //! - [`html::write`]: one self-contained page with inline SVG charts; every label value escaped.
 //! - [`chart`]: the one chart engine every report draws with (time-series panels, CDFs,
 //!   sparklines); `panels` builds the run report's charts from a [`Report`] with it.
+//! - [`compare::html`]: several runs on one page, their charts overlaid, a table of changes.
 
 pub mod capacity;
 pub mod chart;
+pub mod compare;
 pub mod cost_report;
 pub mod html;
 pub mod json;

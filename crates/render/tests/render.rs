@@ -603,3 +603,129 @@ fn replicas_are_shown_when_there_are_two_or_more() {
         "{md}"
     );
 }
+
+/// Writes `html` as `name` in a fresh directory, has Chromium build its DOM, and checks what every
+/// report kind must hold: under 2 MiB, at least `min_charts` charts each with data, the hostile
+/// label escaped and no script, nothing fetched from off the page. The DOM, and the directory.
+fn rendered(name: &str, html: &[u8], min_charts: usize) -> Option<(String, std::path::PathBuf)> {
+    let chromium = chromium()?;
+    let dir = std::env::temp_dir().join(format!("llmscope-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    eprintln!("{name}: the page is {} bytes", html.len());
+    assert!(html.len() < 2 * 1024 * 1024, "{name}: {} bytes", html.len());
+    let page = dir.join(format!("{name}.html"));
+    std::fs::write(&page, html).unwrap();
+    let dom = headless(&chromium, &dir, &page, &["--dump-dom".to_owned()]);
+    let charts = svgs(&dom);
+    assert!(
+        charts.len() >= min_charts,
+        "{name}: {} charts",
+        charts.len()
+    );
+    for (n, svg) in charts.iter().enumerate() {
+        assert!(has_data_path(svg), "{name}: chart {n} has no data: {svg}");
+    }
+    assert!(
+        !dom.contains("<script"),
+        "{name}: a script or unescaped label"
+    );
+    assert!(
+        dom.contains(&esc_hostile()),
+        "{name}: the hostile label escaped"
+    );
+    for attr in ["src=", "href=", "url(", "@import"] {
+        assert!(!dom.contains(attr), "{name}: {attr} would leave the page");
+    }
+    screenshot(&chromium, &dir, &page);
+    Some((dom, dir))
+}
+
+fn esc_hostile() -> String {
+    "&lt;script&gt;alert(1)&lt;/script&gt;".to_owned()
+}
+
+/// Issue 26: `diagnose --prometheus` reports a window without a client: the verdict's chart, the
+/// dashboard and the layers all have data, and no client chart is drawn empty.
+#[test]
+fn a_windows_report_has_charts_with_data_in_chromium() {
+    let (_, input) = verdict_cases().remove(1);
+    let d = diagnose(&input);
+    let mut r = report(&d, &input, None);
+    r.title = format!("llmscope diagnose {HOSTILE}");
+    let mut html = Vec::new();
+    html::write(&r, &mut html).unwrap();
+    let Some((dom, dir)) = rendered("window", &html, 6) else {
+        return;
+    };
+    let verdict_at = dom
+        .find("Verdict: <b>kv_cache_capacity</b>")
+        .expect("verdict");
+    assert!(verdict_at < dom.find("<svg").unwrap(), "the verdict first");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Issue 26: `compare A B C --html`: each run's verdict, what changed in the configuration (a
+/// hostile line escaped), the deltas from the first run (absent as —, never 0), and the signals
+/// and client latencies overlaid, one line per run, every chart with data.
+#[test]
+fn a_comparison_overlays_its_runs_in_chromium() {
+    use llmscope_render::compare::{self, Row};
+    let cases = verdict_cases();
+    let inputs = [&cases[0].1, &cases[1].1, &cases[2].1];
+    let ds: Vec<_> = inputs.iter().map(|i| diagnose(i)).collect();
+    let client = client_summary();
+    let runs: Vec<Report> = ds
+        .iter()
+        .zip(inputs)
+        .enumerate()
+        .map(|(n, (d, i))| {
+            let mut r = report(d, i, (n != 2).then_some(&client));
+            r.run_id = Some((n + 1).to_string());
+            r.context.push(format!("--max-num-seqs {}", 16 << n));
+            r
+        })
+        .collect();
+    let mut runs = runs;
+    runs[1].context.push(format!("model {HOSTILE}"));
+    let rows = vec![
+        Row {
+            name: "output tok/s".into(),
+            values: vec![Some(180.0), Some(360.0), None],
+        },
+        Row {
+            name: format!("TTFT p99 ms {HOSTILE}"),
+            values: vec![None, Some(90.0), Some(45.0)],
+        },
+    ];
+    let mut html = Vec::new();
+    compare::html(&format!("compare {HOSTILE}"), &runs, &rows, &mut html).unwrap();
+    let Some((dom, dir)) = rendered("compare", &html, 7) else {
+        return;
+    };
+    for verdict in ["batch_limit", "kv_cache_capacity", "gpu_compute"] {
+        assert!(dom.contains(&format!("</b>: {verdict} (")), "{verdict}");
+    }
+    let changed = &dom[dom.find("What changed").unwrap()..dom.find("Compared").unwrap()];
+    for line in [
+        "--max-num-seqs 16",
+        "--max-num-seqs 32",
+        "--max-num-seqs 64",
+    ] {
+        assert!(changed.contains(line), "{line} changed");
+    }
+    assert!(
+        !changed.contains("vllm 0.26"),
+        "a line every run has did not change"
+    );
+    let table = &dom[dom.find("Compared").unwrap()..dom.find("<svg").unwrap()];
+    let cells = "<td>180</td><td>360</td><td>—</td><td>+100.0%</td><td></td>";
+    assert!(table.contains(cells), "{table}");
+    assert!(table.contains("<td>—</td><td>90</td><td>45</td><td></td><td></td>"));
+    for svg in svgs(&dom).iter().take(5) {
+        assert!(
+            svg.matches("class=\"series\"").count() >= 2,
+            "overlaid: {svg}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -68,12 +68,34 @@ fn default_run_finds_the_batch_limit_and_stores_it() {
         "compare", &run_id, &run_id, "--db", db_s, "--format", "json",
     ]);
     assert_eq!(json(&cmp)["after"]["bottleneck"], "batch_limit");
+    // Issue 26: three runs (here the same one thrice) on one page, charts overlaid; the text
+    // formats take two and say so.
+    let cmp_html = dir.join("compare.html");
+    let cmp_s = cmp_html.to_str().unwrap();
+    let three = [&*run_id, &run_id, &run_id];
+    let cmp = llmscope(&[&["compare"][..], &three, &["--db", db_s, "--html", cmp_s]].concat());
+    assert!(
+        cmp.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cmp.stderr)
+    );
+    let page = std::fs::read_to_string(&cmp_html).unwrap();
+    let runs = format!("<b>run {run_id}</b>: batch_limit (");
+    assert_eq!(page.matches(&runs).count(), 3, "{page}");
+    assert!(page.matches("<svg").count() >= 7 && !page.contains("<script"));
+    let cmp = llmscope(&[&["compare"][..], &three, &["--db", db_s]].concat());
+    let stderr = String::from_utf8_lossy(&cmp.stderr);
+    assert!(
+        !cmp.status.success() && stderr.contains("take two runs"),
+        "{stderr}"
+    );
 
     // An output pointed at the store is refused, and the store keeps its runs.
     let target = closed_port().to_string();
     let target = format!("http://127.0.0.1:{target}");
     for args in [
         vec!["report", &run_id, "--db", db_s, "--html", db_s],
+        vec!["compare", &run_id, &run_id, "--db", db_s, "--html", db_s],
         vec!["load", "--target", &target, "--records", db_s],
         vec!["dashboard", "--engine", "vllm@0.26", "--output", db_s],
     ] {
