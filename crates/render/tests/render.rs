@@ -458,15 +458,24 @@ fn svgs(dom: &str) -> Vec<&str> {
         .collect()
 }
 
-/// Whether `svg` holds a data path with at least two coordinates.
+/// Whether `svg` holds a data line: a path with a coordinate, or a polyline through two points.
 fn has_data_path(svg: &str) -> bool {
-    svg.split("class=\"series\"").skip(1).any(|rest| {
-        let d = rest
-            .split("d=\"")
-            .nth(1)
+    let attr = |rest: &str, name: &str| -> String {
+        let tag = &rest[..rest.find('>').unwrap_or(rest.len())];
+        let value = tag.split(&format!(" {name}=\"")).nth(1);
+        value
             .and_then(|d| d.split('"').next())
-            .unwrap_or("");
-        d.starts_with('M') && d.matches(',').count() >= 1 && d.chars().any(|c| c.is_ascii_digit())
+            .unwrap_or("")
+            .to_owned()
+    };
+    svg.split("class=\"series\"").skip(1).any(|rest| {
+        let d = attr(rest, "d");
+        let path = d.starts_with('M') && d.contains(',') && d.chars().any(|c| c.is_ascii_digit());
+        path || attr(rest, "points")
+            .split(' ')
+            .filter(|p| p.contains(','))
+            .count()
+            >= 2
     })
 }
 
@@ -727,5 +736,95 @@ fn a_comparison_overlays_its_runs_in_chromium() {
             "overlaid: {svg}"
         );
     }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A search against a batch cap of 16 (loads 1 … 32, then 12, 14, 15), goodput under an SLO,
+/// the stage past the knee summarised with a hostile label.
+fn capacity_answer() -> llmscope_diagnosis::capacity::answer::Answer {
+    use llmscope_diagnosis::Bottleneck;
+    use llmscope_diagnosis::capacity::answer::*;
+    use llmscope_diagnosis::capacity::{Search, Served};
+    let mut search = Search::new(1, 64);
+    let stages = [1, 2, 4, 8, 16, 32, 12, 14, 15].map(|l: u32| {
+        let (tok, x) = (100.0 * f64::from(l.min(16)), f64::from(l));
+        let b = if l < 16 {
+            Bottleneck::LoadNotReached
+        } else {
+            Bottleneck::BatchLimit
+        };
+        let goodput = if l <= 16 { x } else { 8.0 };
+        let served = Served {
+            output_tok_s: tok,
+            goodput_rps: Some(goodput),
+            saturated: false,
+        };
+        search.record(l, served);
+        let p = |v: f64| Percentiles {
+            p50: Some(v / 2.0),
+            p95: Some(v),
+        };
+        Stage {
+            load: Load::on(Axis::Concurrency, l),
+            run_id: i64::from(l),
+            output_tok_s: tok,
+            req_s: tok / 100.0,
+            goodput_rps: Some(goodput),
+            goodput_fraction: Some(goodput / x),
+            ttft_ms: p(if l <= 16 { 40.0 } else { 40.0 * x }),
+            itl_ms: p(12.0),
+            e2e_ms: p(if l <= 16 { 4000.0 } else { 9000.0 }),
+            completed: 100,
+            failed: 0,
+            running_mean: Some(x.min(16.0)),
+            waiting_mean: Some((x - 16.0).max(0.0)),
+            seconds: 10.0,
+            window: None,
+            verdict: StageVerdict {
+                bottleneck: b,
+                confidence: 0.9,
+                summary: format!("{} at {l} on pod {HOSTILE}", b.as_str()),
+                evidence: Vec::new(),
+            },
+            client_limited: None,
+            interrupted: false,
+        }
+    });
+    let found = Ended::Found {
+        stop: StopReason::Plateau,
+    };
+    let slo = Some("ttft=500ms,e2e=20s".to_owned());
+    Answer::assemble(
+        Axis::Concurrency,
+        slo,
+        stages.to_vec(),
+        &search,
+        found,
+        (300.0, 100.0),
+    )
+}
+
+/// Issue 26: `capacity --html`: throughput and goodput against load with the knee marked and
+/// named with its cause, then latency against throughput with the SLO's limits and the knee's
+/// stage ringed; every chart has data, the hostile label is escaped.
+#[test]
+fn a_capacity_page_has_its_charts_in_chromium() {
+    let a = capacity_answer();
+    let html = llmscope_render::capacity::html(&a, &format!("capacity {HOSTILE}"));
+    let Some((dom, dir)) = rendered("capacity", html.as_bytes(), 2) else {
+        return;
+    };
+    let charts = svgs(&dom);
+    let (load, latency) = (charts[0], charts[1]);
+    assert_eq!(load.matches("class=\"stage\"").count(), 9, "{load}");
+    assert_eq!(load.matches("class=\"goodput\"").count(), 9, "{load}");
+    assert!(load.contains("knee 16: batch_limit"), "{load}");
+    assert_eq!(latency.matches("class=\"series\"").count(), 2, "{latency}");
+    assert!(latency.contains("SLO ttft ≤ 500 ms") && latency.contains("SLO e2e ≤ 20000 ms"));
+    assert_eq!(
+        latency.matches("stroke-width=\"2.5\" r=\"7\"").count(),
+        2,
+        "the knee ringed"
+    );
     std::fs::remove_dir_all(&dir).ok();
 }
