@@ -17,10 +17,15 @@ use std::process::ExitCode;
 #[command(after_help = "Examples:
   llmscope report 3
   llmscope report 3 --html run3.html
-  llmscope report 3 --format markdown > run3.md")]
+  llmscope report 3 --format markdown > run3.md
+  llmscope report 3 --export run3/   # series.csv and requests.csv for a notebook")]
 pub struct ReportArgs {
     /// The run id (see `llmscope runs`).
     pub run: RunId,
+    /// Also write the run's series (long format) and per-request records as CSV into this
+    /// directory (new or empty).
+    #[arg(long, value_name = "DIR")]
+    pub export: Option<PathBuf>,
     #[command(flatten)]
     pub out: ReportOutput,
 }
@@ -49,6 +54,16 @@ fn load(store: &Store, run: RunId, db: &std::path::Path) -> Result<Analysed> {
 pub fn report(args: ReportArgs) -> Result<ExitCode> {
     let store = open(&args.out.db)?;
     let a = load(&store, args.run, &args.out.db)?;
+    if let Some(dir) = &args.export {
+        let e = llmscope_ops::export::export(&store, args.run, dir)?;
+        eprintln!(
+            "exported {} samples to {} and {} requests to {}",
+            e.samples,
+            dir.join("series.csv").display(),
+            e.requests,
+            dir.join("requests.csv").display()
+        );
+    }
     args.out.finish(&a, &format!("llmscope run {}", args.run))
 }
 
@@ -103,7 +118,12 @@ pub fn diagnose(args: DiagnoseArgs) -> Result<ExitCode> {
     args.out.check()?;
     let Some(client) = args.prom.client()? else {
         let run = args.run.context("give a RUN id or --prometheus")?;
-        return report(ReportArgs { run, out: args.out });
+        let export = None;
+        return report(ReportArgs {
+            run,
+            export,
+            out: args.out,
+        });
     };
     let from = args
         .from

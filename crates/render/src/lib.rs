@@ -8,6 +8,7 @@
 //!   table with the matched row marked, and the client-side latency summary.
 //! - [`markdown::write`]: the same for issues and pull requests.
 //! - [`cost_report::write`]: `llmscope cost`'s table, CSV or JSON.
+//! - [`csv`]: RFC 4180 fields and records for `report --export`.
 //! - [`html::write`]: one self-contained page with inline SVG charts; every label value escaped.
 //! - [`chart`]: the one chart engine every report draws with (time-series panels, CDFs,
 //!   sparklines); `panels` builds the run report's charts from a [`Report`] with it.
@@ -17,6 +18,7 @@ pub mod capacity;
 pub mod chart;
 pub mod compare;
 pub mod cost_report;
+pub mod csv;
 pub mod html;
 pub mod json;
 pub mod markdown;

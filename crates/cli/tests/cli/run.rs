@@ -90,6 +90,47 @@ fn default_run_finds_the_batch_limit_and_stores_it() {
         "{stderr}"
     );
 
+    // Issue 26: the run for notebooks — its series in long format and a row per request; an
+    // export into a directory that holds anything is refused and leaves it as it was.
+    let export = dir.join("export");
+    let export_s = export.to_str().unwrap();
+    let out = llmscope(&["report", &run_id, "--db", db_s, "--export", export_s]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let series = std::fs::read_to_string(export.join("series.csv")).unwrap();
+    assert!(series.starts_with("time,layer,metric,labels,value\r\n"));
+    let running: Vec<&str> = series
+        .lines()
+        .filter(|l| l.contains(",vllm:num_requests_running,"))
+        .collect();
+    assert!(running.len() >= 10, "{series:.2000}");
+    let requests = std::fs::read_to_string(export.join("requests.csv")).unwrap();
+    let ok = requests
+        .lines()
+        .skip(1)
+        .filter(|l| l.ends_with(",true"))
+        .count();
+    let sent = v["client"]["requests"]["sent"].as_u64().unwrap() as usize;
+    assert_eq!(
+        requests.lines().count() - 1,
+        sent,
+        "one row per request sent"
+    );
+    assert!(ok > 0, "{requests:.2000}");
+    let again = llmscope(&["report", &run_id, "--db", db_s, "--export", export_s]);
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(
+        !again.status.success() && stderr.contains("not empty"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(export.join("series.csv")).unwrap(),
+        series
+    );
+
     // An output pointed at the store is refused, and the store keeps its runs.
     let target = closed_port().to_string();
     let target = format!("http://127.0.0.1:{target}");
