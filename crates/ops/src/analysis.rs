@@ -218,6 +218,31 @@ impl Analysed {
         write_file(path, |out| html::write(&self.report(title), out))
     }
 
+    /// Writes the Markdown report under `title` to `path`, its charts as SVG files in
+    /// `<stem>-charts/` beside it (linked relative to it, so the two move together). Chart files
+    /// of an earlier report at the same path are replaced, and nothing else in that folder.
+    pub fn write_markdown_file(&self, title: &str, path: &std::path::Path) -> Result<(), OpsError> {
+        let report = self.report(title);
+        let charts = markdown::chart_files(&report);
+        let stem = path
+            .file_stem()
+            .map_or("report".into(), |s| s.to_string_lossy());
+        let dir_name = format!("{stem}-charts");
+        let dir = path.with_file_name(&dir_name);
+        if !charts.is_empty() {
+            std::fs::create_dir_all(&dir).map_err(|source| OpsError::Create {
+                path: dir.display().to_string(),
+                source,
+            })?;
+        }
+        for c in &charts {
+            write_file(&dir.join(&c.file), |out| out.write_all(c.svg.as_bytes()))?;
+        }
+        write_file(path, |out| {
+            markdown::write_linked(&report, &dir_name, &charts, out)
+        })
+    }
+
     /// Writes the self-contained HTML report under `title`.
     pub fn write_html(&self, title: &str, mut out: &mut dyn Write) -> Result<(), OpsError> {
         html::write(&self.report(title), &mut out)?;

@@ -828,3 +828,35 @@ fn a_capacity_page_has_its_charts_in_chromium() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Issue 26: the Markdown report's charts are SVG files Chromium opens on their own (well-formed
+/// XML in the SVG namespace, with data), each linked once, the verdict's right under the verdict.
+#[test]
+fn markdown_links_its_charts_as_svg_files_that_open_alone() {
+    let (_, input) = verdict_cases().remove(0);
+    let d = diagnose(&input);
+    let client = client_summary();
+    let r = report(&d, &input, Some(&client));
+    let charts = markdown::chart_files(&r);
+    assert!(charts.len() >= 8, "{} charts", charts.len());
+    let mut md = Vec::new();
+    markdown::write_linked(&r, "run-charts", &charts, &mut md).unwrap();
+    let md = String::from_utf8(md).unwrap();
+    for c in &charts {
+        let link = format!("(run-charts/{})", c.file);
+        assert_eq!(md.matches(&link).count(), 1, "{link} in {md}");
+    }
+    let first = md.find(&charts[0].file).unwrap();
+    assert!(md.find("## Verdict").unwrap() < first && first < md.find("## Evidence").unwrap());
+    let Some(chromium) = chromium() else { return };
+    let dir = std::env::temp_dir().join(format!("llmscope-svg-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for c in &charts {
+        let file = dir.join(&c.file);
+        std::fs::write(&file, &c.svg).unwrap();
+        let dom = headless(&chromium, &dir, &file, &["--dump-dom".to_owned()]);
+        assert!(!dom.contains("parsererror"), "{}: {dom}", c.file);
+        assert!(has_data_path(&dom), "{}: no data", c.file);
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}

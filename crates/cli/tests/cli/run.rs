@@ -90,6 +90,37 @@ fn default_run_finds_the_batch_limit_and_stores_it() {
         "{stderr}"
     );
 
+    // Issue 26: the Markdown report links its charts, written as SVG files beside it.
+    let md_path = dir.join("run3.md");
+    let md_s = md_path.to_str().unwrap();
+    let out = llmscope(&["report", &run_id, "--db", db_s, "--markdown", md_s]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let md_text = std::fs::read_to_string(&md_path).unwrap();
+    let links: Vec<&str> = md_text
+        .lines()
+        .filter_map(|l| l.strip_prefix("![")?.split("](").nth(1)?.strip_suffix(')'))
+        .collect();
+    assert!(links.len() >= 6, "{md_text}");
+    assert!(
+        md_text.find(links[0]) < md_text.find("## Evidence"),
+        "the verdict's chart first"
+    );
+    for link in &links {
+        let svg = std::fs::read_to_string(dir.join(link)).unwrap();
+        assert!(
+            svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""),
+            "{link}"
+        );
+        assert!(
+            svg.contains("<path class=\"series\" d=\"M"),
+            "{link} has data"
+        );
+    }
+
     // Issue 26: the run for notebooks — its series in long format and a row per request; an
     // export into a directory that holds anything is refused and leaves it as it was.
     let export = dir.join("export");
