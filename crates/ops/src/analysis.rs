@@ -10,7 +10,7 @@ use llmscope_core::outcome::RequestOutcome;
 use llmscope_diagnosis::build::{Resolution, signals_from_series};
 use llmscope_diagnosis::{Concept, Diagnosis, EngineFacts, Input, LoadFacts, Severity, diagnose};
 use llmscope_loadgen::LoadReport;
-use llmscope_render::{Interruption, Report, html, json, markdown, terminal};
+use llmscope_render::{Interruption, Report, RequestTiming, html, json, markdown, terminal};
 use llmscope_store::{Finding, RunId, RunStatus, RunSummary, Store};
 use serde::{Deserialize, Serialize};
 use std::io::Write;
@@ -54,6 +54,8 @@ pub struct Analysed {
     pub names: Vec<(Concept, &'static str)>,
     /// When and how far, if the run was stopped before its end.
     pub interrupted: Option<Interruption>,
+    /// The client's requests as the store kept them (empty for a run without a load).
+    pub requests: Vec<RequestTiming>,
 }
 
 /// What a report says about a run stopped before its end (`None` for one that was not).
@@ -82,7 +84,24 @@ pub fn analyse(store: &Store, run: RunId) -> Result<Analysed, OpsError> {
     let (input, res) = signals_from_series(&series);
     let mut a = analyse_input(run, input, &res, facts)?;
     a.interrupted = interruption(&store.run(run)?);
+    a.requests = request_timings(store, run)?;
     Ok(a)
+}
+
+/// The run's stored requests as the charts over time take them.
+pub fn request_timings(store: &Store, run: RunId) -> Result<Vec<RequestTiming>, OpsError> {
+    let s = |ns: u64| ns as f64 / 1e9;
+    let rows = store.requests(run)?;
+    let timing = |r: llmscope_store::RequestRow| RequestTiming {
+        sent: s(r.sent_unix_ns),
+        end: s(r.end_unix_ns),
+        ttft_s: r
+            .first_token_unix_ns
+            .and_then(|t| t.checked_sub(r.sent_unix_ns))
+            .map(s),
+        error: r.error,
+    };
+    Ok(rows.into_iter().map(timing).collect())
 }
 
 /// The facts stored with a run: none for a run stored without (e.g. by `observe`); facts that
@@ -128,6 +147,7 @@ pub fn analyse_input(
         used,
         names: res.used.clone(),
         interrupted: None,
+        requests: Vec::new(),
     };
     crate::whatif::annotate(&mut a);
     Ok(a)
@@ -190,6 +210,7 @@ impl Analysed {
             input: &self.input,
             client: self.facts.client.as_ref(),
             interrupted: self.interrupted.clone(),
+            requests: &self.requests,
         }
     }
 

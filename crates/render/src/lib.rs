@@ -43,6 +43,21 @@ pub struct Report<'a> {
     pub client: Option<&'a ClientSummary>,
     /// Set when the run was stopped before its end: every format says so before the verdict.
     pub interrupted: Option<Interruption>,
+    /// The client's requests, one each, when the run store kept them (empty otherwise): the
+    /// charts over time (TTFT p95, throughput, failures by kind) are drawn from them.
+    pub requests: &'a [RequestTiming],
+}
+
+/// One request the client sent, as the charts over time need it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestTiming {
+    /// Unix seconds it was sent and it ended.
+    pub sent: f64,
+    pub end: f64,
+    /// Seconds from sending to its first token, if one came.
+    pub ttft_s: Option<f64>,
+    /// Its error kind (`http_503`, `stall` …); `None` when it completed.
+    pub error: Option<String>,
 }
 
 /// A run stopped before its end (Ctrl-C, or its process was killed), issue 12 point 4.

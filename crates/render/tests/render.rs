@@ -54,6 +54,7 @@ fn report<'a>(
         input: i,
         client,
         interrupted: None,
+        requests: &[],
     }
 }
 
@@ -858,5 +859,55 @@ fn markdown_links_its_charts_as_svg_files_that_open_alone() {
         assert!(!dom.contains("parsererror"), "{}: {dom}", c.file);
         assert!(has_data_path(&dom), "{}: no data", c.file);
     }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Issue 26: with the client's per-request records, TTFT p95, the client's completed requests
+/// and failures by kind (each kind a line, the hostile one escaped) are drawn over time, with
+/// data, in Chromium.
+#[test]
+fn the_clients_requests_are_charted_over_time_in_chromium() {
+    use llmscope_render::RequestTiming;
+    let (_, input) = verdict_cases().remove(0);
+    let t0 = 1_700_000_000.0;
+    let requests: Vec<RequestTiming> = (0..1920)
+        .map(|k| {
+            let sent = t0 + 60.0 + f64::from(k) * 0.25;
+            let error = match k % 50 {
+                0 => Some("http_503".to_owned()),
+                1 => Some(format!("stall {HOSTILE}")),
+                _ => None,
+            };
+            let ttft = 0.04 + f64::from(k % 7) * 0.01;
+            RequestTiming {
+                sent,
+                end: sent + 4.0,
+                ttft_s: error.is_none().then_some(ttft),
+                error,
+            }
+        })
+        .collect();
+    let d = diagnose(&input);
+    let client = client_summary();
+    let mut r = report(&d, &input, Some(&client));
+    r.requests = &requests;
+    let mut html = Vec::new();
+    html::write(&r, &mut html).unwrap();
+    let Some((dom, dir)) = rendered("requests", &html, 10) else {
+        return;
+    };
+    let figure = |title: &str| {
+        let at = dom.find(title).unwrap_or_else(|| panic!("{title} drawn"));
+        svgs(&dom[at..])[0]
+    };
+    let ttft = figure("TTFT p95 over time (the client's requests");
+    assert!(has_data_path(ttft) && !dom.contains("no data: TTFT p95"));
+    let failures = figure("Failures over time, by kind");
+    assert_eq!(
+        failures.matches("class=\"series\"").count(),
+        2,
+        "{failures}"
+    );
+    assert!(figure("Throughput over time").contains("client completed req/s"));
     std::fs::remove_dir_all(&dir).ok();
 }
