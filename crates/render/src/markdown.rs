@@ -62,11 +62,14 @@ fn standalone(svg: &str) -> String {
     )
 }
 
-/// A title as a file name: lower-case letters and digits, runs of anything else one `-`.
+/// A title (HTML-escaped) as a file name: lower-case letters and digits, runs of anything else
+/// (an entity such as `&#39;` included) one `-`.
 fn slug(title: &str) -> String {
     let mut out = String::new();
+    let mut entity = false;
     for c in title.chars() {
-        if c.is_ascii_alphanumeric() {
+        entity = (entity || c == '&') && c != ';';
+        if c.is_ascii_alphanumeric() && !entity {
             out.push(c.to_ascii_lowercase());
         } else if !out.ends_with('-') {
             out.push('-');
@@ -263,4 +266,13 @@ fn client(c: &ClientSummary, out: &mut impl Write) -> io::Result<()> {
         row(out, &[&name, &q[0], &q[1], &q[2], &q[3], &q[4]])?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_slug_drops_entities_and_joins_the_rest() {
+        let slug = super::slug("TTFT p95 (the client&#39;s requests, 1 s) &lt;b&gt;");
+        assert_eq!(slug, "ttft-p95-the-client-s-requests-1-s-b");
+    }
 }
