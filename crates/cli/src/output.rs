@@ -39,6 +39,9 @@ pub struct ReportOutput {
     /// Also write a self-contained HTML report here.
     #[arg(long, help_heading = "Output")]
     pub html: Option<PathBuf>,
+    /// Also write the Markdown report here, its charts as SVG files in `<stem>-charts/` beside it.
+    #[arg(long, value_name = "PATH", help_heading = "Output")]
+    pub markdown: Option<PathBuf>,
     /// Exit 1 when a finding reaches this severity: never, info, warning, error or critical.
     #[arg(long, default_value = "never", value_parser = crate::args::fail_on, help_heading = "Output")]
     pub fail_on: FailOn,
@@ -48,12 +51,14 @@ impl ReportOutput {
     /// Refuses, before any work, an HTML path that is the store (or any database): written at
     /// the end, it would truncate every run after the minutes the run took.
     pub fn check(&self) -> Result<()> {
-        if let Some(html) = &self.html {
-            llmscope_store::guard::refuse_database(html)?;
-            if html == &self.db {
+        let paths = [("--html", &self.html), ("--markdown", &self.markdown)];
+        for (flag, path) in paths {
+            let Some(path) = path else { continue };
+            llmscope_store::guard::refuse_database(path)?;
+            if path == &self.db {
                 anyhow::bail!(
-                    "refusing to write {}: it is the run store given by --db (an SQLite database); choose another --html path",
-                    html.display()
+                    "refusing to write {}: it is the run store given by --db (an SQLite database); choose another {flag} path",
+                    path.display()
                 );
             }
         }
@@ -64,6 +69,9 @@ impl ReportOutput {
     pub fn finish(&self, a: &Analysed, title: &str) -> Result<std::process::ExitCode> {
         if let Some(path) = &self.html {
             a.write_html_file(title, path)?;
+        }
+        if let Some(path) = &self.markdown {
+            a.write_markdown_file(title, path)?;
         }
         let stdout = std::io::stdout();
         let color = stdout.is_terminal();

@@ -17,10 +17,15 @@ use std::process::ExitCode;
 #[command(after_help = "Examples:
   llmscope report 3
   llmscope report 3 --html run3.html
-  llmscope report 3 --format markdown > run3.md")]
+  llmscope report 3 --format markdown > run3.md
+  llmscope report 3 --export run3/   # series.csv and requests.csv for a notebook")]
 pub struct ReportArgs {
     /// The run id (see `llmscope runs`).
     pub run: RunId,
+    /// Also write the run's series (long format) and per-request records as CSV into this
+    /// directory (new or empty).
+    #[arg(long, value_name = "DIR")]
+    pub export: Option<PathBuf>,
     #[command(flatten)]
     pub out: ReportOutput,
 }
@@ -49,6 +54,16 @@ fn load(store: &Store, run: RunId, db: &std::path::Path) -> Result<Analysed> {
 pub fn report(args: ReportArgs) -> Result<ExitCode> {
     let store = open(&args.out.db)?;
     let a = load(&store, args.run, &args.out.db)?;
+    if let Some(dir) = &args.export {
+        let e = llmscope_ops::export::export(&store, args.run, dir)?;
+        eprintln!(
+            "exported {} samples to {} and {} requests to {}",
+            e.samples,
+            dir.join("series.csv").display(),
+            e.requests,
+            dir.join("requests.csv").display()
+        );
+    }
     args.out.finish(&a, &format!("llmscope run {}", args.run))
 }
 
@@ -103,7 +118,12 @@ pub fn diagnose(args: DiagnoseArgs) -> Result<ExitCode> {
     args.out.check()?;
     let Some(client) = args.prom.client()? else {
         let run = args.run.context("give a RUN id or --prometheus")?;
-        return report(ReportArgs { run, out: args.out });
+        let export = None;
+        return report(ReportArgs {
+            run,
+            export,
+            out: args.out,
+        });
     };
     let from = args
         .from
@@ -142,23 +162,58 @@ pub fn diagnose(args: DiagnoseArgs) -> Result<ExitCode> {
         .finish(&d.analysed, &format!("llmscope diagnose (run {run})"))
 }
 
-/// Compare two stored runs (before/after a change).
+/// Compare stored runs (before/after a change).
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Example:
-  llmscope run --max-num-seqs 16 && llmscope run --max-num-seqs 64 && llmscope compare 1 2")]
+#[command(after_help = "Examples:
+  llmscope run --max-num-seqs 16 && llmscope run --max-num-seqs 64 && llmscope compare 1 2
+  llmscope compare 1 2 3 --html compare.html   # three runs, charts overlaid")]
 pub struct CompareArgs {
-    pub before: RunId,
-    pub after: RunId,
+    /// The runs: the first is the base. The text, JSON and Markdown formats take two; --html
+    /// takes two or more.
+    #[arg(num_args = 2.., required = true)]
+    pub runs: Vec<RunId>,
     #[arg(long, default_value = "llmscope.db")]
     pub db: PathBuf,
     #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
     pub format: ReportFormat,
+    /// Also write the comparison as a self-contained HTML page here (charts overlaid).
+    #[arg(long)]
+    pub html: Option<PathBuf>,
 }
 
 pub fn compare(args: CompareArgs) -> Result<ExitCode> {
+    if args.html.as_ref() == Some(&args.db) {
+        anyhow::bail!(
+            "refusing to write {}: it is the run store given by --db (an SQLite database); choose another --html path",
+            args.db.display()
+        );
+    }
     let store = open(&args.db)?;
-    let a = load(&store, args.before, &args.db)?;
-    let b = load(&store, args.after, &args.db)?;
-    llmscope_ops::compare::write(&a, &b, args.format.into(), &mut std::io::stdout().lock())?;
+    let runs = args
+        .runs
+        .iter()
+        .map(|&run| load(&store, run, &args.db))
+        .collect::<Result<Vec<_>>>()?;
+    let refs: Vec<&Analysed> = runs.iter().collect();
+    if let Some(path) = &args.html {
+        llmscope_ops::compare::write_html_file(&refs, path)?;
+    }
+    match refs.as_slice() {
+        [a, b] => {
+            let mut out = std::io::stdout().lock();
+            llmscope_ops::compare::write(a, b, args.format.into(), &mut out)?;
+        }
+        _ => match &args.html {
+            Some(path) => println!(
+                "wrote the comparison of {} runs to {}",
+                refs.len(),
+                path.display()
+            ),
+            None => anyhow::bail!(
+                "the text, JSON and Markdown comparisons take two runs, and {} were given: give two, or --html PATH to put all of them on one page",
+                refs.len()
+            ),
+        },
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -10,7 +10,7 @@ use llmscope_core::outcome::RequestOutcome;
 use llmscope_diagnosis::build::{Resolution, signals_from_series};
 use llmscope_diagnosis::{Concept, Diagnosis, EngineFacts, Input, LoadFacts, Severity, diagnose};
 use llmscope_loadgen::LoadReport;
-use llmscope_render::{Interruption, Report, html, json, markdown, terminal};
+use llmscope_render::{Interruption, Report, RequestTiming, html, json, markdown, terminal};
 use llmscope_store::{Finding, RunId, RunStatus, RunSummary, Store};
 use serde::{Deserialize, Serialize};
 use std::io::Write;
@@ -54,6 +54,8 @@ pub struct Analysed {
     pub names: Vec<(Concept, &'static str)>,
     /// When and how far, if the run was stopped before its end.
     pub interrupted: Option<Interruption>,
+    /// The client's requests as the store kept them (empty for a run without a load).
+    pub requests: Vec<RequestTiming>,
 }
 
 /// What a report says about a run stopped before its end (`None` for one that was not).
@@ -82,7 +84,24 @@ pub fn analyse(store: &Store, run: RunId) -> Result<Analysed, OpsError> {
     let (input, res) = signals_from_series(&series);
     let mut a = analyse_input(run, input, &res, facts)?;
     a.interrupted = interruption(&store.run(run)?);
+    a.requests = request_timings(store, run)?;
     Ok(a)
+}
+
+/// The run's stored requests as the charts over time take them.
+pub fn request_timings(store: &Store, run: RunId) -> Result<Vec<RequestTiming>, OpsError> {
+    let s = |ns: u64| ns as f64 / 1e9;
+    let rows = store.requests(run)?;
+    let timing = |r: llmscope_store::RequestRow| RequestTiming {
+        sent: s(r.sent_unix_ns),
+        end: s(r.end_unix_ns),
+        ttft_s: r
+            .first_token_unix_ns
+            .and_then(|t| t.checked_sub(r.sent_unix_ns))
+            .map(s),
+        error: r.error,
+    };
+    Ok(rows.into_iter().map(timing).collect())
 }
 
 /// The facts stored with a run: none for a run stored without (e.g. by `observe`); facts that
@@ -128,6 +147,7 @@ pub fn analyse_input(
         used,
         names: res.used.clone(),
         interrupted: None,
+        requests: Vec::new(),
     };
     crate::whatif::annotate(&mut a);
     Ok(a)
@@ -176,7 +196,7 @@ pub enum Format {
 }
 
 impl Analysed {
-    fn report(&self, title: &str) -> Report<'_> {
+    pub(crate) fn report(&self, title: &str) -> Report<'_> {
         let mut context = self.facts.context.clone();
         if !self.used.is_empty() {
             context.push(format!("signals: {}", self.used.join(", ")));
@@ -190,6 +210,7 @@ impl Analysed {
             input: &self.input,
             client: self.facts.client.as_ref(),
             interrupted: self.interrupted.clone(),
+            requests: &self.requests,
         }
     }
 
@@ -215,19 +236,32 @@ impl Analysed {
 
     /// Writes the self-contained HTML report under `title` to a file at `path`.
     pub fn write_html_file(&self, title: &str, path: &std::path::Path) -> Result<(), OpsError> {
-        let shown = || path.display().to_string();
-        llmscope_store::guard::refuse_database(path)?;
-        let file = std::fs::File::create(path).map_err(|source| OpsError::Create {
-            path: shown(),
-            source,
-        })?;
-        let mut out = std::io::BufWriter::new(file);
-        html::write(&self.report(title), &mut out)
-            .and_then(|()| out.flush())
-            .map_err(|source| OpsError::WriteFile {
-                path: shown(),
+        write_file(path, |out| html::write(&self.report(title), out))
+    }
+
+    /// Writes the Markdown report under `title` to `path`, its charts as SVG files in
+    /// `<stem>-charts/` beside it (linked relative to it, so the two move together). Chart files
+    /// of an earlier report at the same path are replaced, and nothing else in that folder.
+    pub fn write_markdown_file(&self, title: &str, path: &std::path::Path) -> Result<(), OpsError> {
+        let report = self.report(title);
+        let charts = markdown::chart_files(&report);
+        let stem = path
+            .file_stem()
+            .map_or("report".into(), |s| s.to_string_lossy());
+        let dir_name = format!("{stem}-charts");
+        let dir = path.with_file_name(&dir_name);
+        if !charts.is_empty() {
+            std::fs::create_dir_all(&dir).map_err(|source| OpsError::Create {
+                path: dir.display().to_string(),
                 source,
-            })
+            })?;
+        }
+        for c in &charts {
+            write_file(&dir.join(&c.file), |out| out.write_all(c.svg.as_bytes()))?;
+        }
+        write_file(path, |out| {
+            markdown::write_linked(&report, &dir_name, &charts, out)
+        })
     }
 
     /// Writes the self-contained HTML report under `title`.
@@ -235,6 +269,27 @@ impl Analysed {
         html::write(&self.report(title), &mut out)?;
         Ok(out.flush()?)
     }
+}
+
+/// Writes a page to a new file at `path` with `write` (never over a database: a report path
+/// mistaken for the store would truncate it).
+pub(crate) fn write_file(
+    path: &std::path::Path,
+    write: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>,
+) -> Result<(), OpsError> {
+    let shown = || path.display().to_string();
+    llmscope_store::guard::refuse_database(path)?;
+    let file = std::fs::File::create(path).map_err(|source| OpsError::Create {
+        path: shown(),
+        source,
+    })?;
+    let mut out = std::io::BufWriter::new(file);
+    write(&mut out)
+        .and_then(|()| out.flush())
+        .map_err(|source| OpsError::WriteFile {
+            path: shown(),
+            source,
+        })
 }
 
 #[cfg(test)]

@@ -1,20 +1,37 @@
 //! `llmscope compare A B`: two diagnosed runs side by side (before/after a change) — the
 //! steady-window means of the main signals and the client's throughput and latency, with the
 //! change in percent; a value one run lacks is shown as absent (`—`), never as 0.
+//!
+//! [`write_html_file`] puts two or more runs on one page (`llmscope_render::compare`): their
+//! verdicts, what changed in their configuration, the same table with each run's change from
+//! the first, and their charts overlaid.
 
 use crate::OpsError;
 use crate::analysis::{Analysed, Format};
 use llmscope_core::outcome::ClientSummary;
+use llmscope_render::compare;
 use std::io::Write;
 
 /// One compared quantity: (name, before, after).
 type Row = (String, Option<f64>, Option<f64>);
 
 fn rows(a: &Analysed, b: &Analysed) -> Vec<Row> {
+    table(&[a, b])
+        .into_iter()
+        .map(|r| (r.name, r.values[0], r.values[1]))
+        .collect()
+}
+
+/// The compared quantities of every run in `runs`, in their order.
+fn table(runs: &[&Analysed]) -> Vec<compare::Row> {
     let stat = |x: &Analysed, k: &str| x.diagnosis.window_stats.get(k).map(|s| s.mean_nonzero);
     type Pick = fn(&ClientSummary) -> Option<f64>;
     let client = |x: &Analysed, pick: Pick| x.facts.client.as_ref().and_then(pick);
-    let mut out: Vec<Row> = [
+    let row = |name: String, value: &dyn Fn(&Analysed) -> Option<f64>| compare::Row {
+        name,
+        values: runs.iter().map(|x| value(x)).collect(),
+    };
+    let mut out: Vec<compare::Row> = [
         "running",
         "waiting",
         "kv_usage",
@@ -23,7 +40,7 @@ fn rows(a: &Analysed, b: &Analysed) -> Vec<Row> {
         "generated_tokens",
     ]
     .iter()
-    .map(|k| (format!("{k} (steady mean≠0)"), stat(a, k), stat(b, k)))
+    .map(|k| row(format!("{k} (steady mean≠0)"), &|x| stat(x, k)))
     .collect();
     let picks: [(&str, Pick); 6] = [
         ("requests/s", |c| Some(c.throughput.requests_per_s)),
@@ -34,9 +51,19 @@ fn rows(a: &Analysed, b: &Analysed) -> Vec<Row> {
         ("e2e p99 ms", |c| c.latency_ms.e2e.p99),
     ];
     for (name, pick) in picks {
-        out.push((name.to_owned(), client(a, pick), client(b, pick)));
+        out.push(row(name.to_owned(), &|x| client(x, pick)));
     }
     out
+}
+
+/// Writes the comparison of `runs` (two or more; the first is the base) as one self-contained
+/// HTML page to a new file at `path`.
+pub fn write_html_file(runs: &[&Analysed], path: &std::path::Path) -> Result<(), OpsError> {
+    let ids: Vec<String> = runs.iter().map(|r| r.run.to_string()).collect();
+    let title = format!("llmscope compare {}", ids.join(" "));
+    let reports: Vec<_> = runs.iter().map(|r| r.report(&title)).collect();
+    let rows = table(runs);
+    crate::analysis::write_file(path, |out| compare::html(&title, &reports, &rows, out))
 }
 
 /// Writes the comparison of `a` (before) and `b` (after) in `format`.
@@ -57,10 +84,7 @@ pub fn write(
 
 /// The change from `x` to `y` in percent; none from an absent or zero `x`.
 fn delta(x: Option<f64>, y: Option<f64>) -> Option<f64> {
-    match (x, y) {
-        (Some(x), Some(y)) if x != 0.0 => Some((y - x) / x.abs() * 100.0),
-        _ => None,
-    }
+    compare::change(x, y)
 }
 
 /// A value, or `—` for an absent one (never 0).

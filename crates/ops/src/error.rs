@@ -60,6 +60,10 @@ pub enum OpsError {
     /// An output path that is a database (the store itself, most likely).
     #[error(transparent)]
     WouldOverwrite(#[from] llmscope_store::guard::WouldOverwrite),
+    #[error(
+        "refusing to export into {path}: it is not empty ({entries} entries there); give a new or empty directory, or remove what is in it first"
+    )]
+    ExportDirNotEmpty { path: String, entries: usize },
     #[error("creating {path}: {source}")]
     Create {
         path: String,

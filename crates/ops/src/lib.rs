@@ -38,6 +38,7 @@ pub mod compare;
 pub mod cost;
 pub mod diagnose;
 mod error;
+pub mod export;
 pub mod exporter_page;
 pub mod inventory;
 pub mod observe;

@@ -75,13 +75,9 @@ fn csv_row(t: &TeamCost, out: &mut impl Write) -> std::io::Result<()> {
     )
 }
 
-/// A CSV field, quoted when it holds a comma or a quote.
-fn csv_field(text: &str) -> String {
-    if text.contains([',', '"']) {
-        format!("\"{}\"", text.replace('"', "\"\""))
-    } else {
-        text.to_owned()
-    }
+/// A CSV field, quoted as RFC 4180 says ([`crate::csv::field`]).
+fn csv_field(text: &str) -> std::borrow::Cow<'_, str> {
+    crate::csv::field(text)
 }
 
 /// The table, what to do per team, then the server's warnings.

@@ -209,6 +209,15 @@ fn decision_table(r: &Report, s: &mut String) {
 
 /// The run's charts after the verdict: the four dashboard panels, every signal by layer, and
 /// the client's side.
+/// The markup of every chart of the page, in page order (the verdict's first), with the
+/// section headings between them: what the Markdown report takes its SVG files from.
+pub(crate) fn chart_markup(r: &Report) -> String {
+    let mut s = String::with_capacity(64 * 1024);
+    panels::verdict_chart(r, &mut s);
+    charts(r, &mut s);
+    s
+}
+
 fn charts(r: &Report, s: &mut String) {
     let page = Page::of(r);
     s.push_str("<h2>Dashboard</h2>");

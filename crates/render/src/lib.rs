@@ -8,13 +8,17 @@
 //!   table with the matched row marked, and the client-side latency summary.
 //! - [`markdown::write`]: the same for issues and pull requests.
 //! - [`cost_report::write`]: `llmscope cost`'s table, CSV or JSON.
+//! - [`csv`]: RFC 4180 fields and records for `report --export`.
 //! - [`html::write`]: one self-contained page with inline SVG charts; every label value escaped.
 //! - [`chart`]: the one chart engine every report draws with (time-series panels, CDFs,
 //!   sparklines); `panels` builds the run report's charts from a [`Report`] with it.
+//! - [`compare::html`]: several runs on one page, their charts overlaid, a table of changes.
 
 pub mod capacity;
 pub mod chart;
+pub mod compare;
 pub mod cost_report;
+pub mod csv;
 pub mod html;
 pub mod json;
 pub mod markdown;
@@ -39,6 +43,21 @@ pub struct Report<'a> {
     pub client: Option<&'a ClientSummary>,
     /// Set when the run was stopped before its end: every format says so before the verdict.
     pub interrupted: Option<Interruption>,
+    /// The client's requests, one each, when the run store kept them (empty otherwise): the
+    /// charts over time (TTFT p95, throughput, failures by kind) are drawn from them.
+    pub requests: &'a [RequestTiming],
+}
+
+/// One request the client sent, as the charts over time need it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestTiming {
+    /// Unix seconds it was sent and it ended.
+    pub sent: f64,
+    pub end: f64,
+    /// Seconds from sending to its first token, if one came.
+    pub ttft_s: Option<f64>,
+    /// Its error kind (`http_503`, `stall` …); `None` when it completed.
+    pub error: Option<String>,
 }
 
 /// A run stopped before its end (Ctrl-C, or its process was killed), issue 12 point 4.

@@ -1,5 +1,8 @@
 //! The Markdown report, for an issue or a pull request: one function per section, in page
 //! order; text from outside goes through `md`.
+//!
+//! [`write_linked`] is the same report with the HTML report's charts as SVG files beside it
+//! ([`chart_files`]): the verdict's chart under the verdict, every other in a last section.
 
 use crate::{REPLICA_HEAD, Report, client_rows, num, replica_rows};
 use llmscope_core::outcome::ClientSummary;
@@ -16,8 +19,83 @@ fn md(s: &str) -> String {
 }
 
 pub fn write(r: &Report, out: &mut impl Write) -> io::Result<()> {
+    write_linked(r, "", &[], out)
+}
+
+/// One chart of the report as the text of a standalone SVG file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChartFile {
+    /// `01-output-tokens-s.svg`: its place on the page, then its title.
+    pub file: String,
+    pub title: String,
+    pub svg: String,
+}
+
+/// Every chart the HTML report draws for `r`, in its order (the verdict's first), each made a
+/// standalone SVG file (its namespace and the page's text style added). Panels with no data are
+/// left out: the Markdown says nothing rather than link an empty chart.
+pub fn chart_files(r: &Report) -> Vec<ChartFile> {
+    let markup = crate::html::chart_markup(r);
+    let figures = markup.split("<figure class=\"chart\"><figcaption>").skip(1);
+    let files = figures.filter_map(|f| {
+        let (title, rest) = f.split_once("</figcaption>")?;
+        let svg = &rest[rest.find("<svg")?..rest.find("</svg>")? + "</svg>".len()];
+        Some((title, svg))
+    });
+    files
+        .enumerate()
+        .map(|(n, (title, svg))| ChartFile {
+            file: format!("{:02}-{}.svg", n + 1, slug(title)),
+            title: title.to_owned(),
+            svg: standalone(svg),
+        })
+        .collect()
+}
+
+/// An inline `<svg>` as a file of its own: the SVG namespace, and the page's style for text.
+fn standalone(svg: &str) -> String {
+    let body = svg.strip_prefix("<svg").unwrap_or(svg);
+    format!("<svg xmlns=\"http://www.w3.org/2000/svg\"{body}").replacen(
+        '>',
+        "><style>text{font:12px system-ui,sans-serif}</style>",
+        1,
+    )
+}
+
+/// A title (HTML-escaped) as a file name: lower-case letters and digits, runs of anything else
+/// (an entity such as `&#39;` included) one `-`.
+fn slug(title: &str) -> String {
+    let mut out = String::new();
+    let mut entity = false;
+    for c in title.chars() {
+        entity = (entity || c == '&') && c != ';';
+        if c.is_ascii_alphanumeric() && !entity {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    let out: String = out.trim_matches('-').chars().take(48).collect();
+    out.trim_end_matches('-').to_owned()
+}
+
+/// The report with `charts` linked from `dir` (relative to the Markdown file): the first (the
+/// verdict's) under the verdict, the others in a section of their own at the end.
+pub fn write_linked(
+    r: &Report,
+    dir: &str,
+    charts: &[ChartFile],
+    out: &mut impl Write,
+) -> io::Result<()> {
+    let link = |c: &ChartFile, out: &mut dyn Write| {
+        let alt = c.title.replace(['[', ']', '\n'], " ");
+        writeln!(out, "![{alt}]({dir}/{})\n", c.file)
+    };
     head(r, out)?;
     verdict(r, out)?;
+    if let Some(first) = charts.first() {
+        link(first, out)?;
+    }
     replicas(r, out)?;
     recommendations(r, out)?;
     failed_requests(r, out)?;
@@ -27,6 +105,10 @@ pub fn write(r: &Report, out: &mut impl Write) -> io::Result<()> {
     decision_table(r, out)?;
     if let Some(c) = r.client {
         client(c, out)?;
+    }
+    if charts.len() > 1 {
+        writeln!(out, "## Charts\n")?;
+        charts.iter().skip(1).try_for_each(|c| link(c, out))?;
     }
     Ok(())
 }
@@ -184,4 +266,13 @@ fn client(c: &ClientSummary, out: &mut impl Write) -> io::Result<()> {
         row(out, &[&name, &q[0], &q[1], &q[2], &q[3], &q[4]])?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_slug_drops_entities_and_joins_the_rest() {
+        let slug = super::slug("TTFT p95 (the client&#39;s requests, 1 s) &lt;b&gt;");
+        assert_eq!(slug, "ttft-p95-the-client-s-requests-1-s-b");
+    }
 }

@@ -54,6 +54,7 @@ fn report<'a>(
         input: i,
         client,
         interrupted: None,
+        requests: &[],
     }
 }
 
@@ -458,15 +459,24 @@ fn svgs(dom: &str) -> Vec<&str> {
         .collect()
 }
 
-/// Whether `svg` holds a data path with at least two coordinates.
+/// Whether `svg` holds a data line: a path with a coordinate, or a polyline through two points.
 fn has_data_path(svg: &str) -> bool {
-    svg.split("class=\"series\"").skip(1).any(|rest| {
-        let d = rest
-            .split("d=\"")
-            .nth(1)
+    let attr = |rest: &str, name: &str| -> String {
+        let tag = &rest[..rest.find('>').unwrap_or(rest.len())];
+        let value = tag.split(&format!(" {name}=\"")).nth(1);
+        value
             .and_then(|d| d.split('"').next())
-            .unwrap_or("");
-        d.starts_with('M') && d.matches(',').count() >= 1 && d.chars().any(|c| c.is_ascii_digit())
+            .unwrap_or("")
+            .to_owned()
+    };
+    svg.split("class=\"series\"").skip(1).any(|rest| {
+        let d = attr(rest, "d");
+        let path = d.starts_with('M') && d.contains(',') && d.chars().any(|c| c.is_ascii_digit());
+        path || attr(rest, "points")
+            .split(' ')
+            .filter(|p| p.contains(','))
+            .count()
+            >= 2
     })
 }
 
@@ -602,4 +612,302 @@ fn replicas_are_shown_when_there_are_two_or_more() {
         md.contains("| vllm-1 | 0 | batch_limit | 16.0 | 0.0 | 25.0% | 50.0% |"),
         "{md}"
     );
+}
+
+/// Writes `html` as `name` in a fresh directory, has Chromium build its DOM, and checks what every
+/// report kind must hold: under 2 MiB, at least `min_charts` charts each with data, the hostile
+/// label escaped and no script, nothing fetched from off the page. The DOM, and the directory.
+fn rendered(name: &str, html: &[u8], min_charts: usize) -> Option<(String, std::path::PathBuf)> {
+    let chromium = chromium()?;
+    let dir = std::env::temp_dir().join(format!("llmscope-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    eprintln!("{name}: the page is {} bytes", html.len());
+    assert!(html.len() < 2 * 1024 * 1024, "{name}: {} bytes", html.len());
+    let page = dir.join(format!("{name}.html"));
+    std::fs::write(&page, html).unwrap();
+    let dom = headless(&chromium, &dir, &page, &["--dump-dom".to_owned()]);
+    let charts = svgs(&dom);
+    assert!(
+        charts.len() >= min_charts,
+        "{name}: {} charts",
+        charts.len()
+    );
+    for (n, svg) in charts.iter().enumerate() {
+        assert!(has_data_path(svg), "{name}: chart {n} has no data: {svg}");
+    }
+    assert!(
+        !dom.contains("<script"),
+        "{name}: a script or unescaped label"
+    );
+    assert!(
+        dom.contains(&esc_hostile()),
+        "{name}: the hostile label escaped"
+    );
+    for attr in ["src=", "href=", "url(", "@import"] {
+        assert!(!dom.contains(attr), "{name}: {attr} would leave the page");
+    }
+    screenshot(&chromium, &dir, &page);
+    Some((dom, dir))
+}
+
+fn esc_hostile() -> String {
+    "&lt;script&gt;alert(1)&lt;/script&gt;".to_owned()
+}
+
+/// Issue 26: `diagnose --prometheus` reports a window without a client: the verdict's chart, the
+/// dashboard and the layers all have data, and no client chart is drawn empty.
+#[test]
+fn a_windows_report_has_charts_with_data_in_chromium() {
+    let (_, input) = verdict_cases().remove(1);
+    let d = diagnose(&input);
+    let mut r = report(&d, &input, None);
+    r.title = format!("llmscope diagnose {HOSTILE}");
+    let mut html = Vec::new();
+    html::write(&r, &mut html).unwrap();
+    let Some((dom, dir)) = rendered("window", &html, 6) else {
+        return;
+    };
+    let verdict_at = dom
+        .find("Verdict: <b>kv_cache_capacity</b>")
+        .expect("verdict");
+    assert!(verdict_at < dom.find("<svg").unwrap(), "the verdict first");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Issue 26: `compare A B C --html`: each run's verdict, what changed in the configuration (a
+/// hostile line escaped), the deltas from the first run (absent as —, never 0), and the signals
+/// and client latencies overlaid, one line per run, every chart with data.
+#[test]
+fn a_comparison_overlays_its_runs_in_chromium() {
+    use llmscope_render::compare::{self, Row};
+    let cases = verdict_cases();
+    let inputs = [&cases[0].1, &cases[1].1, &cases[2].1];
+    let ds: Vec<_> = inputs.iter().map(|i| diagnose(i)).collect();
+    let client = client_summary();
+    let runs: Vec<Report> = ds
+        .iter()
+        .zip(inputs)
+        .enumerate()
+        .map(|(n, (d, i))| {
+            let mut r = report(d, i, (n != 2).then_some(&client));
+            r.run_id = Some((n + 1).to_string());
+            r.context.push(format!("--max-num-seqs {}", 16 << n));
+            r
+        })
+        .collect();
+    let mut runs = runs;
+    runs[1].context.push(format!("model {HOSTILE}"));
+    let rows = vec![
+        Row {
+            name: "output tok/s".into(),
+            values: vec![Some(180.0), Some(360.0), None],
+        },
+        Row {
+            name: format!("TTFT p99 ms {HOSTILE}"),
+            values: vec![None, Some(90.0), Some(45.0)],
+        },
+    ];
+    let mut html = Vec::new();
+    compare::html(&format!("compare {HOSTILE}"), &runs, &rows, &mut html).unwrap();
+    let Some((dom, dir)) = rendered("compare", &html, 7) else {
+        return;
+    };
+    for verdict in ["batch_limit", "kv_cache_capacity", "gpu_compute"] {
+        assert!(dom.contains(&format!("</b>: {verdict} (")), "{verdict}");
+    }
+    let changed = &dom[dom.find("What changed").unwrap()..dom.find("Compared").unwrap()];
+    for line in [
+        "--max-num-seqs 16",
+        "--max-num-seqs 32",
+        "--max-num-seqs 64",
+    ] {
+        assert!(changed.contains(line), "{line} changed");
+    }
+    assert!(
+        !changed.contains("vllm 0.26"),
+        "a line every run has did not change"
+    );
+    let table = &dom[dom.find("Compared").unwrap()..dom.find("<svg").unwrap()];
+    let cells = "<td>180</td><td>360</td><td>—</td><td>+100.0%</td><td></td>";
+    assert!(table.contains(cells), "{table}");
+    assert!(table.contains("<td>—</td><td>90</td><td>45</td><td></td><td></td>"));
+    for svg in svgs(&dom).iter().take(5) {
+        assert!(
+            svg.matches("class=\"series\"").count() >= 2,
+            "overlaid: {svg}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A search against a batch cap of 16 (loads 1 … 32, then 12, 14, 15), goodput under an SLO,
+/// the stage past the knee summarised with a hostile label.
+fn capacity_answer() -> llmscope_diagnosis::capacity::answer::Answer {
+    use llmscope_diagnosis::Bottleneck;
+    use llmscope_diagnosis::capacity::answer::*;
+    use llmscope_diagnosis::capacity::{Search, Served};
+    let mut search = Search::new(1, 64);
+    let stages = [1, 2, 4, 8, 16, 32, 12, 14, 15].map(|l: u32| {
+        let (tok, x) = (100.0 * f64::from(l.min(16)), f64::from(l));
+        let b = if l < 16 {
+            Bottleneck::LoadNotReached
+        } else {
+            Bottleneck::BatchLimit
+        };
+        let goodput = if l <= 16 { x } else { 8.0 };
+        let served = Served {
+            output_tok_s: tok,
+            goodput_rps: Some(goodput),
+            saturated: false,
+        };
+        search.record(l, served);
+        let p = |v: f64| Percentiles {
+            p50: Some(v / 2.0),
+            p95: Some(v),
+        };
+        Stage {
+            load: Load::on(Axis::Concurrency, l),
+            run_id: i64::from(l),
+            output_tok_s: tok,
+            req_s: tok / 100.0,
+            goodput_rps: Some(goodput),
+            goodput_fraction: Some(goodput / x),
+            ttft_ms: p(if l <= 16 { 40.0 } else { 40.0 * x }),
+            itl_ms: p(12.0),
+            e2e_ms: p(if l <= 16 { 4000.0 } else { 9000.0 }),
+            completed: 100,
+            failed: 0,
+            running_mean: Some(x.min(16.0)),
+            waiting_mean: Some((x - 16.0).max(0.0)),
+            seconds: 10.0,
+            window: None,
+            verdict: StageVerdict {
+                bottleneck: b,
+                confidence: 0.9,
+                summary: format!("{} at {l} on pod {HOSTILE}", b.as_str()),
+                evidence: Vec::new(),
+            },
+            client_limited: None,
+            interrupted: false,
+        }
+    });
+    let found = Ended::Found {
+        stop: StopReason::Plateau,
+    };
+    let slo = Some("ttft=500ms,e2e=20s".to_owned());
+    Answer::assemble(
+        Axis::Concurrency,
+        slo,
+        stages.to_vec(),
+        &search,
+        found,
+        (300.0, 100.0),
+    )
+}
+
+/// Issue 26: `capacity --html`: throughput and goodput against load with the knee marked and
+/// named with its cause, then latency against throughput with the SLO's limits and the knee's
+/// stage ringed; every chart has data, the hostile label is escaped.
+#[test]
+fn a_capacity_page_has_its_charts_in_chromium() {
+    let a = capacity_answer();
+    let html = llmscope_render::capacity::html(&a, &format!("capacity {HOSTILE}"));
+    let Some((dom, dir)) = rendered("capacity", html.as_bytes(), 2) else {
+        return;
+    };
+    let charts = svgs(&dom);
+    let (load, latency) = (charts[0], charts[1]);
+    assert_eq!(load.matches("class=\"stage\"").count(), 9, "{load}");
+    assert_eq!(load.matches("class=\"goodput\"").count(), 9, "{load}");
+    assert!(load.contains("knee 16: batch_limit"), "{load}");
+    assert_eq!(latency.matches("class=\"series\"").count(), 2, "{latency}");
+    assert!(latency.contains("SLO ttft ≤ 500 ms") && latency.contains("SLO e2e ≤ 20000 ms"));
+    assert_eq!(
+        latency.matches("stroke-width=\"2.5\" r=\"7\"").count(),
+        2,
+        "the knee ringed"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Issue 26: the Markdown report's charts are SVG files Chromium opens on their own (well-formed
+/// XML in the SVG namespace, with data), each linked once, the verdict's right under the verdict.
+#[test]
+fn markdown_links_its_charts_as_svg_files_that_open_alone() {
+    let (_, input) = verdict_cases().remove(0);
+    let d = diagnose(&input);
+    let client = client_summary();
+    let r = report(&d, &input, Some(&client));
+    let charts = markdown::chart_files(&r);
+    assert!(charts.len() >= 8, "{} charts", charts.len());
+    let mut md = Vec::new();
+    markdown::write_linked(&r, "run-charts", &charts, &mut md).unwrap();
+    let md = String::from_utf8(md).unwrap();
+    for c in &charts {
+        let link = format!("(run-charts/{})", c.file);
+        assert_eq!(md.matches(&link).count(), 1, "{link} in {md}");
+    }
+    let first = md.find(&charts[0].file).unwrap();
+    assert!(md.find("## Verdict").unwrap() < first && first < md.find("## Evidence").unwrap());
+    let Some(chromium) = chromium() else { return };
+    let dir = std::env::temp_dir().join(format!("llmscope-svg-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for c in &charts {
+        let file = dir.join(&c.file);
+        std::fs::write(&file, &c.svg).unwrap();
+        let dom = headless(&chromium, &dir, &file, &["--dump-dom".to_owned()]);
+        assert!(!dom.contains("parsererror"), "{}: {dom}", c.file);
+        assert!(has_data_path(&dom), "{}: no data", c.file);
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Issue 26: with the client's per-request records, TTFT p95, the client's completed requests
+/// and failures by kind (each kind a line, the hostile one escaped) are drawn over time, with
+/// data, in Chromium.
+#[test]
+fn the_clients_requests_are_charted_over_time_in_chromium() {
+    use llmscope_render::RequestTiming;
+    let (_, input) = verdict_cases().remove(0);
+    let t0 = 1_700_000_000.0;
+    let requests: Vec<RequestTiming> = (0..1920)
+        .map(|k| {
+            let sent = t0 + 60.0 + f64::from(k) * 0.25;
+            let error = match k % 50 {
+                0 => Some("http_503".to_owned()),
+                1 => Some(format!("stall {HOSTILE}")),
+                _ => None,
+            };
+            let ttft = 0.04 + f64::from(k % 7) * 0.01;
+            RequestTiming {
+                sent,
+                end: sent + 4.0,
+                ttft_s: error.is_none().then_some(ttft),
+                error,
+            }
+        })
+        .collect();
+    let d = diagnose(&input);
+    let client = client_summary();
+    let mut r = report(&d, &input, Some(&client));
+    r.requests = &requests;
+    let mut html = Vec::new();
+    html::write(&r, &mut html).unwrap();
+    let Some((dom, dir)) = rendered("requests", &html, 10) else {
+        return;
+    };
+    let figure = |title: &str| {
+        let at = dom.find(title).unwrap_or_else(|| panic!("{title} drawn"));
+        svgs(&dom[at..])[0]
+    };
+    let ttft = figure("TTFT p95 over time (the client's requests");
+    assert!(has_data_path(ttft) && !dom.contains("no data: TTFT p95"));
+    let failures = figure("Failures over time, by kind");
+    assert_eq!(
+        failures.matches("class=\"series\"").count(),
+        2,
+        "{failures}"
+    );
+    assert!(figure("Throughput over time").contains("client completed req/s"));
+    std::fs::remove_dir_all(&dir).ok();
 }

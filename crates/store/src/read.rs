@@ -212,6 +212,31 @@ impl Store {
         Ok(out)
     }
 
+    /// A run's load-generator records in the order they were sent (the whole record left out:
+    /// its columns say what a notebook needs, `record` is `null`).
+    pub fn requests(&self, run: RunId) -> Result<Vec<crate::RequestRow>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT stage, id, sent_unix_ns, end_unix_ns, first_token_unix_ns, status, error,
+             prompt_tokens, output_tokens FROM requests WHERE run_id = ?1
+             ORDER BY sent_unix_ns, stage, id",
+        )?;
+        let rows = stmt.query_map([run], |r| {
+            Ok(crate::RequestRow {
+                stage: r.get(0)?,
+                id: r.get::<_, i64>(1)? as u64,
+                sent_unix_ns: r.get::<_, i64>(2)? as u64,
+                end_unix_ns: r.get::<_, i64>(3)? as u64,
+                first_token_unix_ns: r.get::<_, Option<i64>>(4)?.map(|t| t as u64),
+                status: r.get(5)?,
+                error: r.get(6)?,
+                prompt_tokens: r.get(7)?,
+                output_tokens: r.get(8)?,
+                record: serde_json::Value::Null,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
     /// How many load-generator records a run has.
     pub fn request_count(&self, run: RunId) -> Result<u64, StoreError> {
         Ok(self.conn.query_row(

@@ -68,12 +68,106 @@ fn default_run_finds_the_batch_limit_and_stores_it() {
         "compare", &run_id, &run_id, "--db", db_s, "--format", "json",
     ]);
     assert_eq!(json(&cmp)["after"]["bottleneck"], "batch_limit");
+    // Issue 26: three runs (here the same one thrice) on one page, charts overlaid; the text
+    // formats take two and say so.
+    let cmp_html = dir.join("compare.html");
+    let cmp_s = cmp_html.to_str().unwrap();
+    let three = [&*run_id, &run_id, &run_id];
+    let cmp = llmscope(&[&["compare"][..], &three, &["--db", db_s, "--html", cmp_s]].concat());
+    assert!(
+        cmp.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cmp.stderr)
+    );
+    let page = std::fs::read_to_string(&cmp_html).unwrap();
+    let runs = format!("<b>run {run_id}</b>: batch_limit (");
+    assert_eq!(page.matches(&runs).count(), 3, "{page}");
+    assert!(page.matches("<svg").count() >= 7 && !page.contains("<script"));
+    let cmp = llmscope(&[&["compare"][..], &three, &["--db", db_s]].concat());
+    let stderr = String::from_utf8_lossy(&cmp.stderr);
+    assert!(
+        !cmp.status.success() && stderr.contains("take two runs"),
+        "{stderr}"
+    );
+
+    // Issue 26: the Markdown report links its charts, written as SVG files beside it.
+    let md_path = dir.join("run3.md");
+    let md_s = md_path.to_str().unwrap();
+    let out = llmscope(&["report", &run_id, "--db", db_s, "--markdown", md_s]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let md_text = std::fs::read_to_string(&md_path).unwrap();
+    let links: Vec<&str> = md_text
+        .lines()
+        .filter_map(|l| l.strip_prefix("![")?.split("](").nth(1)?.strip_suffix(')'))
+        .collect();
+    assert!(links.len() >= 6, "{md_text}");
+    assert!(
+        md_text.find(links[0]) < md_text.find("## Evidence"),
+        "the verdict's chart first"
+    );
+    for link in &links {
+        let svg = std::fs::read_to_string(dir.join(link)).unwrap();
+        assert!(
+            svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""),
+            "{link}"
+        );
+        assert!(
+            svg.contains("<path class=\"series\" d=\"M"),
+            "{link} has data"
+        );
+    }
+
+    // Issue 26: the run for notebooks — its series in long format and a row per request; an
+    // export into a directory that holds anything is refused and leaves it as it was.
+    let export = dir.join("export");
+    let export_s = export.to_str().unwrap();
+    let out = llmscope(&["report", &run_id, "--db", db_s, "--export", export_s]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let series = std::fs::read_to_string(export.join("series.csv")).unwrap();
+    assert!(series.starts_with("time,layer,metric,labels,value\r\n"));
+    let running: Vec<&str> = series
+        .lines()
+        .filter(|l| l.contains(",vllm:num_requests_running,"))
+        .collect();
+    assert!(running.len() >= 10, "{series:.2000}");
+    let requests = std::fs::read_to_string(export.join("requests.csv")).unwrap();
+    let ok = requests
+        .lines()
+        .skip(1)
+        .filter(|l| l.ends_with(",true"))
+        .count();
+    let sent = v["client"]["requests"]["sent"].as_u64().unwrap() as usize;
+    assert_eq!(
+        requests.lines().count() - 1,
+        sent,
+        "one row per request sent"
+    );
+    assert!(ok > 0, "{requests:.2000}");
+    let again = llmscope(&["report", &run_id, "--db", db_s, "--export", export_s]);
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(
+        !again.status.success() && stderr.contains("not empty"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(export.join("series.csv")).unwrap(),
+        series
+    );
 
     // An output pointed at the store is refused, and the store keeps its runs.
     let target = closed_port().to_string();
     let target = format!("http://127.0.0.1:{target}");
     for args in [
         vec!["report", &run_id, "--db", db_s, "--html", db_s],
+        vec!["compare", &run_id, &run_id, "--db", db_s, "--html", db_s],
         vec!["load", "--target", &target, "--records", db_s],
         vec!["dashboard", "--engine", "vllm@0.26", "--output", db_s],
     ] {

@@ -259,6 +259,7 @@ fn judge(record: RunRecord, facts: RunFacts, status: RunStatus) -> Result<Analys
         window: None,
     })?;
     analysed.interrupted = analysis::interruption(&store.run(run)?);
+    analysed.requests = analysis::request_timings(&store, run)?;
     Ok(analysed)
 }
 

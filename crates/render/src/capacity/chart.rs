@@ -20,14 +20,14 @@ const KNEE_COLOUR: &str = "#343a40";
 
 /// An axis from 0 to `top` in ticks of `step` (1, 2 or 5 × a power of ten).
 #[derive(Debug, Clone, Copy, PartialEq)]
-struct Scale {
+pub(super) struct Scale {
     step: f64,
-    top: f64,
+    pub(super) top: f64,
 }
 
 impl Scale {
     /// An axis that holds `max` in about four ticks, each at least `min_step`.
-    fn of(max: f64, min_step: f64) -> Scale {
+    pub(super) fn of(max: f64, min_step: f64) -> Scale {
         let max = if max.is_finite() { max.max(0.0) } else { 0.0 };
         let raw = max.max(min_step) / 4.0;
         let mag = 10f64.powf(raw.log10().floor());
@@ -42,7 +42,7 @@ impl Scale {
     }
 
     /// Every tick from 0 to the top.
-    fn ticks(self) -> impl Iterator<Item = f64> {
+    pub(super) fn ticks(self) -> impl Iterator<Item = f64> {
         let n = (self.top / self.step).round() as u32;
         (0..=n).map(move |i| f64::from(i) * self.step)
     }
@@ -103,7 +103,8 @@ pub(super) fn chart(a: &Answer, s: &mut String) {
         goodput(&p, g, &points, s);
     }
     if let Some(k) = &a.knee {
-        knee_marker(&p, k, s);
+        let cause = a.cause.as_ref().map(|c| c.bottleneck.as_str());
+        knee_marker(&p, k, cause, s);
     }
     legend(&p, &points, s);
     s.push_str("</svg>");
@@ -196,7 +197,7 @@ fn throughput(p: &Plot, axis: Axis, points: &[&Stage], s: &mut String) {
         .collect();
     let _ = write!(
         s,
-        "<polyline fill=\"none\" stroke=\"#495057\" stroke-width=\"1.8\" points=\"{}\"/>",
+        "<polyline class=\"series\" fill=\"none\" stroke=\"#495057\" stroke-width=\"1.8\" points=\"{}\"/>",
         line.join(" ")
     );
     for st in points {
@@ -251,14 +252,18 @@ fn goodput(p: &Plot, g: Scale, points: &[&Stage], s: &mut String) {
     }
 }
 
-/// A vertical line at the knee's load, named at its top.
-fn knee_marker(p: &Plot, k: &KneeAnswer, s: &mut String) {
+/// A vertical line at the knee's load, named at its top with its cause (the verdict past it).
+fn knee_marker(p: &Plot, k: &KneeAnswer, cause: Option<&str>, s: &mut String) {
     let (load, y0) = (k.load.value(), H - BOTTOM);
     let x = p.x(f64::from(load));
     let name = if k.at_least {
         format!("knee ≥ {load}")
     } else {
         format!("knee {load}")
+    };
+    let name = match cause {
+        Some(c) => format!("{name}: {}", esc(c)),
+        None => name,
     };
     let _ = write!(
         s,

@@ -1,5 +1,6 @@
 //! The answer of a capacity search (`llmscope capacity`) for people: [`text`] for a terminal,
-//! [`html`] one self-contained page with an inline SVG chart of output throughput against load.
+//! [`html`] one self-contained page with inline SVG charts: output throughput and goodput against
+//! load with the knee and its cause marked, then latency against throughput with the SLO's limits.
 //!
 //! Both say the same facts in the same order: the knee and what limits the deployment there,
 //! why (the verdict just past the knee, its evidence, the run to open), the latency at the
@@ -12,6 +13,7 @@
 //! (the last at each load, neither interrupted nor client-limited); its scales live in `Plot`.
 
 mod chart;
+mod latency;
 
 use crate::html::{STYLE, esc};
 use crate::num;
@@ -57,6 +59,8 @@ pub fn html(a: &Answer, title: &str) -> String {
     advice_html(a, &mut s);
     s.push_str("<h2>Output throughput against load</h2>");
     chart::chart(a, &mut s);
+    s.push_str("<h2>Latency against throughput</h2>");
+    latency::chart(a, &mut s);
     if let Some(k) = &a.knee {
         latency_html(k, &mut s);
     }

@@ -1,9 +1,9 @@
 //! The client's side as charts: latency distributions, throughput over time, failures.
 //!
-//! The report carries the client's *summary* (percentiles, means, totals per error kind), not
-//! its per-request records: the distributions are drawn through the percentiles it kept, the
-//! throughput over time is the engine's (with the client's mean beside it), and failures over
-//! time cannot be drawn — the panel says so and gives the totals.
+//! The distributions are drawn through the percentiles of the client's summary. Throughput over
+//! time is the engine's count of finished requests beside the client's own, per bin, when the
+//! run store kept the per-request records (`super::requests`), with the client's mean; failures
+//! over time by kind are drawn from those records, and without them the panel gives the totals.
 
 use super::Page;
 use crate::chart::{Axis, Cdf, Curve, Rule, Side, no_data};
@@ -20,7 +20,17 @@ pub(crate) fn write(page: Option<&Page>, c: &ClientSummary, s: &mut String) {
         Some(page) => throughput(page, c, s),
         None => no_data("Throughput over time", "the run has no time series", s),
     }
-    failures(c, s);
+    match page.filter(|p| !p.r.requests.is_empty()) {
+        Some(page) => failures_over_time(page, c, s),
+        None => failures(c, s),
+    }
+}
+
+/// Failures per second by kind, from the per-request records, when any request failed.
+fn failures_over_time(page: &Page, c: &ClientSummary, s: &mut String) {
+    if c.request_outcome().failed > 0 || page.r.requests.iter().any(|r| r.error.is_some()) {
+        super::requests::failures(page, page.r.requests).write(s);
+    }
 }
 
 /// TTFT, ITL and end-to-end latency as cumulative curves through the client's percentiles.
@@ -60,10 +70,14 @@ pub(crate) fn curve(label: &str, s: &Summary) -> Curve {
 
 /// Requests finished per second by the engine, with the client's mean over its window.
 fn throughput(page: &Page, c: &ClientSummary, s: &mut String) {
-    let title = "Throughput over time (the engine's count of finished requests)";
+    let title = "Throughput over time (finished requests)";
     let mut p = page.panel(title, HEIGHT, Axis::new("req/s"));
     let finished = "engine finished req/s";
     page.add(&mut p, Concept::RequestsFinished, finished, Side::Left, 1.0);
+    if !page.r.requests.is_empty() {
+        let completed = super::requests::completed(page, page.r.requests);
+        p.line("client completed req/s", Side::Left, completed);
+    }
     let rate = c.throughput.requests_per_s;
     if rate > 0.0 {
         p.rules.push(Rule {
@@ -74,7 +88,7 @@ fn throughput(page: &Page, c: &ClientSummary, s: &mut String) {
         });
     }
     p.missing =
-        "the engine's finished-requests counter (the client keeps no series over time)".into();
+        "the engine's finished-requests counter, and the client's per-request records".into();
     p.write(s);
 }
 

@@ -81,11 +81,13 @@ pub(crate) fn gpu_vs_waiting(page: &Page, height: f64) -> Panel {
     p
 }
 
-/// TTFT p95 over time needs a distribution per moment: the engine's histogram buckets over
-/// time, or the client's per-request records. A report carries neither (the input keeps one
-/// signal per concept, the client a summary of the whole run), so the panel says so, with the
-/// client's p95 over the whole run when it has one.
+/// TTFT p95 over time needs a distribution per moment: the client's per-request records when
+/// the run store kept them; else the panel says what is missing, with the client's p95 over the
+/// whole run when it has one.
 fn ttft_p95(page: &Page, s: &mut String) {
+    if !page.r.requests.is_empty() {
+        return super::requests::ttft_p95(page, page.r.requests).write(s);
+    }
     let whole = page.r.client.and_then(|c| c.latency_ms.ttft.p95);
     let whole = whole.map_or(String::new(), |p95| {
         format!(
@@ -94,7 +96,7 @@ fn ttft_p95(page: &Page, s: &mut String) {
         )
     });
     let missing = format!(
-        "TTFT p95 over time needs the engine's TTFT histogram buckets over time (vllm:time_to_first_token_seconds_bucket) or the client's per-request records, and this report carries neither{whole}"
+        "TTFT p95 over time needs the client's per-request records, and this run has none stored{whole}"
     );
     no_data("TTFT p95 over time", &missing, s);
 }

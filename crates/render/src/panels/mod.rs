@@ -14,6 +14,7 @@
 pub(crate) mod client;
 pub(crate) mod dashboard;
 pub(crate) mod layers;
+pub(crate) mod requests;
 pub(crate) mod verdict;
 
 use crate::Report;
