@@ -1,7 +1,8 @@
 //! `llmscope watch`: every deployment a Prometheus-compatible server sees, diagnosed every
 //! `--interval` over the last `--window`, and said as metrics (`/metrics`), probes (`/healthz`,
 //! `/readyz`) and a status page (`/`). The source of truth stays in Prometheus: watch keeps no
-//! series of its own, only the last evaluation and since when each verdict has held, so any
+//! series of its own, only the last evaluation, since when each verdict has held and a short
+//! ring of each deployment's last evaluations for the page's charts ([`history`]), so any
 //! number of replicas (`--shard I/N`) can come and go.
 //!
 //! Flow, one way: Prometheus → [`evaluate`] (the window read once for the fleet, split by
@@ -13,6 +14,7 @@ pub mod drift;
 pub mod evaluate;
 pub mod expose;
 pub mod fleet;
+pub mod history;
 pub mod options;
 pub mod serve;
 pub mod service;

@@ -5,6 +5,7 @@
 use crate::WatchError;
 use crate::evaluate::Evaluation;
 use crate::fleet::DeploymentKey;
+use crate::history::{History, Point};
 use llmscope_diagnosis::Bottleneck;
 use llmscope_diagnosis::stall::StallState;
 use std::collections::{BTreeMap, HashMap};
@@ -67,6 +68,9 @@ pub struct State {
     pub last_error: Option<(f64, String)>,
     /// Failed Prometheus queries by kind.
     pub errors: BTreeMap<&'static str, u64>,
+    /// Each current deployment's last evaluations, for the page's charts (bounded: see
+    /// [`crate::history`]).
+    pub history: HashMap<DeploymentKey, History>,
 }
 
 impl State {
@@ -80,6 +84,7 @@ impl State {
             last_success: None,
             last_error: None,
             errors: BTreeMap::new(),
+            history: HashMap::new(),
         }
     }
 
@@ -108,10 +113,22 @@ impl State {
             );
         }
         self.since = since;
+        self.remember(&e);
         self.evaluations += 1;
         self.durations.observe(e.duration_s);
         self.last_success = Some(now);
         self.latest = Some(e);
+    }
+
+    /// Adds `e` to each deployment's history; deployments no longer seen are forgotten.
+    fn remember(&mut self, e: &Evaluation) {
+        let mut kept = HashMap::with_capacity(e.deployments.len());
+        for d in &e.deployments {
+            let mut h = self.history.remove(&d.key).unwrap_or_default();
+            h.push(Point::of(d, e.at));
+            kept.insert(d.key.clone(), h);
+        }
+        self.history = kept;
     }
 
     /// Takes a failed evaluation in; the previous one stays shown (marked stale by its age).

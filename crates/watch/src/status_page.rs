@@ -3,14 +3,25 @@
 //! summaries, file names, error messages) is HTML-escaped by [`html`], the one escaper.
 //!
 //! [`render`] writes the head, the status line (what watch reads and its last evaluation), the
-//! last failure, then the table, one `row` per deployment.
+//! last failure, then the table, one `row` per deployment, each with a sparkline of its recent
+//! KV-cache usage, GPU busy and requests in the engine, then charts of the same for the
+//! deployments that need attention first (at most [`CHARTS`], so a page for 1,000 deployments
+//! stays small). Both are drawn with `llmscope_render::chart` from `State::history`, on one
+//! time axis; an unknown value is a gap, never 0.
 
 use crate::drift::Drift;
 use crate::evaluate::{DeploymentStatus, Evaluation};
+use crate::history::{History, Point};
 use crate::state::State;
 use llmscope_core::safe::html;
 use llmscope_diagnosis::stall::StallState;
+use llmscope_render::chart::{Axis, Panel, Side, TimeAxis, sparkline};
 use std::fmt::Write;
+
+/// Deployments drawn as charts under the table, those needing attention first.
+pub const CHARTS: usize = 12;
+/// Characters in a row's sparkline.
+const SPARK_WIDTH: usize = 24;
 
 fn ago(now: f64, t: f64) -> String {
     let s = (now - t).max(0.0);
@@ -31,7 +42,7 @@ fn ratio(v: Option<f64>) -> String {
 const STYLE: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:1.5rem;color:#1d1d1f}\
 table{border-collapse:collapse;width:100%}th,td{border-bottom:1px solid #ddd;padding:.4rem .6rem;\
 text-align:left;vertical-align:top}th{background:#f4f4f6}.bad{color:#b00020;font-weight:600}\
-.warn{color:#8a5a00}.ok{color:#0a6b2d}.muted{color:#666}small{color:#555}code{font-size:12px}";
+.warn{color:#8a5a00}.ok{color:#0a6b2d}.muted{color:#666}small{color:#555}code{font-size:12px}.spark{font:11px/1.2 monospace;white-space:pre}svg text{font:12px system-ui,sans-serif}figure{margin:.6em 0 1em}figcaption{font-weight:600;font-size:.95em;margin-bottom:.2em}svg.chart{max-width:100%;height:auto}";
 
 /// The whole page at `now`.
 pub fn render(state: &State, now: f64) -> String {
@@ -41,6 +52,7 @@ pub fn render(state: &State, now: f64) -> String {
     last_failure(&mut h, state, now);
     if let Some(e) = &state.latest {
         table(&mut h, state, e, now);
+        charts(&mut h, state, e);
     }
     h.push_str("</body></html>");
     h
@@ -108,7 +120,7 @@ fn table(h: &mut String, state: &State, e: &Evaluation, now: f64) {
         );
     }
     h.push_str("<table><thead><tr><th>namespace</th><th>deployment</th><th>verdict</th><th>confidence</th>\
-<th>KV headroom</th><th>GPU headroom</th><th>stall</th><th>drift</th><th>evidence and advice</th><th>since</th></tr></thead><tbody>");
+<th>KV headroom</th><th>GPU headroom</th><th>recent</th><th>stall</th><th>drift</th><th>evidence and advice</th><th>since</th></tr></thead><tbody>");
     for d in &e.deployments {
         row(h, state, d, now);
     }
@@ -129,6 +141,7 @@ fn unattributed(h: &mut String, series: u64) {
 /// One deployment: who, the verdict and headroom, the stall, the drift, the words, since when.
 fn row(h: &mut String, state: &State, d: &DeploymentStatus, now: f64) {
     verdict_cells(h, d);
+    recent_cell(h, state.history.get(&d.key), time_axis(state));
     stall_cell(h, d);
     let _ = write!(h, "<td>{}</td>", drift_cell(state, d));
     words_cell(h, d);
@@ -150,6 +163,113 @@ fn verdict_cells(h: &mut String, d: &DeploymentStatus) {
         ratio(d.kv_headroom),
         ratio(d.gpu_headroom),
     );
+}
+
+/// A value a row and a chart show: its name, its scale to the axis' unit, where it is read
+/// from, and which axis.
+struct Measure {
+    label: &'static str,
+    scale: f64,
+    value: fn(&Point) -> f32,
+    side: Side,
+}
+
+const MEASURES: [Measure; 3] = [
+    Measure {
+        label: "KV-cache used",
+        scale: 100.0,
+        value: |p| p.kv_used,
+        side: Side::Left,
+    },
+    Measure {
+        label: "GPU busy",
+        scale: 100.0,
+        value: |p| p.gpu_busy,
+        side: Side::Left,
+    },
+    Measure {
+        label: "in engine",
+        scale: 1.0,
+        value: |p| p.in_engine,
+        side: Side::Right,
+    },
+];
+
+/// One time axis for every deployment's history: from the oldest point held to the newest;
+/// `None` before two evaluations.
+fn time_axis(state: &State) -> Option<TimeAxis> {
+    TimeAxis::over(state.history.values().flat_map(History::times))
+}
+
+/// The deployment's recent values as sparklines, one line each; a gap where a value was unknown.
+fn recent_cell(h: &mut String, history: Option<&History>, time: Option<TimeAxis>) {
+    let (Some(history), Some(time)) = (history, time) else {
+        h.push_str("<td class=\"muted\">—</td>");
+        return;
+    };
+    h.push_str("<td class=\"spark\">");
+    for m in MEASURES {
+        let (line, label) = (
+            sparkline(&history.series(m.value, m.scale), time, SPARK_WIDTH),
+            m.label,
+        );
+        let _ = write!(
+            h,
+            "<span title=\"{label}\">{line}</span> <small>{label}</small><br>"
+        );
+    }
+    h.push_str("</td>");
+}
+
+/// Charts of the recent history, those needing attention (a bottleneck, a stall) first.
+fn charts(h: &mut String, state: &State, e: &Evaluation) {
+    let Some(time) = time_axis(state) else {
+        if !e.deployments.is_empty() {
+            h.push_str("<p class=\"muted\">Charts appear after the second evaluation.</p>");
+        }
+        return;
+    };
+    let mut order: Vec<&DeploymentStatus> = e.deployments.iter().collect();
+    order.sort_by_key(|d| !needs_attention(d));
+    let _ = write!(
+        h,
+        "<h2>The last {} evaluations</h2>",
+        crate::history::POINTS
+    );
+    if order.len() > CHARTS {
+        let _ = write!(
+            h,
+            "<p class=\"muted\">The first {CHARTS} of {} deployments, those needing attention first; every row above has its sparklines.</p>",
+            order.len()
+        );
+    }
+    for d in order.into_iter().take(CHARTS) {
+        if let Some(history) = state.history.get(&d.key) {
+            panel(d, history, time).write(h);
+        }
+    }
+}
+
+/// A bottleneck to act on, or a stall.
+fn needs_attention(d: &DeploymentStatus) -> bool {
+    verdict_class(d.bottleneck.as_str()) == "warn" || d.stall.state == StallState::Stalled
+}
+
+/// One deployment's chart: KV-cache used and GPU busy in percent, requests in the engine.
+fn panel(d: &DeploymentStatus, history: &History, time: TimeAxis) -> Panel {
+    let title = format!(
+        "{}/{}: {}",
+        d.key.namespace,
+        d.key.deployment,
+        d.bottleneck.as_str()
+    );
+    let mut p = Panel::new(title, time, 90.0, Axis::percent());
+    p.right = Some(Axis::new("req"));
+    for s in MEASURES {
+        p.line(s.label, s.side, history.series(s.value, s.scale));
+    }
+    p.missing = "no KV-cache, GPU or queue series in the recent evaluations".to_owned();
+    p
 }
 
 /// `ok` for a deployment with nothing to fix, `warn` for a bottleneck.
