@@ -199,22 +199,54 @@ fn marks(p: &Panel, f: &Frame, s: &mut String) {
     }
 }
 
-/// Evidence values: a ringed dot at the time measured, with its value.
+/// Evidence values: a ringed dot at the time measured, with its value (labels that would
+/// collide moved apart by [`label_ys`]).
 fn dots(p: &Panel, f: &Frame, s: &mut String) {
-    for d in p
+    let shown: Vec<_> = p
         .dots
         .iter()
         .filter(|d| d.value.is_finite() && d.t.is_finite())
-    {
-        let (x, y) = (f.x(d.t), f.y(d.value, d.side));
-        let label = esc(&d.label);
+        .map(|d| (d, f.x(d.t), f.y(d.value, d.side), esc(&d.label)))
+        .collect();
+    let anchors: Vec<_> = shown
+        .iter()
+        .map(|(d, x, y, _)| (*x, *y, d.label.chars().count()))
+        .collect();
+    for ((d, x, y, label), label_y) in shown.iter().zip(label_ys(&anchors)) {
         let _ = write!(
             s,
             "<circle class=\"evidence\" cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"5\" fill=\"#fff\" stroke=\"{}\" stroke-width=\"2.5\"><title>{label}</title></circle>",
             d.colour
         );
-        text(s, (x + 8.0, y - 7.0), " font-size=\"11\"", &label);
+        text(s, (x + 8.0, label_y), " font-size=\"11\"", label);
     }
+}
+
+/// Height of a dot's label line, and the average width of one of its characters, px.
+const DOT_LABEL_H: f64 = 13.0;
+const DOT_LABEL_CHAR: f64 = 6.2;
+
+/// Where each dot's label goes (its baseline), given each dot's `(x, y, label characters)`:
+/// above and right of its dot, or where that would overlap a label placed before it, the first
+/// free of just below, a row higher, a row lower, … (the last tried when none is free).
+pub(super) fn label_ys(anchors: &[(f64, f64, usize)]) -> Vec<f64> {
+    const OFFSETS: [f64; 6] = [-7.0, 17.0, -21.0, 31.0, -35.0, 45.0];
+    let mut placed: Vec<(f64, f64, f64)> = Vec::with_capacity(anchors.len());
+    for &(x, y, chars) in anchors {
+        let (left, right) = (x + 8.0, x + 8.0 + DOT_LABEL_CHAR * chars as f64);
+        let free = |b: f64| {
+            placed
+                .iter()
+                .all(|&(l, r, pb)| right <= l || left >= r || (b - pb).abs() >= DOT_LABEL_H)
+        };
+        let b = OFFSETS
+            .iter()
+            .map(|o| y + o)
+            .find(|&b| free(b))
+            .unwrap_or(y + OFFSETS[OFFSETS.len() - 1]);
+        placed.push((left, right, b));
+    }
+    placed.into_iter().map(|p| p.2).collect()
 }
 
 /// One line: a path broken at its holes, each wide hole labelled "no data".

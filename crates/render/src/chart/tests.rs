@@ -212,3 +212,13 @@ fn a_sparkline_shows_holes_as_spaces_and_zeros_as_the_lowest_block() {
     assert_eq!(late, "     █████", "before the first sample is no data");
     assert_eq!(sparkline(&[], time(), 4), "    ");
 }
+
+/// Evidence labels at nearly the same place ("plateau 16 req", "mean 15.8 req") are moved apart;
+/// one far away keeps its place above its dot.
+#[test]
+fn evidence_labels_that_would_collide_are_moved_apart() {
+    let ys = super::series::label_ys(&[(500.0, 40.0, 14), (500.0, 41.0, 13), (900.0, 41.0, 9)]);
+    assert_eq!(ys[0], 33.0);
+    assert!((ys[1] - ys[0]).abs() >= 13.0, "{ys:?}");
+    assert_eq!(ys[2], 34.0, "no collision, no move");
+}
