@@ -121,8 +121,9 @@ fn table(h: &mut String, state: &State, e: &Evaluation, now: f64) {
     }
     h.push_str("<table><thead><tr><th>namespace</th><th>deployment</th><th>verdict</th><th>confidence</th>\
 <th>KV headroom</th><th>GPU headroom</th><th>recent</th><th>stall</th><th>drift</th><th>evidence and advice</th><th>since</th></tr></thead><tbody>");
+    let time = time_axis(state);
     for d in &e.deployments {
-        row(h, state, d, now);
+        row(h, state, d, (now, time));
     }
     h.push_str("</tbody></table>");
     unattributed(h, e.unattributed);
@@ -139,9 +140,11 @@ fn unattributed(h: &mut String, series: u64) {
 }
 
 /// One deployment: who, the verdict and headroom, the stall, the drift, the words, since when.
-fn row(h: &mut String, state: &State, d: &DeploymentStatus, now: f64) {
+/// `at` is the page's time and the charts' time axis.
+fn row(h: &mut String, state: &State, d: &DeploymentStatus, at: (f64, Option<TimeAxis>)) {
+    let (now, time) = at;
     verdict_cells(h, d);
-    recent_cell(h, state.history.get(&d.key), time_axis(state));
+    recent_cell(h, state.history.get(&d.key), time);
     stall_cell(h, d);
     let _ = write!(h, "<td>{}</td>", drift_cell(state, d));
     words_cell(h, d);

@@ -117,3 +117,41 @@ fn before_a_second_evaluation_the_page_says_charts_will_come() {
     assert!(page.contains("Charts appear after the second evaluation"));
     assert!(!page.contains("<svg") && !page.contains("<script"));
 }
+
+/// At the scale watch is built for — 1,000 deployments, a full history each — the page keeps
+/// [`CHARTS`] charts and a sparkline per row, and stays small and quick to build.
+#[test]
+fn a_thousand_deployments_make_a_small_page() {
+    use llmscope_watch::status_page::CHARTS;
+    let mut s = State::new(Shown {
+        prometheus: "http://prometheus:9090".to_owned(),
+        interval_s: 60.0,
+        window_s: 900.0,
+        shard: "0/1".to_owned(),
+        drift_files: 0,
+    });
+    for n in 0..POINTS as u32 {
+        let at = 1_700_000_000.0 + 60.0 * f64::from(n);
+        let deployments = (0..1000)
+            .map(|i| deployment(&format!("d{i}"), Bottleneck::BatchLimit, n, Some(0.5)))
+            .collect();
+        let e = Evaluation {
+            at,
+            duration_s: 1.0,
+            deployments,
+            series: 0,
+            points: 0,
+            unattributed: 0,
+            other_shards: 0,
+            warnings: Vec::new(),
+        };
+        s.record(e, at);
+    }
+    let started = std::time::Instant::now();
+    let page = llmscope_watch::status_page::render(&s, 1_700_004_000.0);
+    let took = started.elapsed();
+    eprintln!("1,000 deployments: {} bytes in {took:?}", page.len());
+    assert_eq!(page.matches("<svg").count(), CHARTS);
+    assert_eq!(page.matches("<td class=\"spark\">").count(), 1000);
+    assert!(page.len() < 2 * 1024 * 1024, "{} bytes", page.len());
+}
