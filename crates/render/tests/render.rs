@@ -778,3 +778,86 @@ fn the_clients_requests_are_charted_over_time_in_chromium() {
     assert!(figure("Throughput over time").contains("client completed req/s"));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Issues 25 and 26: a fleet whose replicas were kept apart — one pod queueing at its cap, one
+/// idle — gets the routing imbalance's chart first and the seed's KV panel per pod, each pod a
+/// line named by its label value (escaped), every chart with data.
+#[test]
+fn a_fleets_report_draws_each_pod_in_chromium() {
+    use llmscope_core::series::{Labels, Point, Series, SeriesKey};
+    let Some(chromium) = chromium() else { return };
+    let series = |name: &str, pod: &str, loaded: f64| Series {
+        key: SeriesKey::new(
+            name,
+            Labels::new(vec![
+                ("namespace".to_owned(), "llm".to_owned()),
+                ("pod".to_owned(), pod.to_owned()),
+                ("engine".to_owned(), "0".to_owned()),
+            ]),
+        ),
+        points: (0..600)
+            .map(|k| {
+                let t = 1_700_000_000.0 + f64::from(k);
+                let on = (60..540).contains(&k);
+                let v = if name.ends_with("_total") {
+                    loaded * f64::from(k.clamp(60, 540) - 60)
+                } else if on {
+                    loaded
+                } else {
+                    0.0
+                };
+                Point { t, v }
+            })
+            .collect(),
+    };
+    let hot = format!("vllm-0{HOSTILE}");
+    let mut all = Vec::new();
+    for (pod, running, waiting, kv, rate) in [
+        (hot.as_str(), 16.0, 12.0, 0.6, 4.0),
+        ("vllm-1", 2.0, 0.0, 0.05, 0.5),
+    ] {
+        all.push(series("vllm:num_requests_running", pod, running));
+        all.push(series("vllm:num_requests_waiting", pod, waiting));
+        all.push(series("vllm:kv_cache_usage_perc", pod, kv));
+        all.push(series("vllm:request_success_total", pod, rate));
+    }
+    let (mut input, _) = llmscope_diagnosis::build::signals_from_series(&all);
+    input.engine.max_num_seqs = Some(16);
+    input.scrape_interval_s = Some(1.0);
+    let d = diagnose(&input);
+    assert_eq!(
+        d.verdict.bottleneck.as_str(),
+        "routing_imbalance",
+        "{:?}",
+        d.verdict
+    );
+    let r = report(&d, &input, None);
+    let mut html = Vec::new();
+    html::write(&r, &mut html).unwrap();
+    let dir = std::env::temp_dir().join(format!("llmscope-fleet-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let page = dir.join("fleet.html");
+    std::fs::write(&page, &html).unwrap();
+    let dom = headless(&chromium, &dir, &page, &["--dump-dom".to_owned()]);
+    std::fs::remove_dir_all(&dir).ok();
+    let kv = dom
+        .find("KV-cache usage per pod")
+        .expect("the KV panel per pod");
+    let panel = &dom[kv..];
+    let panel = &panel[..panel.find("</svg>").unwrap_or(panel.len())];
+    assert!(has_data_path(panel), "the KV panel has data: {panel}");
+    assert!(panel.contains("vllm-1"), "{panel}");
+    assert!(
+        panel.contains("vllm-0&lt;script&gt;"),
+        "the hot pod, escaped: {panel}"
+    );
+    let charts = svgs(&dom);
+    assert!(
+        charts.iter().all(|svg| has_data_path(svg)),
+        "every chart has data"
+    );
+    assert!(
+        !dom.contains("<script"),
+        "a script element or an unescaped label"
+    );
+}

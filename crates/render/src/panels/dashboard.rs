@@ -40,18 +40,38 @@ fn tokens(page: &Page) -> Panel {
     p
 }
 
-/// KV-cache usage against the alert level and the full pool. The input holds one KV signal, the
-/// highest replica's at each scrape: usage per pod is not in it.
+/// KV-cache usage against the alert level and the full pool: one line per pod where the input
+/// kept its replicas apart (`diagnose --prometheus`, `run --prometheus`), else the deployment's
+/// one signal — the fullest replica at each scrape.
 fn kv(page: &Page) -> Panel {
-    let title = "KV-cache usage (the fullest replica at each scrape)";
+    let replicas = &page.r.input.replicas;
+    let per_pod = replicas.len() >= 2;
+    let title = if per_pod {
+        "KV-cache usage per pod"
+    } else {
+        "KV-cache usage (the fullest replica at each scrape)"
+    };
     let mut p = page.panel(title, HEIGHT, Axis::percent());
-    page.add(
-        &mut p,
-        Concept::KvUsage,
-        "KV-cache usage",
-        Side::Left,
-        100.0,
-    );
+    if per_pod {
+        for r in replicas {
+            let points = r
+                .input
+                .signals
+                .get(&Concept::KvUsage)
+                .map_or(Vec::new(), |s| {
+                    s.points.iter().map(|&(t, v)| (t, v * 100.0)).collect()
+                });
+            p.line(r.key.to_string(), Side::Left, points);
+        }
+    } else {
+        page.add(
+            &mut p,
+            Concept::KvUsage,
+            "KV-cache usage",
+            Side::Left,
+            100.0,
+        );
+    }
     p.rules.extend(super::verdict::kv_rules());
     p.missing = "the KV-cache usage gauge".into();
     p
