@@ -5,9 +5,9 @@
 
 use anyhow::Context;
 use llmscope_sim::faults::Faults;
+use llmscope_sim::fleet;
 use llmscope_sim::options::{EngineOptions, ServeOptions};
 use llmscope_sim::preset;
-use llmscope_sim::serve;
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -19,6 +19,8 @@ use std::process::ExitCode;
   llmscope sim --port 0 --dcgm-port 0 --max-num-seqs 64 --metrics-dialect 0.10
   llmscope sim --fault-500 0.01 --fault-disconnect 0.02
   llmscope sim --teams example          # + Kueue and kube-state-metrics pages for three teams
+  llmscope sim --replicas 3 --port 0 --dcgm-port 0
+  llmscope sim --replicas 2 --share-gpu --gpu-memory-utilization 0.4   # time-slicing one GPU
   llmscope sim --list-presets")]
 pub struct SimArgs {
     #[command(flatten)]
@@ -40,16 +42,43 @@ pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let cfg = args.serve.config(&args.engine, &args.faults)?;
+    let cfgs = args.serve.fleet(&args.engine, &args.faults)?;
     let rt = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     rt.block_on(async move {
-        let summary = cfg.summary();
+        let summary = cfgs[0].summary();
         let stop = crate::signals::on_shutdown();
-        let sim = serve::start(cfg).await?;
-        eprintln!("llmscope sim: {summary}; {}", sim.memory_summary());
-        sim.write_endpoints(&mut std::io::stdout().lock())?;
+        let sims = fleet::start(cfgs).await?;
+        let replicas = sims.len();
+        eprintln!(
+            "llmscope sim: {summary}; {}{}",
+            sims[0].memory_summary(),
+            replica_note(replicas, args.serve.share_gpu)
+        );
+        let mut out = std::io::stdout().lock();
+        for sim in &sims {
+            sim.write_endpoints(&mut out)?;
+        }
+        drop(out);
         stop.cancelled().await;
-        sim.shutdown().await;
+        for sim in sims {
+            sim.shutdown().await;
+        }
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// `; N replicas (pods vllm-0…), one GPU time-sliced` — nothing for one replica.
+fn replica_note(replicas: usize, share_gpu: bool) -> String {
+    if replicas < 2 {
+        return String::new();
+    }
+    let gpus = if share_gpu {
+        "one GPU time-sliced"
+    } else {
+        "a GPU each"
+    };
+    format!(
+        "; {replicas} replicas (pods vllm-0…vllm-{}), {gpus}",
+        replicas - 1
+    )
 }

@@ -14,6 +14,7 @@
 //! scraped data *emerges* from the interval, as it does on real clusters.
 
 use crate::engine::Engine;
+use crate::timeline::GpuTimeline;
 
 /// One collection of every emitted field.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -55,15 +56,29 @@ impl DcgmState {
 
     /// Reads every field at engine time `now`, for a collection interval of `interval_s`.
     pub fn collect(&mut self, engine: &Engine, now: f64, interval_s: f64) -> DcgmReading {
+        let fb = engine.memory.fb_used_mib;
+        self.collect_on(engine, &engine.timeline, fb, now, interval_s)
+    }
+
+    /// [`DcgmState::collect`] for a GPU whose activity is `timeline` and whose framebuffer holds
+    /// `fb_used_mib` — several engines' when they time-slice it (`crate::fleet::SharedGpu`).
+    pub fn collect_on(
+        &mut self,
+        engine: &Engine,
+        timeline: &GpuTimeline,
+        fb_used_mib: f64,
+        now: f64,
+        interval_s: f64,
+    ) -> DcgmReading {
         let g = &engine.gpu;
         let window = g.nvml_window_s;
-        let short = engine.timeline.activity(now - window, now);
-        let long = engine.timeline.activity(now - interval_s, now);
+        let short = timeline.activity(now - window, now);
+        let long = timeline.activity(now - interval_s, now);
         let interval = interval_s.max(1e-9);
-        self.advance_power(engine, now);
+        self.advance_power(engine, timeline, now);
         let busy_frac = (short.busy_s / window).clamp(0.0, 1.0);
         let copy_frac = (short.bytes / (g.bandwidth * window)).clamp(0.0, 1.0);
-        let fb_used = engine.memory.fb_used_mib.floor();
+        let fb_used = fb_used_mib.min(g.memory_mib).floor();
         DcgmReading {
             gpu_util: (busy_frac * 100.0).round() as i64,
             mem_copy_util: (copy_frac * 100.0).round() as i64,
@@ -87,9 +102,9 @@ impl DcgmState {
 
     /// Power at `now`: the instantaneous draw over the last second, smoothed by the sensor lag;
     /// energy integrates it since the last collection.
-    fn advance_power(&mut self, engine: &Engine, now: f64) {
+    fn advance_power(&mut self, engine: &Engine, timeline: &GpuTimeline, now: f64) {
         let (g, k) = (&engine.gpu, &engine.k);
-        let sec = engine.timeline.activity(now - 1.0, now);
+        let sec = timeline.activity(now - 1.0, now);
         let target = g.idle_w
             + (g.tdp_w - g.idle_w)
                 * (k.power_busy_base * sec.busy_s + k.power_busy_span * sec.compute_weighted_s);

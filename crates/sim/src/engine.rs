@@ -651,13 +651,19 @@ impl Engine {
         self.stats.kv_usage = self.kv.usage();
     }
 
+    /// When a step's kernels start after the step does: at once with async scheduling (the
+    /// host prepares the next step meanwhile), after its host part without.
+    pub fn gpu_offset(&self, plan: &StepPlan) -> f64 {
+        if self.cfg.async_scheduling {
+            0.0
+        } else {
+            plan.t_host
+        }
+    }
+
     /// The step's GPU interval on the timeline, its size, and its estimated FLOPs and traffic.
     fn record_step(&mut self, plan: &StepPlan) {
-        let gpu_start = if self.cfg.async_scheduling {
-            plan.start
-        } else {
-            plan.start + plan.t_host
-        };
+        let gpu_start = plan.start + self.gpu_offset(plan);
         self.timeline.push(GpuInterval {
             start: gpu_start,
             end: gpu_start + plan.t_gpu,

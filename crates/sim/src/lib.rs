@@ -4,6 +4,8 @@
 //!   constants), [`engine`] (vLLM V1-like step loop), [`kv`] (block pool with prefix caching),
 //!   [`timeline`] (GPU busy intervals), [`stats`] (what `/metrics` reports), [`rng`], [`tokenizer`].
 //! - [`options`]: a preset by name plus overrides, checked — what `sim` and `run` are told.
+//! - [`fleet`]: N replicas of the stack (`sim --replicas`), each its own GPU or all time-slicing
+//!   one.
 //! - [`cluster`]: Kueue and kube-state-metrics pages for a set of teams (cost attribution).
 //! - [`offline`]: drives the engine in simulated time (no sleeping) — calibration tests and,
 //!   `whatif`.
@@ -17,6 +19,7 @@ pub mod dcgm_text;
 pub mod engine;
 pub mod faults;
 pub mod fit;
+pub mod fleet;
 pub mod kv;
 pub mod metrics;
 pub mod offline;

@@ -29,6 +29,8 @@ pub enum OptionsError {
     UnknownDialect { name: String, known: String },
     #[error(transparent)]
     Teams(#[from] TeamsError),
+    #[error(transparent)]
+    Fleet(#[from] crate::fleet::FleetError),
 }
 
 /// Simulator engine settings: a preset and overrides of its vLLM flags and model constants.
@@ -231,6 +233,14 @@ pub struct ServeOptions {
     /// Port of the Kueue (/kueue/metrics) and kube-state-metrics (/ksm/metrics) pages (0 = free port).
     #[cfg_attr(feature = "clap", arg(long, default_value_t = 0))]
     pub cluster_port: u16,
+    /// Replicas of the stack, each its own engine, API port (--port + i) and dcgm page
+    /// (--dcgm-port + i; 0 = free ports), its pod `vllm-<i>` named on its dcgm page.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 1))]
+    pub replicas: u32,
+    /// The replicas time-slice one GPU: their steps take turns, their dcgm pages share its UUID
+    /// (give each a --gpu-memory-utilization that fits them all).
+    #[cfg_attr(feature = "clap", arg(long, requires = "replicas"))]
+    pub share_gpu: bool,
 }
 
 impl ServeOptions {
@@ -258,7 +268,19 @@ impl ServeOptions {
             hostname: self.hostname.clone(),
             cluster,
             cluster_port: self.cluster_port,
+            pod: None,
+            gpu: None,
         })
+    }
+
+    /// Every replica's configuration (one unless `--replicas`), see [`crate::fleet::configs`].
+    pub fn fleet(
+        &self,
+        engine: &EngineOptions,
+        faults: &Faults,
+    ) -> Result<Vec<SimConfig>, OptionsError> {
+        let base = self.config(engine, faults)?;
+        Ok(crate::fleet::configs(&base, self.replicas, self.share_gpu)?)
     }
 }
 

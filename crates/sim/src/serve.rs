@@ -12,6 +12,7 @@ use crate::dcgm::DcgmState;
 use crate::dcgm_text::{self, GpuIdentity};
 use crate::engine::{Engine, EngineError, IdMap, NewRequest, ReqId};
 use crate::faults::{FaultRateError, Faults, RequestFault, ScrapeFault};
+use crate::fleet::SharedGpu;
 use crate::metrics::{self, Dialect};
 use crate::openai::{self, ChatRequest, ChunkHead, CompletionRequest, Endpoint};
 use crate::preset::Preset;
@@ -47,6 +48,11 @@ pub struct SimConfig {
     /// Teams whose Kueue and kube-state-metrics pages are served on `cluster_port`.
     pub cluster: Option<crate::cluster::Teams>,
     pub cluster_port: u16,
+    /// The pod its dcgm page names as holding the GPU, `(container, namespace, pod)`
+    /// (`sim --replicas`); else the first team's vLLM pod when teams are given.
+    pub pod: Option<[String; 3]>,
+    /// The GPU it time-slices with other replicas (`sim --replicas N --share-gpu`).
+    pub gpu: Option<Arc<SharedGpu>>,
 }
 
 impl SimConfig {
@@ -64,6 +70,8 @@ impl SimConfig {
             hostname: "llmscope-sim".to_owned(),
             cluster: None,
             cluster_port: 0,
+            pod: None,
+            gpu: None,
         }
     }
 
@@ -100,6 +108,8 @@ pub struct SimHandle {
     pub dcgm_addr: SocketAddr,
     /// Kueue at `/kueue/metrics`, kube-state-metrics at `/ksm/metrics`, when teams were given.
     pub cluster_addr: Option<SocketAddr>,
+    /// Its pod, as a replica of `sim --replicas`.
+    pub pod: Option<String>,
     shared: Arc<Shared>,
     stop: watch::Sender<bool>,
     engine_thread: Option<std::thread::JoinHandle<()>>,
@@ -134,9 +144,14 @@ impl SimHandle {
     }
 
     /// Every page it serves, one `NAME URL` line each (`vllm …`, `dcgm …`, `kueue …`, `ksm …`).
+    /// A replica of `sim --replicas` adds its pod: `vllm URL pod=vllm-1`.
     pub fn write_endpoints(&self, out: &mut impl std::io::Write) -> std::io::Result<()> {
-        writeln!(out, "vllm {}", self.vllm_url())?;
-        writeln!(out, "dcgm {}", self.dcgm_url())?;
+        let pod = self
+            .pod
+            .as_ref()
+            .map_or(String::new(), |p| format!(" pod={p}"));
+        writeln!(out, "vllm {}{pod}", self.vllm_url())?;
+        writeln!(out, "dcgm {}{pod}", self.dcgm_url())?;
         if let Some(addr) = self.cluster_addr {
             writeln!(out, "kueue http://{addr}/kueue/metrics")?;
             writeln!(out, "ksm http://{addr}/ksm/metrics")?;
@@ -216,6 +231,8 @@ struct Shared {
     dcgm_text: Mutex<Arc<String>>,
     /// When the engine hangs (clock seconds), with `--fault-hang-after`.
     hang_at: Option<f64>,
+    /// The GPU it time-slices with other replicas; its clock then starts at the GPU's epoch.
+    gpu: Option<Arc<SharedGpu>>,
 }
 
 impl std::fmt::Debug for Cmd {
@@ -278,6 +295,7 @@ pub async fn start(cfg: SimConfig) -> Result<SimHandle, SimError> {
         vllm_addr,
         dcgm_addr,
         cluster_addr,
+        pod: cfg.pod.as_ref().map(|p| p[2].clone()),
         shared,
         stop,
         engine_thread: Some(engine_thread),
@@ -292,7 +310,7 @@ fn shared_state(cfg: &SimConfig, engine: Engine, cmd_tx: mpsc::Sender<Cmd>) -> S
         stream_interval: engine.cfg.stream_interval.max(1),
         engine: Mutex::new(engine),
         clock: Clock {
-            start: Instant::now(),
+            start: cfg.gpu.as_ref().map_or_else(Instant::now, |g| g.epoch),
         },
         cmd: Mutex::new(cmd_tx),
         dialect: cfg.dialect,
@@ -302,6 +320,7 @@ fn shared_state(cfg: &SimConfig, engine: Engine, cmd_tx: mpsc::Sender<Cmd>) -> S
         next_id: AtomicU64::new(1),
         dcgm_text: Mutex::new(Arc::new(String::new())),
         hang_at: cfg.faults.hang_after.map(|d| d.as_secs_f64()),
+        gpu: cfg.gpu.clone(),
     }
 }
 
@@ -372,16 +391,18 @@ async fn serve(listener: tokio::net::TcpListener, router: Router, mut stop: watc
 
 fn gpu_identity(cfg: &SimConfig) -> GpuIdentity {
     GpuIdentity {
-        uuid: gpu_uuid(cfg.seed),
+        uuid: gpu_uuid(cfg.gpu.as_ref().map_or(cfg.seed, |g| g.uuid_seed)),
         model_name: cfg.preset.gpu.model_name.to_owned(),
         hostname: cfg.hostname.clone(),
         driver_version: "580.126.09".to_owned(),
         has_nvlink: cfg.preset.gpu.id != "l4",
         // With a simulated cluster, the GPU serves the first team's vLLM pod, and the exporter
         // says so as the Helm chart's dcgm-exporter (`--kubernetes`) does.
-        pod: cfg.cluster.as_ref().and_then(|c| c.teams.first()).map(|t| {
-            let pod = format!("vllm-{}-0", t.team);
-            ["vllm".to_owned(), t.namespace.clone(), pod]
+        pod: cfg.pod.clone().or_else(|| {
+            cfg.cluster.as_ref().and_then(|c| c.teams.first()).map(|t| {
+                let pod = format!("vllm-{}-0", t.team);
+                ["vllm".to_owned(), t.namespace.clone(), pod]
+            })
         }),
     }
 }
@@ -473,14 +494,25 @@ fn step(
         return;
     }
     let plan = lock(&sh.engine).schedule(now);
-    let Some(plan) = plan else {
+    let Some(mut plan) = plan else {
         std::thread::sleep(Duration::from_millis(1));
         return;
     };
-    sh.clock.sleep_until(now + plan.duration);
+    // On a time-sliced GPU the step's kernels wait for their turn, after the other engines'
+    // booked kernels; its host part runs on its own CPU, as two processes' would.
+    if let Some(gpu) = &sh.gpu {
+        let offset = lock(&sh.engine).gpu_offset(&plan);
+        plan.start = gpu.take_turn(now + offset, plan.t_gpu) - offset;
+    }
+    sh.clock.sleep_until(plan.start + plan.duration);
     let end = sh.clock.now();
     out.clear();
-    lock(&sh.engine).complete(&plan, end, out);
+    let mut engine = lock(&sh.engine);
+    engine.complete(&plan, end, out);
+    if let (Some(gpu), Some(iv)) = (&sh.gpu, engine.timeline.last()) {
+        gpu.record(iv);
+    }
+    drop(engine);
     deliver(sh, out, senders, end);
 }
 
@@ -1198,7 +1230,13 @@ async fn dcgm_metrics(State(sh): State<Arc<Shared>>) -> Response {
 fn refresh_dcgm(sh: &Shared, state: &mut DcgmState, id: &GpuIdentity, interval_s: f64) {
     let text = {
         let e = lock(&sh.engine);
-        let r = state.collect(&e, sh.clock.now(), interval_s);
+        let now = sh.clock.now();
+        let r = match &sh.gpu {
+            Some(gpu) => {
+                gpu.with_timeline(|t| state.collect_on(&e, t, gpu.fb_used_mib, now, interval_s))
+            }
+            None => state.collect(&e, now, interval_s),
+        };
         dcgm_text::render(id, &r)
     };
     *lock(&sh.dcgm_text) = Arc::new(text);

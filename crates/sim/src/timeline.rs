@@ -81,6 +81,11 @@ impl GpuTimeline {
         a
     }
 
+    /// The interval pushed last.
+    pub fn last(&self) -> Option<GpuInterval> {
+        self.intervals.back().copied()
+    }
+
     pub fn len(&self) -> usize {
         self.intervals.len()
     }
