@@ -16,6 +16,7 @@ use llmscope_catalog::Exporter;
 use llmscope_collect::prom::client::PromClient;
 use llmscope_core::severity::Severity;
 use llmscope_diagnosis::build::SignalBuilder;
+use llmscope_diagnosis::fleet::ReplicaVerdict;
 use llmscope_diagnosis::stall::{self, Stall, StallState};
 use llmscope_diagnosis::{Bottleneck, Concept, Input, diagnose};
 use llmscope_ops::window::{WindowQuery, read_window};
@@ -62,6 +63,28 @@ pub struct DeploymentStatus {
     pub drift: Vec<Drift>,
     /// Findings by severity: the diagnosis', the stall (critical), each drifted name (error).
     pub findings: BTreeMap<Severity, u32>,
+    /// Each replica (pod, and `engine` rank) judged on its own, where the deployment has two or
+    /// more: its verdict, levels and share of the finished requests.
+    pub replica_verdicts: Vec<ReplicaVerdict>,
+}
+
+impl DeploymentStatus {
+    /// How unevenly the deployment's replicas took its requests: the largest share of the
+    /// finished requests over an even share (1 = even; one of 8 replicas taking all = 8).
+    /// `None` with fewer than two replicas or a share unknown.
+    pub fn imbalance(&self) -> Option<f64> {
+        let n = self.replica_verdicts.len();
+        if n < 2 {
+            return None;
+        }
+        let shares: Option<Vec<f64>> = self
+            .replica_verdicts
+            .iter()
+            .map(|r| r.share_of_requests)
+            .collect();
+        let max = shares?.into_iter().reduce(f64::max)?;
+        Some(max * n as f64)
+    }
 }
 
 /// One evaluation of the fleet (this shard's part of it).
@@ -82,10 +105,20 @@ pub struct Evaluation {
     pub warnings: Vec<String>,
 }
 
-#[derive(Default)]
+/// One deployment's series as they arrive: its signals (each replica's kept apart too, for
+/// the fleet's verdicts) and whether an engine exporter was among them.
 struct Acc {
     signals: SignalBuilder,
     engine: bool,
+}
+
+impl Default for Acc {
+    fn default() -> Acc {
+        Acc {
+            signals: SignalBuilder::per_replica(),
+            engine: false,
+        }
+    }
 }
 
 /// Reads the window ending at `now` and evaluates every deployment of this shard.
@@ -199,6 +232,7 @@ fn judge(
         stall,
         drift,
         findings,
+        replica_verdicts: d.replicas,
     }
 }
 

@@ -61,6 +61,7 @@ fn per_deployment(w: &mut Writer<'_>, state: &State) {
     stalls(w, deps);
     drift(w, deps, state.shown.drift_files > 0);
     findings(w, deps);
+    replicas(w, deps);
     gauge(
         w,
         deps,
@@ -158,6 +159,60 @@ fn findings(w: &mut Writer<'_>, deps: &[DeploymentStatus]) {
             w.sample_count(name, &[dep, ns, ("severity", sev.name())], u64::from(n));
         }
     }
+}
+
+/// The fleet (issue 25): each replica's own verdict and share of the requests, and how unevenly
+/// the deployment's replicas took them — for deployments of two or more replicas; the share and
+/// the imbalance absent where the requests each finished are unknown.
+fn replicas(w: &mut Writer<'_>, deps: &[DeploymentStatus]) {
+    let name = "llmscope_replica_bottleneck";
+    w.family(
+        name,
+        "Each replica's own verdict (1 for the bottleneck named by the label), where the deployment has two or more.",
+        Gauge,
+    );
+    for d in deps {
+        for r in &d.replica_verdicts {
+            let labels = replica_labels(d, r);
+            let mut labels: Vec<(&str, &str)> = labels.to_vec();
+            labels.push(("bottleneck", r.verdict.as_str()));
+            w.sample(name, &labels, 1.0);
+        }
+    }
+    let name = "llmscope_replica_requests_share_ratio";
+    w.family(
+        name,
+        "Each replica's share of the requests its deployment finished in the window, 0..1.",
+        Gauge,
+    );
+    for d in deps {
+        for r in &d.replica_verdicts {
+            if let Some(share) = r.share_of_requests {
+                w.sample(name, &replica_labels(d, r), share);
+            }
+        }
+    }
+    gauge(
+        w,
+        deps,
+        "llmscope_routing_imbalance_ratio",
+        "The largest replica's share of the deployment's finished requests over an even share (1 = even, N = one of N replicas took all).",
+        DeploymentStatus::imbalance,
+    );
+}
+
+/// A replica's labels: its deployment's, the pod and the `engine` rank (empty when it has none).
+fn replica_labels<'a>(
+    d: &'a DeploymentStatus,
+    r: &'a llmscope_diagnosis::ReplicaVerdict,
+) -> [(&'a str, &'a str); 4] {
+    let [dep, ns] = id(d);
+    [
+        dep,
+        ns,
+        ("replica", r.pod.as_str()),
+        ("rank", r.rank.as_deref().unwrap_or("")),
+    ]
 }
 
 fn about_watch(w: &mut Writer<'_>, state: &State) {
@@ -279,6 +334,108 @@ mod tests {
             histogram,
             DURATION_BUCKETS.len() + 3,
             "buckets, +Inf, sum, count"
+        );
+    }
+
+    /// Issue 25: a deployment of two replicas, one taking three requests in four, exports each
+    /// replica's verdict and share and its imbalance (0.75 × 2 = 1.5); a replica whose share is
+    /// unknown has no share sample and its deployment no imbalance — absent, not 0.
+    #[test]
+    fn replicas_and_the_imbalance_are_exported() {
+        use llmscope_diagnosis::stall::{Stall, StallState};
+        use llmscope_diagnosis::{Bottleneck, ReplicaVerdict};
+        let replica = |pod: &str, verdict, share| ReplicaVerdict {
+            pod: pod.to_owned(),
+            rank: None,
+            verdict,
+            running: Some(8.0),
+            waiting: Some(0.0),
+            kv: None,
+            share_of_requests: share,
+            queue_s_per_request: None,
+        };
+        let status = |name: &str, replicas: Vec<ReplicaVerdict>| DeploymentStatus {
+            key: crate::fleet::DeploymentKey {
+                namespace: "llm".to_owned(),
+                deployment: name.to_owned(),
+            },
+            replicas: replicas.len() as u32,
+            bottleneck: Bottleneck::RoutingImbalance,
+            confidence: 0.85,
+            summary: String::new(),
+            evidence: Vec::new(),
+            advice: None,
+            kv_headroom: None,
+            gpu_headroom: None,
+            stall: Stall {
+                state: StallState::Serving,
+                last_progress: None,
+                since: None,
+                in_engine: None,
+                why: String::new(),
+            },
+            drift: Vec::new(),
+            findings: Default::default(),
+            replica_verdicts: replicas,
+        };
+        let mut state = State::new(crate::state::Shown {
+            prometheus: "http://p".to_owned(),
+            interval_s: 60.0,
+            window_s: 900.0,
+            shard: "0/1".to_owned(),
+            drift_files: 0,
+        });
+        let e = crate::evaluate::Evaluation {
+            at: 100.0,
+            duration_s: 0.1,
+            deployments: vec![
+                status(
+                    "chat",
+                    vec![
+                        replica("chat-0", Bottleneck::BatchLimit, Some(0.75)),
+                        replica("chat-1", Bottleneck::LoadNotReached, Some(0.25)),
+                    ],
+                ),
+                status(
+                    "code",
+                    vec![
+                        replica("code-0", Bottleneck::BatchLimit, Some(0.5)),
+                        replica("code-1", Bottleneck::BatchLimit, None),
+                    ],
+                ),
+            ],
+            series: 0,
+            points: 0,
+            unattributed: 0,
+            other_shards: 0,
+            warnings: Vec::new(),
+        };
+        state.record(e, 100.0);
+        let page = render(&state);
+        let (families, errors) = promtext::parse_families(page.as_bytes());
+        assert!(errors.is_empty(), "{errors:?}\n{page}");
+        let samples = |n: &str| -> Vec<String> {
+            let f = families.iter().find(|f| f.name.unescape() == n);
+            let lines = page.lines().filter(|l| l.starts_with(&format!("{n}{{")));
+            assert!(f.is_some(), "{n} is a family");
+            lines.map(str::to_owned).collect()
+        };
+        let verdicts = samples("llmscope_replica_bottleneck");
+        assert_eq!(verdicts.len(), 4, "{verdicts:?}");
+        assert!(
+            verdicts
+                .iter()
+                .any(|l| l.contains("replica=\"chat-0\"")
+                    && l.contains("bottleneck=\"batch_limit\"")),
+            "{verdicts:?}"
+        );
+        let shares = samples("llmscope_replica_requests_share_ratio");
+        assert_eq!(shares.len(), 3, "code-1's share is unknown: {shares:?}");
+        let imbalance = samples("llmscope_routing_imbalance_ratio");
+        assert_eq!(imbalance.len(), 1, "{imbalance:?}");
+        assert!(
+            imbalance[0].contains("deployment=\"chat\"") && imbalance[0].ends_with(" 1.5"),
+            "{imbalance:?}"
         );
     }
 }

@@ -178,6 +178,7 @@ mod tests {
             },
             drift: Vec::new(),
             findings: Default::default(),
+            replica_verdicts: Vec::new(),
         };
         names.iter().map(status).collect()
     }

@@ -219,6 +219,7 @@ mod tests {
                 },
                 drift: Vec::new(),
                 findings: BTreeMap::new(),
+                replica_verdicts: Vec::new(),
             }],
             series: 10,
             points: 100,

@@ -44,6 +44,7 @@ fn deployment(name: &str, b: Bottleneck, n: u32, kv: Option<f64>) -> DeploymentS
         },
         drift: Vec::new(),
         findings: BTreeMap::new(),
+        replica_verdicts: Vec::new(),
     }
 }
 

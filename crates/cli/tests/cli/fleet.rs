@@ -52,6 +52,34 @@ fn diagnose(prom: &RealPrometheus, db: &str, (from, to): (f64, f64)) -> Value {
     json(&out)
 }
 
+/// `watch --once` over the last 30 s as JSON (the load just ended: the window holds it).
+fn watch_once(prom: &RealPrometheus) -> Value {
+    let url = prom.url();
+    let out = llmscope(&[
+        "watch",
+        "--prometheus",
+        &url,
+        "--once",
+        "--format",
+        "json",
+        "--window",
+        "30s",
+        "--step",
+        "1s",
+        "--stall-after",
+        "20s",
+        "--max-num-seqs",
+        "16",
+    ]);
+    // Exit 1 says a deployment needs attention; 2 is an error.
+    assert!(
+        out.status.code().is_some_and(|c| c < 2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json(&out)
+}
+
 fn rules(v: &Value) -> Vec<String> {
     v["findings"]
         .as_array()
@@ -94,6 +122,24 @@ fn uneven_load_over_two_replicas_is_a_routing_imbalance_naming_the_hot_one() {
     assert!(cool["waiting"].as_f64().unwrap() < 0.5, "{cool}");
     assert!(hot["share_of_requests"].as_f64().unwrap() > 0.6, "{hot}");
     assert_eq!(hot["verdict"], "batch_limit", "{hot}");
+    // watch reads the same fleet as one deployment (the pods' owner, `vllm`), each replica kept
+    // and the hot one's share exported with the imbalance.
+    let w = watch_once(&prom);
+    let deps = w["deployments"].as_array().expect("deployments");
+    let dep = deps
+        .iter()
+        .find(|d| d["key"]["deployment"] == "vllm")
+        .unwrap_or_else(|| panic!("{w:#}"));
+    assert_eq!(dep["bottleneck"], "routing_imbalance", "{dep:#}");
+    let replicas = dep["replica_verdicts"]
+        .as_array()
+        .expect("replica_verdicts");
+    assert_eq!(replicas.len(), 2, "{dep:#}");
+    let hot = replicas
+        .iter()
+        .find(|r| r["pod"] == "vllm-0")
+        .expect("vllm-0");
+    assert!(hot["share_of_requests"].as_f64().unwrap() > 0.6, "{hot}");
     // Even: 10 clients on each, within each one's cap.
     let even = load_at_once(&[(&vllm_a, "10"), (&vllm_b, "10")], "8s");
     let v = diagnose(&prom, db, even);
