@@ -580,7 +580,7 @@ fn matrix_cap_8() {
     };
     let Some(prediction) = prediction else {
         eprintln!(
-            "  whatif c8 → 16: NOT JUDGED — the oracle read batch_limit in neither base measurement"
+            "  whatif c8 → 16: NOT JUDGED — neither base measurement read batch_limit with the API server keeping up"
         );
         return;
     };
@@ -862,7 +862,7 @@ fn matrix_kv_far_too_small() {
     drop(server);
     let Some(prediction) = prediction else {
         eprintln!(
-            "  whatif KV 4 → 8 MiB: NOT JUDGED — the oracle read kv_cache_capacity in neither base measurement"
+            "  whatif KV 4 → 8 MiB: NOT JUDGED — neither base measurement read kv_cache_capacity with the API server keeping up"
         );
         return;
     };
