@@ -301,17 +301,22 @@ fn durations(w: &mut Writer<'_>, d: &Durations) {
 mod tests {
     use super::*;
 
-    /// The page parses back as the text format, every family typed, every sample where it
-    /// belongs (issue 30: the text comes from `promtext`'s writer).
-    #[test]
-    fn the_page_parses_back() {
-        let state = State::new(crate::state::Shown {
+    /// A watch that has evaluated nothing yet.
+    fn empty_state() -> State {
+        State::new(crate::state::Shown {
             prometheus: "http://p".to_owned(),
             interval_s: 60.0,
             window_s: 900.0,
             shard: "0/1".to_owned(),
             drift_files: 0,
-        });
+        })
+    }
+
+    /// The page parses back as the text format, every family typed, every sample where it
+    /// belongs (issue 30: the text comes from `promtext`'s writer).
+    #[test]
+    fn the_page_parses_back() {
+        let state = empty_state();
         let page = render(&state);
         let (families, errors) = promtext::parse_families(page.as_bytes());
         assert!(errors.is_empty(), "{errors:?}\n{page}");
@@ -378,13 +383,7 @@ mod tests {
             findings: Default::default(),
             replica_verdicts: replicas,
         };
-        let mut state = State::new(crate::state::Shown {
-            prometheus: "http://p".to_owned(),
-            interval_s: 60.0,
-            window_s: 900.0,
-            shard: "0/1".to_owned(),
-            drift_files: 0,
-        });
+        let mut state = empty_state();
         let e = crate::evaluate::Evaluation {
             at: 100.0,
             duration_s: 0.1,

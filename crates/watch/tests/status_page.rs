@@ -48,17 +48,22 @@ fn deployment(name: &str, b: Bottleneck, n: u32, kv: Option<f64>) -> DeploymentS
     }
 }
 
-/// `evaluations` evaluations a minute apart, recorded as the loop records them: a hostile
-/// deployment, batch-limited, whose KV-cache series vanish for evaluations 40–44; one without
-/// KV-cache series at all; one that stalls.
-fn state(evaluations: u32) -> (State, f64) {
-    let mut s = State::new(Shown {
+/// A watch that has evaluated nothing yet.
+fn empty_state() -> State {
+    State::new(Shown {
         prometheus: "http://prometheus:9090".to_owned(),
         interval_s: 60.0,
         window_s: 900.0,
         shard: "0/1".to_owned(),
         drift_files: 0,
-    });
+    })
+}
+
+/// `evaluations` evaluations a minute apart, recorded as the loop records them: a hostile
+/// deployment, batch-limited, whose KV-cache series vanish for evaluations 40–44; one without
+/// KV-cache series at all; one that stalls.
+fn state(evaluations: u32) -> (State, f64) {
+    let mut s = empty_state();
     let t0 = 1_700_000_000.0;
     for n in 0..evaluations {
         let at = t0 + 60.0 * f64::from(n);
@@ -124,13 +129,7 @@ fn before_a_second_evaluation_the_page_says_charts_will_come() {
 #[test]
 fn a_thousand_deployments_make_a_small_page() {
     use llmscope_watch::status_page::CHARTS;
-    let mut s = State::new(Shown {
-        prometheus: "http://prometheus:9090".to_owned(),
-        interval_s: 60.0,
-        window_s: 900.0,
-        shard: "0/1".to_owned(),
-        drift_files: 0,
-    });
+    let mut s = empty_state();
     for n in 0..POINTS as u32 {
         let at = 1_700_000_000.0 + 60.0 * f64::from(n);
         let deployments = (0..1000)
