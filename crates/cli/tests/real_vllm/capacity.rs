@@ -117,6 +117,19 @@ fn oracle_cause(stages: &[EngineStage], knee: u32, cap: u32) -> &'static str {
     }
 }
 
+/// Whether the engine, at a stage past `knee`, held under half of the load the client kept in
+/// flight (its own gauges' means of running and waiting, read — not stale at 0): the rest waited
+/// in front of the scheduler, in the API server, and the engine allows that as the cause beside
+/// whatever its own state shows (a KV-4-MiB server at 8 clients ran 0.8 and queued 0.5 on
+/// average with 6 preemptions, while output stayed at 4 clients' level: both hold).
+fn held_outside(stages: &[EngineStage], knee: u32) -> bool {
+    stages.iter().filter(|s| s.load > knee).any(|s| {
+        let load = f64::from(s.load);
+        let outside = load - s.running - s.waiting;
+        s.running_max > 0.0 && outside > 0.5 * load && outside >= 2.0
+    })
+}
+
 /// The causes the engine allows past the knee: what it shows past its own knee (`knees.0`), and,
 /// where the two observers leave the knee's position unplaced (`apart`), past llmscope's
 /// (`knees.1`) too — the cause depends on where the knee is. Where the engine shows no limit
@@ -130,6 +143,10 @@ fn expected_causes(
     let mut causes = vec![oracle_cause(engine, theirs, cap)];
     if apart {
         causes.push(oracle_cause(engine, ours, cap));
+    }
+    let knees: &[u32] = if apart { &[theirs, ours] } else { &[theirs] };
+    if knees.iter().any(|&k| held_outside(engine, k)) {
+        causes.push("front_end");
     }
     causes.retain(|c| *c != "unexplained");
     causes.dedup();
@@ -428,6 +445,44 @@ fn an_unplaced_knee_allows_the_cause_past_either_knee() {
     assert!(expected_causes(&here, (8, 4), true, 8).is_empty());
     // A placed knee is judged past the engine's own knee alone.
     assert_eq!(expected_causes(&here, (4, 8), false, 8), Vec::<&str>::new());
+}
+
+/// CI (stop 39): a 4 MiB KV pool at cap 16; at 8 clients the engine ran 0.8 and queued 0.5 on
+/// average, preempted 6, while output stayed at 3 clients' level — 6.7 of the 8 waited in front
+/// of the scheduler: the engine allows both its KV pool and the front end as the cause.
+#[test]
+fn a_load_held_outside_the_engine_allows_the_front_end() {
+    let stage = |(load, tok_s, running, running_max, waiting, preemptions, kv_max)| EngineStage {
+        load,
+        tok_s,
+        running,
+        running_max,
+        waiting,
+        preemptions,
+        kv_max,
+    };
+    let ci: Vec<EngineStage> = [
+        (1, 463.0, 0.6, 1.0, 0.0, 0.0, 0.267),
+        (2, 553.0, 0.9, 2.0, 0.0, 0.0, 0.267),
+        (4, 819.0, 2.0, 4.0, 0.0, 1.0, 0.8),
+        (8, 952.0, 0.8, 4.0, 0.5, 6.0, 0.867),
+        (3, 1053.0, 2.5, 3.0, 0.0, 0.0, 0.733),
+    ]
+    .into_iter()
+    .map(stage)
+    .collect();
+    assert_eq!(oracle_knee(&ci).map(|s| s.load), Some(3));
+    assert_eq!(
+        expected_causes(&ci, (3, 3), true, 16),
+        ["kv_cache_capacity", "front_end"]
+    );
+    // The same stage with the engine holding most of the load: its own cause alone.
+    let mut inside = ci;
+    inside[3].running = 6.0;
+    assert_eq!(
+        expected_causes(&inside, (3, 3), true, 16),
+        ["kv_cache_capacity"]
+    );
 }
 
 /// CI's cap-8 search (llmscope's tok/s beside the engine's): flat from 8 clients on, so the
