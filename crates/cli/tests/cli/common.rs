@@ -75,6 +75,44 @@ fn sim_listening(
     dcgm_interval: &str,
     extra: &[&str],
 ) -> (Reaper, std::collections::HashMap<String, String>) {
+    let want = if extra.contains(&"--cluster-port") {
+        3
+    } else {
+        2
+    };
+    let (reaper, lines) = sim_lines(dcgm_interval, extra, want);
+    let addrs = lines.into_iter().map(|l| (l.kind, l.addr)).collect();
+    (reaper, addrs)
+}
+
+/// One endpoint `llmscope sim` printed: its kind (`vllm`, `dcgm`, …), `host:port`, and the pod
+/// it stands for where it serves several replicas.
+pub struct SimEndpoint {
+    pub kind: String,
+    pub addr: String,
+    pub pod: Option<String>,
+}
+
+/// `llmscope sim --replicas N` (and `extra` flags) on ports the OS gives: the child and, per
+/// replica in order, its pod name and vLLM and dcgm `host:port`s.
+pub fn sim_fleet(replicas: usize, extra: &[&str]) -> (Reaper, Vec<(String, String, String)>) {
+    let n = replicas.to_string();
+    let args = [&["--replicas", n.as_str()], extra].concat();
+    let (reaper, lines) = sim_lines("1s", &args, 2 * replicas);
+    let pod = |i: usize| lines[i].pod.clone().expect("a replica names its pod");
+    let fleet = (0..replicas)
+        .map(|r| {
+            let (v, d) = (2 * r, 2 * r + 1);
+            assert_eq!((&*lines[v].kind, &*lines[d].kind), ("vllm", "dcgm"));
+            (pod(v), lines[v].addr.clone(), lines[d].addr.clone())
+        })
+        .collect();
+    (reaper, fleet)
+}
+
+/// Starts `llmscope sim` and reads the first `want` endpoint lines it prints once it listens
+/// (`vllm http://127.0.0.1:PORT [pod=NAME]`), to a 60 s deadline.
+fn sim_lines(dcgm_interval: &str, extra: &[&str], want: usize) -> (Reaper, Vec<SimEndpoint>) {
     use std::io::BufRead;
     let mut args = vec!["sim", "--dcgm-interval", dcgm_interval, "--port", "0"];
     args.extend_from_slice(&["--dcgm-port", "0"]);
@@ -87,13 +125,8 @@ fn sim_listening(
         .unwrap();
     let stdout = child.stdout.take().unwrap();
     let reaper = Reaper(child);
-    let want = if extra.contains(&"--cluster-port") {
-        3
-    } else {
-        2
-    };
     let (tx, rx) = std::sync::mpsc::channel();
-    // A thread reads the lines (`vllm http://127.0.0.1:PORT`), so the wait has a deadline.
+    // A thread reads the lines, so the wait has a deadline.
     std::thread::spawn(move || {
         for line in std::io::BufReader::new(stdout)
             .lines()
@@ -102,27 +135,39 @@ fn sim_listening(
             let mut parts = line.split_whitespace();
             if let (Some(k), Some(url)) = (parts.next(), parts.next()) {
                 let hostport = url.trim_start_matches("http://").split('/').next();
-                let _ = tx.send((k.to_owned(), hostport.unwrap_or("").to_owned()));
+                let _ = tx.send(SimEndpoint {
+                    kind: k.to_owned(),
+                    addr: hostport.unwrap_or("").to_owned(),
+                    pod: parts
+                        .next()
+                        .and_then(|p| p.strip_prefix("pod="))
+                        .map(str::to_owned),
+                });
             }
         }
     });
-    let mut addrs = std::collections::HashMap::new();
+    let mut lines = Vec::with_capacity(want);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while addrs.len() < want {
+    while lines.len() < want {
         let left = deadline.saturating_duration_since(std::time::Instant::now());
-        let (k, v) = rx
-            .recv_timeout(left)
-            .expect("llmscope sim never said where it listens");
-        addrs.insert(k, v);
+        lines.push(
+            rx.recv_timeout(left)
+                .expect("llmscope sim never said where it listens"),
+        );
     }
-    (reaper, addrs)
+    (reaper, lines)
 }
 
 /// `llmscope load` of `concurrency` closed-loop workers on the server at `host_port` for
 /// `duration`; fails the test if the load fails.
 pub fn put_load(host_port: &str, concurrency: &str, duration: &str) {
+    put_load_with(host_port, concurrency, duration, &[]);
+}
+
+/// [`put_load`] with more `llmscope load` flags (`--header`, …).
+pub fn put_load_with(host_port: &str, concurrency: &str, duration: &str, extra: &[&str]) {
     let target = format!("http://{host_port}");
-    let out = llmscope(&[
+    let mut args = vec![
         "load",
         "--target",
         &target,
@@ -132,7 +177,9 @@ pub fn put_load(host_port: &str, concurrency: &str, duration: &str) {
         duration,
         "--format",
         "json",
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    let out = llmscope(&args);
     assert!(
         out.status.success(),
         "{}",

@@ -4,6 +4,7 @@
 
 mod common;
 
+mod balancer;
 mod capacity;
 mod check;
 mod connect;
