@@ -319,7 +319,8 @@ fn finding_ids(v: &Value) -> Vec<String> {
 
 /// Whether any advice tells the reader to add replicas (as opposed to warning against it).
 fn advises_more_replicas(v: &Value) -> bool {
-    v["advice"].as_array().into_iter().flatten().any(|a| {
+    let recs = v["recommendations"].as_array().expect("recommendations");
+    recs.iter().any(|a| {
         let action = a["action"].as_str().unwrap_or_default().to_lowercase();
         (action.contains("add replica") || action.contains("scale out"))
             && !action.contains("do not add")
@@ -392,6 +393,11 @@ fn tenant_affinity_behind_haproxy_is_a_routing_imbalance_and_least_connections_i
     );
     assert!(finding_ids(&v).contains(&"shared_gpu".to_owned()), "{v:#}");
     assert!(!advises_more_replicas(&v), "{v:#}");
+    // The router is the advice, and on a shared GPU more replicas are said to be no fix.
+    let first = &v["recommendations"][0];
+    let (action, reason) = (first["action"].to_string(), first["reason"].to_string());
+    assert!(action.contains("router"), "{first:#}");
+    assert!(reason.contains("share a GPU"), "{first:#}");
 
     // Least connections on the same load: no replica is singled out.
     let Some(lb) = Haproxy::start("leastconn", Balance::LeastConnections, &servers) else {
