@@ -2,9 +2,10 @@
 //! servers and a real Prometheus — in one test binary (one link, shared helpers).
 #![allow(clippy::print_stderr)] // a skipped test says why, outside CI
 
+#[path = "../balancer/mod.rs"]
+mod balancer;
 mod common;
 
-mod balancer;
 mod capacity;
 mod check;
 mod connect;
@@ -12,6 +13,7 @@ mod deploy;
 mod fleet;
 mod generate;
 mod generated_lint;
+mod haproxy;
 mod hostile;
 mod hostile_server;
 mod interrupted;
