@@ -163,21 +163,40 @@ fn get_body(host_port: &str, path: &str) -> Option<String> {
     Some(raw.split_once("\r\n\r\n")?.1.to_owned())
 }
 
-/// What one replica's own `/metrics` showed over a load.
+/// What one replica's own `/metrics` showed over a load: its counters' growth (requests
+/// finished, the seconds they spent queued and running) and its gauges, read every 250 ms.
+///
+/// The levels come from the counters by Little's law — the seconds requests spent queued (or
+/// running) per second of the load is the mean number queued (running) — because a real vLLM
+/// 0.32's CPU build on a starved host leaves its gauges at 0 for whole loads (two servers behind
+/// HAProxy: 148 requests finished by one that read 0 running in every one of 34 reads), while
+/// the counters account for every request.
 #[derive(Debug, Default, Clone)]
 pub struct EngineReading {
     pub pod: String,
-    pub waiting: Vec<f64>,
-    pub running: Vec<f64>,
-    /// Requests it finished over the load (`vllm:request_success_total`'s growth).
+    /// Requests finished over the load (`vllm:request_success_total`'s growth).
     pub finished: f64,
+    /// Seconds the finished requests spent queued, and running, over the load.
+    pub queued_s: f64,
+    pub running_s: f64,
+    /// The load's length in seconds.
+    pub span_s: f64,
+    /// The running gauge's readings.
+    pub running: Vec<f64>,
 }
 
 impl EngineReading {
-    pub fn mean_waiting(&self) -> f64 {
-        self.waiting.iter().sum::<f64>() / self.waiting.len().max(1) as f64
+    /// Mean requests waiting over the load, by Little's law.
+    pub fn waiting(&self) -> f64 {
+        self.queued_s / self.span_s
     }
 
+    /// Mean requests running over the load, by Little's law.
+    pub fn mean_running(&self) -> f64 {
+        self.running_s / self.span_s
+    }
+
+    /// The running gauge's highest reading (0 where it never read anything else).
     pub fn running_max(&self) -> f64 {
         self.running.iter().copied().fold(0.0, f64::max)
     }
@@ -190,6 +209,13 @@ fn total(page: &str, name: &str) -> f64 {
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum()
 }
+
+/// The counters a reading is the growth of: finished requests, seconds queued, seconds running.
+const COUNTERS: [&str; 3] = [
+    "vllm:request_success_total",
+    "vllm:request_queue_time_seconds_sum",
+    "vllm:request_inference_time_seconds_sum",
+];
 
 /// The oracle's reading of a load over replicas of `--max-num-seqs cap`, from their own pages.
 pub struct Split {
@@ -220,15 +246,14 @@ impl Split {
         r.finished / self.readings.iter().map(|r| r.finished).sum::<f64>()
     }
 
-    /// Uneven: the hot replica queued (1 or more waiting on average) while every other had no
-    /// queue and a batch below its cap — room the routing did not use.
+    /// Uneven: the hot replica held a queue (half a request or more on average) while every
+    /// other held none (under 0.1) and ran below 90 % of its cap — room the routing left unused.
     pub fn uneven(&self) -> bool {
         let hot = self.hot();
-        hot.mean_waiting() >= 1.0
-            && self
-                .readings
-                .iter()
-                .all(|r| r.pod == hot.pod || (r.mean_waiting() < 0.5 && r.running_max() < self.cap))
+        hot.waiting() >= 0.5
+            && self.readings.iter().all(|r| {
+                r.pod == hot.pod || (r.waiting() < 0.1 && r.mean_running() < 0.9 * self.cap)
+            })
     }
 
     /// Even: every replica finished within 15 points of an even share, and none queued alone.
@@ -246,11 +271,12 @@ impl Split {
             .iter()
             .map(|r| {
                 format!(
-                    "{}: finished {:.0} ({:.0} %), waiting {:.1} on average, running max {:.0}",
+                    "{}: finished {:.0} ({:.0} %), {:.2} waiting and {:.2} running on average (Little), running gauge max {:.0}",
                     r.pod,
                     r.finished,
                     100.0 * self.share(r),
-                    r.mean_waiting(),
+                    r.waiting(),
+                    r.mean_running(),
                     r.running_max()
                 )
             })
@@ -279,6 +305,11 @@ fn succeeded(out: &Output) {
 /// Tenants (`X-Tenant` header, clients) loading the balancer at once for `duration` with
 /// `llmscope load` (and its `extra` flags), while each replica's own page (`replicas`: pod,
 /// `host:port`) is read every 250 ms: the span of the load and the oracle's reading.
+///
+/// Each tenant is introduced first, one after the other, by one request through the balancer
+/// (as a session begins at login): the balancer's first pick for a tenant is then made alone —
+/// under affinity HAProxy stores it, and the concurrent first requests of a tenant's clients
+/// cannot race the store (they did: both tenants once landed on one replica).
 pub fn load_tenants(
     lb: &Haproxy,
     replicas: &[(String, String)],
@@ -286,9 +317,15 @@ pub fn load_tenants(
     (duration, extra): (&str, &[&str]),
     cap: f64,
 ) -> ((f64, f64), Split) {
+    for (tenant, _) in tenants {
+        introduce(&lb.addr, tenant);
+    }
     let page = |addr: &str| get_body(addr, "/metrics").expect("a replica's /metrics answers");
-    let finished = |addr: &str| total(&page(addr), "vllm:request_success_total");
-    let before: Vec<f64> = replicas.iter().map(|r| finished(&r.1)).collect();
+    let counters = |addr: &str| {
+        let p = page(addr);
+        COUNTERS.map(|c| total(&p, c))
+    };
+    let before: Vec<[f64; 3]> = replicas.iter().map(|r| counters(&r.1)).collect();
     let done = AtomicBool::new(false);
     let from = unix_now();
     let target = format!("http://{}", lb.addr);
@@ -303,10 +340,8 @@ pub fn load_tenants(
                 .collect();
             while !done.load(Ordering::Relaxed) {
                 for (reading, r) in readings.iter_mut().zip(replicas) {
-                    let page = page(&r.1);
-                    let level = |name| total(&page, name);
-                    reading.waiting.push(level("vllm:num_requests_waiting"));
-                    reading.running.push(level("vllm:num_requests_running"));
+                    let running = total(&page(&r.1), "vllm:num_requests_running");
+                    reading.running.push(running);
                 }
                 std::thread::sleep(Duration::from_millis(250));
             }
@@ -334,9 +369,30 @@ pub fn load_tenants(
     });
     let to = unix_now();
     for ((reading, r), b) in readings.iter_mut().zip(replicas).zip(before) {
-        reading.finished = finished(&r.1) - b;
+        let [finished, queued, running] = counters(&r.1);
+        reading.finished = finished - b[0];
+        reading.queued_s = queued - b[1];
+        reading.running_s = running - b[2];
+        reading.span_s = to - from;
     }
     ((from, to), Split { readings, cap })
+}
+
+/// One `GET /v1/models` through the balancer as `tenant`.
+fn introduce(lb: &str, tenant: &str) {
+    let mut s = std::net::TcpStream::connect(lb).expect("the balancer listens");
+    s.set_read_timeout(Some(Duration::from_secs(10))).ok();
+    write!(
+        s,
+        "GET /v1/models HTTP/1.0\r\nHost: {lb}\r\nX-Tenant: {tenant}\r\n\r\n"
+    )
+    .expect("a request to the balancer");
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).ok();
+    assert!(
+        raw.starts_with("HTTP/1.0 200") || raw.starts_with("HTTP/1.1 200"),
+        "the balancer did not pass {tenant}'s first request: {raw}"
+    );
 }
 
 /// `diagnose --prometheus` over `[from, to]` (padded by 2 s, once Prometheus scraped past its

@@ -70,7 +70,10 @@ fn tenant_affinity_behind_haproxy_is_a_routing_imbalance_and_least_connections_i
     let (window, split) = load_tenants(&lb, &servers, &TENANTS, LOAD, f64::from(CAP));
     drop(lb);
     let oracle = split.describe();
-    assert!(split.uneven(), "the affinity did not split the load: {oracle}");
+    assert!(
+        split.uneven(),
+        "the affinity did not split the load: {oracle}"
+    );
     let v = diagnose(&prom, db, window, CAP);
     eprintln!(
         "round-robin, tenant affinity: engines {oracle}\n  llmscope: {}",

@@ -13,7 +13,10 @@
 //! `CI=true` they fail, naming the command that installs it.
 #![allow(clippy::print_stderr)] // a tier's verdicts and skips are said on stderr
 
+#[path = "../balancer/mod.rs"]
+mod balancer;
 mod capacity;
+mod fleet;
 mod matrix;
 mod oracle;
 mod whatif;

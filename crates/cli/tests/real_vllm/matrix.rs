@@ -374,27 +374,25 @@ fn matrix_cap_2() {
     );
 }
 
+/// The cap-4 server's flags: per-request cached prompt tokens in `usage`, for the TTFT split of
+/// hits and misses.
+const C4_ARGS: &[&str] = &[
+    "--max-num-seqs",
+    "4",
+    "--",
+    "--enable-prompt-tokens-details",
+];
+
 /// Also workloads that reuse prompts (issue 27), on the same start: 3-turn sessions under two
-/// shared 300-token system prompts.
+/// shared 300-token system prompts; and the fleet of issue 25, this server and a second like it
+/// behind HAProxy.
 #[test]
 fn matrix_cap_4() {
-    sweep_server_then(
-        "matrix_cap_4",
-        "c4",
-        4,
-        &[4, 8, 16],
-        // Per-request cached prompt tokens in `usage`, for the TTFT split of hits and misses.
-        &[
-            "--max-num-seqs",
-            "4",
-            "--",
-            "--enable-prompt-tokens-details",
-        ],
-        |m| {
-            prefix_cache_cell(m);
-            mooncake_cell(m);
-        },
-    );
+    sweep_server_then("matrix_cap_4", "c4", 4, &[4, 8, 16], C4_ARGS, |m| {
+        prefix_cache_cell(m);
+        mooncake_cell(m);
+        crate::fleet::check(m.server, C4_ARGS, &mut m.checks);
+    });
 }
 
 /// A real Mooncake trace replayed on the real engine (issue 27): the requests that fit its
