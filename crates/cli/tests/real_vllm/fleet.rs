@@ -1,15 +1,16 @@
 //! Issue 25 on the real engine: two real vLLM servers at `--max-num-seqs 4` behind HAProxy —
 //! the matrix's cap-4 server and a second one started beside it (one more start, not two) —
-//! scraped by a real Prometheus that labels each as its pod. Two tenants (7 clients and 1, short
-//! answers: the host has 2 cores for both engines, both API servers and the clients) load the
-//! balancer through round-robin with tenant affinity, then through least connections.
+//! scraped by a real Prometheus that labels each as its pod. Two tenants (10 clients and 1,
+//! 64-token answers: the host has 2 cores for both engines, both API servers and the clients)
+//! load the balancer through round-robin with tenant affinity, then through least connections.
 //!
-//! The oracle is each engine's own `/metrics`, read every 250 ms during the load (waiting,
-//! running) and its finished-request counter before and after (`tests/balancer`): the replica
-//! that queued while the other had room, or an even split. `diagnose --prometheus` must name the
-//! engines' hot replica behind the first and single out none behind the second. A split the
-//! balancer did not make as configured (the engines show neither) is said and not judged: what
-//! is tested is llmscope's reading of the engines, not HAProxy.
+//! The oracle is each engine's own `/metrics` (`tests/balancer`): its counters' growth over the
+//! load — requests finished, seconds queued and running, levels by Little's law — and its
+//! running gauge every 250 ms: the replica that queued while the other had room, or an even
+//! split. `diagnose --prometheus` must name the engines' hot replica behind the first and single
+//! out none behind the second. A split the balancer did not make as configured (the engines show
+//! neither) is said and not judged: what is tested is llmscope's reading of the engines, not
+//! HAProxy.
 
 use crate::balancer::{Balance, Haproxy, diagnose, load_tenants, names_the_hot_replica};
 use crate::balancer::{Split, singles_out_none};
@@ -17,8 +18,10 @@ use crate::{Checks, Server};
 use llmscope_collect::testing::{RealPrometheus, job};
 
 const CAP: u32 = 4;
-const TENANTS: [(&str, u32); 2] = [("a", 7), ("b", 1)];
-const LOAD: (&str, &[&str]) = ("8s", &["--max-tokens", "32"]);
+/// The big tenant queues on its replica (10 clients at a cap of 4); through least connections
+/// both replicas hold a queue (5 or 6 clients each), so neither has room the other lacks.
+const TENANTS: [(&str, u32); 2] = [("a", 10), ("b", 1)];
+const LOAD: (&str, &[&str]) = ("8s", &["--max-tokens", "64"]);
 
 /// Runs both balancings over `server` (`--max-num-seqs 4`, started with `args`) and a second
 /// server like it; what each showed goes to `checks`.
