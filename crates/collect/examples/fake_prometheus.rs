@@ -62,6 +62,11 @@ fn fleet_mode() -> bool {
     FLEET_MODE.load(Ordering::Relaxed)
 }
 
+/// Which of its deployment's replicas pod `pod` is (0 outside `fleet` mode).
+fn replica(pod: usize) -> usize {
+    if fleet_mode() { pod % replicas() } else { 0 }
+}
+
 /// The deployment pod `pod` belongs to (every pod its own outside `fleet` mode).
 fn deployment(pod: usize) -> usize {
     if fleet_mode() { pod / replicas() } else { pod }
@@ -91,7 +96,7 @@ fn skew(pod: usize) -> Option<Share> {
     if !fleet_mode() || replicas() < 2 || deployment(pod) % 20 != 4 {
         return None;
     }
-    Some(if pod % replicas() == 0 {
+    Some(if replica(pod) == 0 {
         Share::Hot
     } else {
         Share::Cool
@@ -176,7 +181,7 @@ fn suffix(i: usize) -> String {
 /// Pod `pod`'s name: in `fleet` mode a Deployment's pod, elsewhere a StatefulSet's.
 fn pod_name(pod: usize) -> String {
     if fleet_mode() {
-        let (d, i) = (deployment(pod), pod % replicas());
+        let (d, i) = (deployment(pod), replica(pod));
         format!("model-{d}-7c9d5b8f6-{}", suffix(i))
     } else {
         format!("vllm-{pod}")
