@@ -14,19 +14,20 @@ cd "$(dirname "$0")/.."
 pods="${1:-100}"
 hours="${2:-24}"
 step="${3:-15s}"
+bin="${CARGO_TARGET_DIR:-target}/release"
 out="$(mktemp -d -t llmscope-bench-diagnose.XXXXXX)"
 trap 'kill "${fake_pid:-}" 2>/dev/null || true; rm -rf "$out"' EXIT
 
 # (two builds: with --example, cargo builds only the example of the packages named)
 cargo build -q --release -p llmscope
 cargo build -q --release -p llmscope-collect --example fake_prometheus
-target/release/examples/fake_prometheus "$pods" >"$out/addr" &
+"$bin/examples/fake_prometheus" "$pods" >"$out/addr" &
 fake_pid=$!
 for _ in $(seq 50); do [[ -s $out/addr ]] && break; sleep 0.1; done
 url="http://$(head -1 "$out/addr")"
 
 echo "load before: $(uptime)"
-/usr/bin/time -f "%e %M" -o "$out/time" target/release/llmscope diagnose --prometheus "$url" \
+/usr/bin/time -f "%e %M" -o "$out/time" "$bin/llmscope" diagnose --prometheus "$url" \
     --from "-${hours}h" --to now --step "$step" --max-num-seqs 16 \
     --db "$out/bench.db" --format json >"$out/report.json"
 read -r wall rss_kb <"$out/time"
@@ -38,7 +39,7 @@ print(f"diagnose --prometheus: {pods} pods x {hours} h at {step}: {float(wall):.
       f"peak RSS {int(rss_kb) / 1024:.0f} MiB; verdict {r['verdict']['bottleneck']} "
       f"(confidence {r['verdict']['confidence']:.2f})")
 PY
-sqlite3_points=$(target/release/llmscope runs --db "$out/bench.db" --format json |
+sqlite3_points=$("$bin/llmscope" runs --db "$out/bench.db" --format json |
     python3 -c "import json,sys; r=json.load(sys.stdin)[0]; print(r['series'], r['samples'])")
 echo "stored: $sqlite3_points (series, points)"
 echo "load after:  $(uptime)"

@@ -193,6 +193,9 @@ impl WindowRead {
 /// A name's series as one batch of the `prometheus` source, to store.
 pub fn prometheus_batch(series: Vec<Series>) -> Batch {
     let mut batch = Batch::new("prometheus");
+    // Reserved whole: grown by doubling, one name of 100 pods × 24 h held up to twice its 14 MB.
+    let points = series.iter().map(|s| s.points.len()).sum();
+    batch.samples.reserve_exact(points);
     for s in series {
         batch.push_series(s);
     }
