@@ -60,6 +60,11 @@ struct Server {
 
 impl Server {
     fn start(config: &str, args: &[&str]) -> Server {
+        Server::start_with(config, args, &[])
+    }
+
+    /// [`Server::start`] with more environment for vLLM (`VLLM_CPU_OMP_THREADS_BIND`, …).
+    fn start_with(config: &str, args: &[&str], env: &[(&str, &str)]) -> Server {
         let name = format!("t{}-{config}", std::process::id());
         // The script refuses a port that something already answers on.
         let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -70,6 +75,7 @@ impl Server {
             .arg(script())
             .args(["start", &name, "--port", &port.to_string()])
             .args(args)
+            .envs(env.iter().copied())
             .output()
             .expect("run scripts/real-vllm.sh start");
         assert!(
