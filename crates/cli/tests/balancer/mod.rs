@@ -227,11 +227,13 @@ pub struct Split {
 }
 
 impl Split {
-    /// The replica that finished the most requests.
+    /// The replica that waited most (by Little's law) — not the one that finished most: a
+    /// replica whose engine shares its core with the API servers finished 41 requests for a
+    /// lone client while the other, queueing 3.6 for ten, finished 14.
     pub fn hot(&self) -> &EngineReading {
         self.readings
             .iter()
-            .max_by(|a, b| a.finished.total_cmp(&b.finished))
+            .max_by(|a, b| a.waiting().total_cmp(&b.waiting()))
             .expect("replicas")
     }
 
@@ -249,33 +251,23 @@ impl Split {
         r.finished / self.readings.iter().map(|r| r.finished).sum::<f64>()
     }
 
-    /// Uneven: the hot replica held a queue while every other had room — room the routing
-    /// left unused.
+    /// Uneven: the hot replica held a queue (a request or more waiting on average) while every
+    /// other had room (under 0.1 waiting, a batch under 90 % of its cap) — room the routing left
+    /// unused, by a clear margin.
     pub fn uneven(&self) -> bool {
         let hot = self.hot();
-        self.queues(hot)
-            .then(|| self.readings.iter().filter(|r| r.pod != hot.pod))
-            .is_some_and(|mut others| others.all(|r| self.has_room(r)))
+        let room = |r: &EngineReading| r.waiting() < 0.1 && r.mean_running() < 0.9 * self.cap;
+        hot.waiting() >= 1.0 && self.readings.iter().all(|r| r.pod == hot.pod || room(r))
     }
 
-    /// Even: no replica held a queue while another had room. Not equal shares: least
-    /// connections evens the requests in flight, and a slower replica finishes fewer of them (a
-    /// real vLLM whose engine shared its core with the API servers finished 34 % while both
-    /// queued).
+    /// Even, by a clear margin: no replica queued (every one under 0.25 waiting), or every one
+    /// did (a request or more waiting each). Between the two the engines leave the question
+    /// open (least connections before two real engines of unequal speed: 0.22 and 0.48
+    /// waiting, the faster at 1.6 of 4 running) and nothing is judged. Not equal shares:
+    /// least connections evens the requests in flight, and a slower replica finishes fewer.
     pub fn even(&self) -> bool {
-        let queued = self.readings.iter().any(|r| self.queues(r));
-        let room = self.readings.iter().any(|r| self.has_room(r));
-        !(queued && room)
-    }
-
-    /// Half a request or more waiting on average.
-    fn queues(&self, r: &EngineReading) -> bool {
-        r.waiting() >= 0.5
-    }
-
-    /// No queue (under 0.1 waiting) and a batch under 90 % of the cap.
-    fn has_room(&self, r: &EngineReading) -> bool {
-        r.waiting() < 0.1 && r.mean_running() < 0.9 * self.cap
+        let w = || self.readings.iter().map(EngineReading::waiting);
+        w().all(|x| x < 0.25) || w().all(|x| x >= 1.0)
     }
 
     pub fn describe(&self) -> String {
@@ -449,8 +441,7 @@ pub fn finding_ids(v: &Value) -> Vec<String> {
 }
 
 /// llmscope against the oracle on an uneven split: the deployment's verdict is
-/// `routing_imbalance` naming the hot replica and no other, and its share of the requests is
-/// the engines' own within 10 points.
+/// `routing_imbalance` naming the hot replica and no other.
 pub fn names_the_hot_replica(v: &Value, split: &Split) -> Result<(), String> {
     let oracle = split.describe();
     let verdict = &v["verdict"];
@@ -471,17 +462,12 @@ pub fn names_the_hot_replica(v: &Value, split: &Split) -> Result<(), String> {
             "the engines' hot replica is {hot}: {oracle}\nllmscope: {summary}"
         ));
     }
-    let ours = v["replicas"].as_array().into_iter().flatten();
-    let share = ours
-        .filter(|r| r["pod"] == hot.as_str())
-        .find_map(|r| r["share_of_requests"].as_f64());
-    let truth = split.share(split.hot());
-    match share {
-        Some(s) if (s - truth).abs() < 0.1 => Ok(()),
-        _ => Err(format!(
-            "llmscope's share of {hot} {share:?}, the engines' {truth:.2}: {oracle}"
-        )),
-    }
+    Ok(())
+}
+
+/// llmscope's share of the requests for `pod` (its `replicas` list), if it gives one.
+pub fn share_of(v: &Value, pod: &str) -> Option<f64> {
+    v["replicas"].as_array()?.iter().find(|r| r["pod"] == pod)?["share_of_requests"].as_f64()
 }
 
 /// llmscope against the oracle on an even split: no imbalance of any kind.

@@ -16,7 +16,8 @@
 //! none behind the second, and the shared GPU as a finding both times.
 
 use crate::balancer::{
-    Balance, Haproxy, diagnose, finding_ids, load_tenants, names_the_hot_replica, singles_out_none,
+    Balance, Haproxy, diagnose, finding_ids, load_tenants, names_the_hot_replica, share_of,
+    singles_out_none,
 };
 use crate::common::{job, prometheus, sim_fleet, temp_dir};
 use serde_json::Value;
@@ -80,6 +81,15 @@ fn tenant_affinity_behind_haproxy_is_a_routing_imbalance_and_least_connections_i
         v["verdict"]["summary"]
     );
     names_the_hot_replica(&v, &split).unwrap_or_else(|e| panic!("{e}"));
+    // Its share of the requests is the engines' (over the steady window against the whole
+    // load: within 10 points on identical replicas).
+    let hot = split.hot();
+    let (ours, truth) = (share_of(&v, &hot.pod), split.share(hot));
+    assert!(
+        ours.is_some_and(|s| (s - truth).abs() < 0.1),
+        "llmscope's share of {} {ours:?}, the engines' {truth:.2}: {oracle}",
+        hot.pod
+    );
     assert!(finding_ids(&v).contains(&"shared_gpu".to_owned()), "{v:#}");
     assert!(!advises_more_replicas(&v), "{v:#}");
     // The router is the advice, and on a shared GPU more replicas are said to be no fix.

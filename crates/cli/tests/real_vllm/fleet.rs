@@ -1,7 +1,7 @@
 //! Issue 25 on the real engine: two real vLLM servers at `--max-num-seqs 4` behind HAProxy —
 //! the matrix's cap-4 server and a second one started beside it (one more start, not two) —
-//! scraped by a real Prometheus that labels each as its pod. Two tenants (10 clients and 1,
-//! 64-token answers: the host has 2 cores for both engines, both API servers and the clients)
+//! scraped by a real Prometheus that labels each as its pod. Two tenants (14 clients and 1,
+//! 64-token answers, 15 s: the host has 2 cores for both engines, both API servers and the clients)
 //! load the balancer through round-robin with tenant affinity, then through least connections.
 //!
 //! The oracle is each engine's own `/metrics` (`tests/balancer`): its counters' growth over the
@@ -12,16 +12,18 @@
 //! neither) is said and not judged: what is tested is llmscope's reading of the engines, not
 //! HAProxy.
 
-use crate::balancer::{Balance, Haproxy, diagnose, load_tenants, names_the_hot_replica};
+use crate::balancer::{Balance, Haproxy, diagnose, load_tenants, names_the_hot_replica, share_of};
 use crate::balancer::{Split, singles_out_none};
 use crate::{Checks, Server};
 use llmscope_collect::testing::{RealPrometheus, job};
 
 const CAP: u32 = 4;
-/// The big tenant queues on its replica (10 clients at a cap of 4); through least connections
-/// both replicas hold a queue (5 or 6 clients each), so neither has room the other lacks.
-const TENANTS: [(&str, u32); 2] = [("a", 10), ("b", 1)];
-const LOAD: (&str, &[&str]) = ("8s", &["--max-tokens", "64"]);
+/// The big tenant queues on its replica (14 clients at a cap of 4); through least connections
+/// both replicas hold a queue (7 or 8 clients each), so neither has room the other lacks.
+const TENANTS: [(&str, u32); 2] = [("a", 14), ("b", 1)];
+/// 15 s: over an 8 s load llmscope's per-replica reading rested on a 5 s steady window (said as
+/// `short-window`) and missed a queue of 1.35 the engine's counters held over the load.
+const LOAD: (&str, &[&str]) = ("15s", &["--max-tokens", "64"]);
 
 /// Runs both balancings over `server` (`--max-num-seqs 4`, started with `args`) and a second
 /// server like it; what each showed goes to `checks`.
@@ -59,11 +61,16 @@ pub fn check(server: &Server, args: &[&str], checks: &mut Checks) {
         let (window, split) = load_tenants(&lb, &replicas, &TENANTS, LOAD, f64::from(CAP));
         drop(lb);
         let v = diagnose(&prom, db, window, CAP);
+        let shares: Vec<String> = replicas
+            .iter()
+            .map(|(pod, _)| format!("{pod} {:?}", share_of(&v, pod)))
+            .collect();
         eprintln!(
-            "  fleet behind {balance:?}: engines {}\n    llmscope: {} — {}",
+            "  fleet behind {balance:?}: engines {}\n    llmscope: {} — {} (shares {})",
             split.describe(),
             v["verdict"]["bottleneck"],
-            v["verdict"]["summary"]
+            v["verdict"]["summary"],
+            shares.join(", ")
         );
         judge(balance, &split, &v, checks);
     }
