@@ -5,10 +5,9 @@
 //! the deployment's verdict is `routing_imbalance` naming the hot replica; even, it is not.
 
 use crate::common::{
-    RealPrometheus, job, json, llmscope, prometheus, put_load, scraped_after, sim_on_free_ports,
-    temp_dir, unix_now,
+    RealPrometheus, job, json, llmscope, prometheus, put_load, sim_on_free_ports, temp_dir,
+    unix_now,
 };
-use llmscope_collect::time::format_rfc3339;
 use serde_json::Value;
 
 /// `clients` closed-loop workers on each of `targets` at once, for `duration`; the span it took.
@@ -22,34 +21,9 @@ fn load_at_once(targets: &[(&str, &str)], duration: &str) -> (f64, f64) {
     (from, unix_now())
 }
 
-/// `diagnose --prometheus` over `[from, to]` as JSON.
-fn diagnose(prom: &RealPrometheus, db: &str, (from, to): (f64, f64)) -> Value {
-    scraped_after(prom, to);
-    let (from, to) = (format_rfc3339(from - 2.0), format_rfc3339(to + 2.0));
-    let url = prom.url();
-    let out = llmscope(&[
-        "diagnose",
-        "--prometheus",
-        &url,
-        "--step",
-        "1s",
-        "--from",
-        &from,
-        "--to",
-        &to,
-        "--max-num-seqs",
-        "16",
-        "--db",
-        db,
-        "--format",
-        "json",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    json(&out)
+/// `diagnose --prometheus` over `[from, to]` at the simulator's cap, as JSON.
+fn diagnose(prom: &RealPrometheus, db: &str, window: (f64, f64)) -> Value {
+    crate::balancer::diagnose(prom, db, window, 16)
 }
 
 /// `watch --once` over the last 30 s as JSON (the load just ended: the window holds it).

@@ -354,12 +354,20 @@ fn table(a: &Value, engine: &[EngineStage]) -> String {
     )
 }
 
-/// The oracle on two searches a 2-core host recorded (load, engine tok/s, running, running max,
-/// waiting, preemptions, KV max): the cause is read where the engine first shows a limit past
-/// the knee, and a lone preemption without a queue is no limit.
-#[test]
-fn the_capacity_oracle_reads_where_the_engine_shows_a_limit() {
-    let stage = |(load, tok_s, running, running_max, waiting, preemptions, kv_max)| EngineStage {
+/// A stage from (load, engine tok/s, running, running max, waiting, preemptions, KV max).
+#[cfg(test)]
+fn stage(
+    (load, tok_s, running, running_max, waiting, preemptions, kv_max): (
+        u32,
+        f64,
+        f64,
+        f64,
+        f64,
+        f64,
+        f64,
+    ),
+) -> EngineStage {
+    EngineStage {
         load,
         tok_s,
         running,
@@ -367,7 +375,14 @@ fn the_capacity_oracle_reads_where_the_engine_shows_a_limit() {
         waiting,
         preemptions,
         kv_max,
-    };
+    }
+}
+
+/// The oracle on two searches a 2-core host recorded (load, engine tok/s, running, running max,
+/// waiting, preemptions, KV max): the cause is read where the engine first shows a limit past
+/// the knee, and a lone preemption without a queue is no limit.
+#[test]
+fn the_capacity_oracle_reads_where_the_engine_shows_a_limit() {
     // --max-num-seqs 8: 95 % of the peak at 7 clients; 8 clients queue nothing, 16 queue 7.5.
     let c8: Vec<EngineStage> = [
         (1, 142.0, 0.6, 1.0, 0.0, 0.0, 0.0),
@@ -452,15 +467,6 @@ fn an_unplaced_knee_allows_the_cause_past_either_knee() {
 /// of the scheduler: the engine allows both its KV pool and the front end as the cause.
 #[test]
 fn a_load_held_outside_the_engine_allows_the_front_end() {
-    let stage = |(load, tok_s, running, running_max, waiting, preemptions, kv_max)| EngineStage {
-        load,
-        tok_s,
-        running,
-        running_max,
-        waiting,
-        preemptions,
-        kv_max,
-    };
     let ci: Vec<EngineStage> = [
         (1, 463.0, 0.6, 1.0, 0.0, 0.0, 0.267),
         (2, 553.0, 0.9, 2.0, 0.0, 0.0, 0.267),
