@@ -11,6 +11,7 @@
 //! column per metric (an empty cell is no sample).
 
 use super::build::{kv_cache_config, signals_from_series};
+use super::detect::NEAR_CEILING;
 use super::{Bottleneck, Diagnosis, diagnose};
 use llmscope_core::series::{Labels, Point, Series, SeriesKey};
 
@@ -278,5 +279,210 @@ fn a_real_hung_engine_is_judged_stalled_after_stall_after_and_not_before() {
             .filter(|(v, _)| *v >= t)
             .all(|(_, st)| *st == StallState::Stalled),
         "{verdicts:?}"
+    );
+}
+
+/// Two cells of the real regime matrix as two replicas of one deployment, as a Prometheus
+/// query would show them: `b`'s load started when `a`'s did, its samples held at `a`'s scrape
+/// times (the last one at or before each, as a range query's step reads them), each labelled
+/// as its pod. Both were measured on one server configuration on one day, so they stand for
+/// two replicas of one deployment that a router loaded unevenly (or evenly).
+fn fleet_of(a: &Case, b: &Case) -> Case {
+    let start = |c: &Case| {
+        let g = c
+            .series
+            .iter()
+            .find(|s| s.key.name == "vllm:generation_tokens_total")?;
+        g.points
+            .windows(2)
+            .find(|w| w[1].v > w[0].v)
+            .map(|w| w[0].t)
+    };
+    let shift = start(a).zip(start(b)).map_or(0.0, |(x, y)| x - y);
+    let stamps: Vec<f64> = a.series[0].points.iter().map(|p| p.t).collect();
+    let pod = |s: &Series, name: &str| {
+        let mut labels: Vec<(String, String)> = s
+            .key
+            .labels
+            .iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect();
+        labels.push(("pod".to_owned(), name.to_owned()));
+        SeriesKey::new(s.key.name.clone(), Labels::new(labels))
+    };
+    let mut series: Vec<Series> = a
+        .series
+        .iter()
+        .map(|s| Series {
+            key: pod(s, "vllm-a"),
+            points: s.points.clone(),
+        })
+        .collect();
+    series.extend(b.series.iter().map(|s| {
+        Series {
+            key: pod(s, "vllm-b"),
+            points: stamps
+                .iter()
+                .filter_map(|&t| {
+                    let i = s.points.partition_point(|p| p.t + shift <= t + 1e-9);
+                    let p = s.points.get(i.checked_sub(1)?)?;
+                    Some(Point { t, v: p.v })
+                })
+                .collect(),
+        }
+    }));
+    let clients = |c: &Case| fact::<f64>(c, "concurrency").unwrap_or(0.0);
+    let achieved = |c: &Case| fact::<f64>(c, "achieved_concurrency").unwrap_or(0.0);
+    let mut facts = a.facts.clone();
+    for (k, v) in &mut facts {
+        match k.as_str() {
+            "concurrency" => *v = format!("{}", clients(a) + clients(b)),
+            "achieved_concurrency" => *v = format!("{}", achieved(a) + achieved(b)),
+            _ => {}
+        }
+    }
+    Case {
+        series,
+        facts,
+        expect: String::new(),
+        advice: Vec::new(),
+        findings: Vec::new(),
+        requests: None,
+    }
+}
+
+/// The oracle's mean waiting and running of a matrix cell (its `# oracle:` line: the engine's
+/// own counters and gauges, never llmscope's reading).
+fn oracle_levels(text: &str) -> Option<(f64, f64)> {
+    let line = text.lines().find_map(|l| l.strip_prefix("# oracle:"))?;
+    let after = |key: &str| -> Option<f64> {
+        let rest = &line[line.find(key)? + key.len()..];
+        rest.split_whitespace().next()?.parse().ok()
+    };
+    Some((after("waiting ")?, after("running ")?))
+}
+
+/// Issue 25 on real captures: every pair of formed cells of one server on one day, as two
+/// replicas. By the engines' own numbers (the oracle's lines) a pair is uneven where one
+/// queued (a request or more waiting) and the other had none and room (under 0.1 waiting and
+/// 75 % of the cap running) — llmscope must name the queueing one in `routing_imbalance` — and
+/// even where both queued or neither did (under 0.25 waiting each) — llmscope must single out
+/// none. Pairs between the two are not judged. The captures' gauges read 0 in up to every
+/// scrape while the counters rose (the real engine's stale gauges), and their counters grow in
+/// bursts as requests finish: what the fleet must read through.
+#[test]
+#[allow(clippy::print_stderr)] // the pairs and their verdicts, for the issue's note
+fn real_cells_paired_as_replicas_get_the_engines_split() {
+    let mut groups: std::collections::BTreeMap<(String, String), Vec<(String, String)>> =
+        Default::default();
+    for f in fixtures("tests/fixtures/real-matrix") {
+        let name = f.file_stem().unwrap().to_string_lossy().into_owned();
+        let text = std::fs::read_to_string(&f).unwrap();
+        let expect = parse(&text).expect;
+        // Cells whose API server held the load (`front_end`) are left out: the engine saw the
+        // requests in the bursts its front end let through, so its levels over the oracle's
+        // window say little of those over another.
+        let unjudged = ["not_formed", "failing_requests", "front_end"];
+        if unjudged.contains(&expect.as_str()) || expect.starts_with("unexplained") {
+            continue;
+        }
+        let server = name.split('-').next().unwrap_or_default().to_owned();
+        let day = match name.rsplit_once("-r") {
+            Some((_, r)) if r.chars().all(|c| c.is_ascii_digit()) => r.to_owned(),
+            _ => String::new(),
+        };
+        groups.entry((server, day)).or_default().push((name, text));
+    }
+    let (mut judged, mut missed, mut wrong, mut table) = (0, 0, Vec::new(), String::new());
+    for ((server, _), cells) in &groups {
+        let cap: f64 = server
+            .trim_start_matches(|c: char| c.is_ascii_alphabetic())
+            .parse()
+            .unwrap_or(16.0);
+        let cap = if server.starts_with('c') { cap } else { 16.0 };
+        for (i, (na, ta)) in cells.iter().enumerate() {
+            for (nb, tb) in &cells[i + 1..] {
+                let (Some((wa, ra)), Some((wb, rb))) = (oracle_levels(ta), oracle_levels(tb))
+                else {
+                    continue;
+                };
+                // Room by a clear margin: a tenth of the cap below where llmscope's detectors
+                // call a batch near its ceiling (two readings of one engine over different
+                // windows differ by about that).
+                let room = |w: f64, r: f64| w < 0.1 && r < (NEAR_CEILING - 0.1) * cap;
+                let hot = if wa >= 1.0 && room(wb, rb) {
+                    Some("vllm-a")
+                } else if wb >= 1.0 && room(wa, ra) {
+                    Some("vllm-b")
+                } else {
+                    None
+                };
+                let even = (wa < 0.25 && wb < 0.25) || (wa >= 1.0 && wb >= 1.0);
+                if hot.is_none() && !even {
+                    continue;
+                }
+                judged += 1;
+                let d = run(&fleet_of(&parse(ta), &parse(tb)));
+                let imbalance = d.findings.iter().find(|f| f.rule == "routing_imbalance");
+                let ok = match (hot, imbalance) {
+                    (Some(h), Some(f)) => {
+                        let other = if h == "vllm-a" {
+                            "vllm-b ("
+                        } else {
+                            "vllm-a ("
+                        };
+                        f.message.contains(&format!("{h} (")) && !f.message.contains(other)
+                    }
+                    (Some(_), None) => {
+                        missed += 1;
+                        false
+                    }
+                    (None, found) => found.is_none(),
+                };
+                let line = format!(
+                    "{na} ({wa:.1} waiting, {ra:.1} running) + {nb} ({wb:.1}, {rb:.1}): engines {}, llmscope {}",
+                    hot.map_or("even".to_owned(), |h| format!("{h} hot")),
+                    imbalance.map_or("no imbalance".to_owned(), |f| f.message.clone())
+                );
+                table += &format!("{}{line}\n", if ok { "ok   " } else { "FAIL " });
+                if !ok {
+                    let reps: Vec<String> = d
+                        .replicas
+                        .iter()
+                        .map(|r| {
+                            format!(
+                                "{} {:?}/{:?} {}",
+                                r.pod,
+                                r.waiting,
+                                r.running,
+                                r.verdict.as_str()
+                            )
+                        })
+                        .collect();
+                    let line = format!(
+                        "{line}\n    llmscope's replicas: {reps:?}; window {:?}",
+                        d.phases.steady
+                    );
+                    wrong.push(line);
+                }
+            }
+        }
+    }
+    eprintln!("{table}");
+    assert!(judged >= 100, "only {judged} pairs judged");
+    // A router is never blamed wrongly (an even pair called uneven, or the wrong replica
+    // named). An uneven pair may go unnamed in one in a hundred: two pairs were, on the
+    // deployment's 4.5–5 s window over 8 s loads whose requests lived about as long (the
+    // engine's queue-time counter then grows as requests finish, in bursts) — said here.
+    let accused = wrong.len() - missed;
+    eprintln!(
+        "{judged} pairs judged; {accused} wrongly accused or named, {missed} uneven pairs unnamed:\n{}",
+        wrong.join("\n")
+    );
+    assert!(
+        accused == 0 && missed * 100 <= judged,
+        "{} of {judged} pairs:\n{}",
+        wrong.len(),
+        wrong.join("\n")
     );
 }
