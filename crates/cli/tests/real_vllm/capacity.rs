@@ -130,6 +130,20 @@ fn held_outside(stages: &[EngineStage], knee: u32) -> bool {
     })
 }
 
+/// Whether the API server held half the client's load or more (a request at least) at every
+/// stage past `knee` — the engine's gauges read, not stale: past the knee the engine was given
+/// what the host let through, so its state names no cause of the search's own (a cap-8 server
+/// on a starved host plateaued at 1–2 clients, 0.4 and 1.0 of them in the engine).
+fn starved_past(stages: &[EngineStage], knee: u32) -> bool {
+    let past: Vec<&EngineStage> = stages.iter().filter(|s| s.load > knee).collect();
+    !past.is_empty()
+        && past.iter().all(|s| {
+            let load = f64::from(s.load);
+            let outside = load - s.running - s.waiting;
+            s.running_max > 0.0 && outside >= (0.5 * load).max(1.0)
+        })
+}
+
 /// The causes the engine allows past the knee: what it shows past its own knee (`knees.0`), and,
 /// where the two observers leave the knee's position unplaced (`apart`), past llmscope's
 /// (`knees.1`) too — the cause depends on where the knee is. Where the engine shows no limit
@@ -231,7 +245,15 @@ pub fn check(
     );
     let got = a["knee"]["bottleneck"].as_str().unwrap_or("none");
     let causes = expected_causes(&engine, (oracle.load, knee), apart.is_some(), cap);
-    if causes.is_empty() {
+    // A queue or preemptions are the engine's own state whatever the host let through; a
+    // batch that grew while output did not (`gpu_compute`) is what a starved front end looks
+    // like too.
+    let queued = ["batch_limit", "kv_cache_capacity", "token_budget"];
+    if starved_past(&engine, oracle.load.min(knee)) && !causes.iter().any(|c| queued.contains(c)) {
+        eprintln!(
+            "  {name}: the cause is not judged: past the knee the API server held half the load or more at every stage, and the engine queued nothing (the host's state)"
+        );
+    } else if causes.is_empty() {
         eprintln!("  {name}: the cause is not judged: the engine shows no limit past the knee");
     } else {
         checks.expect(
@@ -482,6 +504,8 @@ fn a_load_held_outside_the_engine_allows_the_front_end() {
         expected_causes(&ci, (3, 3), true, 16),
         ["kv_cache_capacity", "front_end"]
     );
+    // The engine preempted past the knee: its own state, judged however starved the host.
+    assert!(starved_past(&ci, 3));
     // The same stage with the engine holding most of the load: its own cause alone.
     let mut inside = ci;
     inside[3].running = 6.0;
@@ -489,6 +513,27 @@ fn a_load_held_outside_the_engine_allows_the_front_end() {
         expected_causes(&inside, (3, 3), true, 16),
         ["kv_cache_capacity"]
     );
+}
+
+/// A cap-8 search on a starved host: output flat from 1 to 2 clients, the engine holding 0.4
+/// and 1.0 of them, no queue — the batch "grew" (`gpu_compute` by the oracle's rule) because the
+/// API server let a second request through now and then: not judged.
+#[test]
+fn a_host_that_starved_the_search_past_the_knee_is_not_judged() {
+    let starved: Vec<EngineStage> = [
+        (1, 407.0, 0.4, 1.0, 0.0, 0.0, 0.0),
+        (2, 402.0, 1.0, 2.0, 0.0, 0.0, 0.001),
+    ]
+    .into_iter()
+    .map(stage)
+    .collect();
+    assert_eq!(oracle_knee(&starved).map(|s| s.load), Some(1));
+    assert_eq!(expected_causes(&starved, (1, 1), false, 8), ["gpu_compute"]);
+    assert!(starved_past(&starved, 1));
+    // The engine held the second request itself: its batch grew, output did not — judged.
+    let mut held = starved;
+    held[1].running = 1.6;
+    assert!(!starved_past(&held, 1));
 }
 
 /// CI's cap-8 search (llmscope's tok/s beside the engine's): flat from 8 clients on, so the
