@@ -567,27 +567,35 @@ fn matrix_cap_8() {
             .find(|(k, _)| *k == (16, SHORT))
             .expect("swept")
             .1;
-        let w = crate::whatif::base(&mut m, swept, "batch_limit", set(8, 16), SHORT).map(
-            |(base, repeat)| {
-                let light = crate::whatif::light(&mut m, 8, SHORT);
-                crate::whatif::predict(&m, &base, &[&repeat, &light], "max-num-seqs=16")
-            },
-        );
+        let w = crate::whatif::base(&mut m, swept, "batch_limit", set(8, 16), SHORT).map(|bases| {
+            let light = crate::whatif::light(&mut m, 8, SHORT);
+            let w = crate::whatif::predict(&m, &bases, &light, "max-num-seqs=16");
+            (w, light)
+        });
         m.done();
         w
     };
-    let Some(prediction) = prediction else {
+    let Some((prediction, light)) = prediction else {
         eprintln!(
-            "  whatif c8 → 16: NOT JUDGED — neither base measurement read batch_limit with the API server keeping up"
+            "  whatif c8 → 16: NOT JUDGED — fewer than two of three base measurements read batch_limit with the API server keeping up"
         );
         return;
     };
     let server = Server::start("c8-to-16", &["--max-num-seqs", "16"]);
-    let mut m = Matrix::new(&server, "c8-to-16");
+    let m = Matrix::new(&server, "c8-to-16");
     let mut checks = Checks::default();
-    crate::whatif::judge(&mut checks, "whatif c8 → 16", (&prediction, 16), || {
-        m.measure(set(16, 16), SHORT, &[], " (whatif's target)")
-    });
+    let m = std::cell::RefCell::new(m);
+    crate::whatif::judge(
+        &mut checks,
+        "whatif c8 → 16",
+        (&prediction, 16, &light),
+        || {
+            m.borrow_mut()
+                .measure(set(16, 16), SHORT, &[], " (whatif's target)")
+        },
+        || crate::whatif::control(&mut m.borrow_mut(), 16, SHORT),
+    );
+    let m = m.into_inner();
     m.done();
     checks.done();
 }
@@ -845,22 +853,17 @@ fn matrix_kv_far_too_small() {
     // whatif (issue 24): the model fitted to the 32- and 4-client runs predicts an 8 MiB pool;
     // a server started so then measures it.
     let swept = base.expect("the 64-token cell was measured");
-    let prediction = crate::whatif::base(&mut m, &swept, "kv_cache_capacity", set(16, 32), 64).map(
-        |(base, repeat)| {
+    let prediction =
+        crate::whatif::base(&mut m, &swept, "kv_cache_capacity", set(16, 32), 64).map(|bases| {
             let light = crate::whatif::light(&mut m, 16, 64);
-            crate::whatif::predict(
-                &m,
-                &base,
-                &[&repeat, &light],
-                "kv-cache-memory-bytes=8388608",
-            )
-        },
-    );
+            let w = crate::whatif::predict(&m, &bases, &light, "kv-cache-memory-bytes=8388608");
+            (w, light)
+        });
     m.done();
     drop(server);
-    let Some(prediction) = prediction else {
+    let Some((prediction, light)) = prediction else {
         eprintln!(
-            "  whatif KV 4 → 8 MiB: NOT JUDGED — neither base measurement read kv_cache_capacity with the API server keeping up"
+            "  whatif KV 4 → 8 MiB: NOT JUDGED — fewer than two of three base measurements read kv_cache_capacity with the API server keeping up"
         );
         return;
     };
@@ -875,14 +878,20 @@ fn matrix_kv_far_too_small() {
             "1024",
         ],
     );
-    let mut m = Matrix::new(&server, "kv4m-to-8m");
+    let m = Matrix::new(&server, "kv4m-to-8m");
     let mut checks = Checks::default();
+    let m = std::cell::RefCell::new(m);
     crate::whatif::judge(
         &mut checks,
         "whatif KV 4 → 8 MiB",
-        (&prediction, 32),
-        || m.measure(set(16, 32), 64, &[], " (whatif's target)"),
+        (&prediction, 32, &light),
+        || {
+            m.borrow_mut()
+                .measure(set(16, 32), 64, &[], " (whatif's target)")
+        },
+        || crate::whatif::control(&mut m.borrow_mut(), 16, 64),
     );
+    let m = m.into_inner();
     m.done();
     checks.done();
 }
