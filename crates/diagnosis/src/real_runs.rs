@@ -282,6 +282,15 @@ fn a_real_hung_engine_is_judged_stalled_after_stall_after_and_not_before() {
     );
 }
 
+/// A capture's generated-token counter: every scrape carries it (an info series such as
+/// `vllm:cache_config_info` has one point), and it says when the load started.
+fn tokens(c: &Case) -> &Series {
+    c.series
+        .iter()
+        .find(|s| s.key.name == "vllm:generation_tokens_total")
+        .expect("a matrix capture carries vllm:generation_tokens_total")
+}
+
 /// Two cells of the real regime matrix as two replicas of one deployment, as a Prometheus
 /// query would show them: `b`'s load started when `a`'s did, its samples held at `a`'s scrape
 /// times (the last one at or before each, as a range query's step reads them), each labelled
@@ -289,17 +298,11 @@ fn a_real_hung_engine_is_judged_stalled_after_stall_after_and_not_before() {
 /// two replicas of one deployment that a router loaded unevenly (or evenly).
 fn fleet_of(a: &Case, b: &Case) -> Case {
     let start = |c: &Case| {
-        let g = c
-            .series
-            .iter()
-            .find(|s| s.key.name == "vllm:generation_tokens_total")?;
-        g.points
-            .windows(2)
-            .find(|w| w[1].v > w[0].v)
-            .map(|w| w[0].t)
+        let w = tokens(c).points.windows(2).find(|w| w[1].v > w[0].v)?;
+        Some(w[0].t)
     };
     let shift = start(a).zip(start(b)).map_or(0.0, |(x, y)| x - y);
-    let stamps: Vec<f64> = a.series[0].points.iter().map(|p| p.t).collect();
+    let stamps: Vec<f64> = tokens(a).points.iter().map(|p| p.t).collect();
     let pod = |s: &Series, name: &str| {
         let mut labels: Vec<(String, String)> = s
             .key

@@ -123,11 +123,16 @@ fn oracle_cause(stages: &[EngineStage], knee: u32, cap: u32) -> &'static str {
 /// whatever its own state shows (a KV-4-MiB server at 8 clients ran 0.8 and queued 0.5 on
 /// average with 6 preemptions, while output stayed at 4 clients' level: both hold).
 fn held_outside(stages: &[EngineStage], knee: u32) -> bool {
-    stages.iter().filter(|s| s.load > knee).any(|s| {
-        let load = f64::from(s.load);
-        let outside = load - s.running - s.waiting;
-        s.running_max > 0.0 && outside > 0.5 * load && outside >= 2.0
-    })
+    stages
+        .iter()
+        .filter(|s| s.load > knee)
+        .any(|s| outside(s).is_some_and(|o| o > 0.5 * f64::from(s.load) && o >= 2.0))
+}
+
+/// Requests the client kept in flight that the engine neither ran nor queued, on average over
+/// the stage; `None` where its gauges read nothing (stale at 0 through the stage).
+fn outside(s: &EngineStage) -> Option<f64> {
+    (s.running_max > 0.0).then(|| f64::from(s.load) - s.running - s.waiting)
 }
 
 /// Whether the API server held half the client's load or more (a request at least) at every
@@ -137,11 +142,9 @@ fn held_outside(stages: &[EngineStage], knee: u32) -> bool {
 fn starved_past(stages: &[EngineStage], knee: u32) -> bool {
     let past: Vec<&EngineStage> = stages.iter().filter(|s| s.load > knee).collect();
     !past.is_empty()
-        && past.iter().all(|s| {
-            let load = f64::from(s.load);
-            let outside = load - s.running - s.waiting;
-            s.running_max > 0.0 && outside >= (0.5 * load).max(1.0)
-        })
+        && past
+            .iter()
+            .all(|s| outside(s).is_some_and(|o| o >= (0.5 * f64::from(s.load)).max(1.0)))
 }
 
 /// The causes the engine allows past the knee: what it shows past its own knee (`knees.0`), and,

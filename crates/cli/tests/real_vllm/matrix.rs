@@ -582,20 +582,15 @@ fn matrix_cap_8() {
         return;
     };
     let server = Server::start("c8-to-16", &["--max-num-seqs", "16"]);
-    let m = Matrix::new(&server, "c8-to-16");
+    let mut m = Matrix::new(&server, "c8-to-16");
     let mut checks = Checks::default();
-    let m = std::cell::RefCell::new(m);
     crate::whatif::judge(
         &mut checks,
         "whatif c8 → 16",
-        (&prediction, 16, &light),
-        || {
-            m.borrow_mut()
-                .measure(set(16, 16), SHORT, &[], " (whatif's target)")
-        },
-        || crate::whatif::control(&mut m.borrow_mut(), 16, SHORT),
+        (&prediction, &light),
+        &mut m,
+        (set(16, 16), SHORT),
     );
-    let m = m.into_inner();
     m.done();
     checks.done();
 }
@@ -878,20 +873,15 @@ fn matrix_kv_far_too_small() {
             "1024",
         ],
     );
-    let m = Matrix::new(&server, "kv4m-to-8m");
+    let mut m = Matrix::new(&server, "kv4m-to-8m");
     let mut checks = Checks::default();
-    let m = std::cell::RefCell::new(m);
     crate::whatif::judge(
         &mut checks,
         "whatif KV 4 → 8 MiB",
-        (&prediction, 32, &light),
-        || {
-            m.borrow_mut()
-                .measure(set(16, 32), 64, &[], " (whatif's target)")
-        },
-        || crate::whatif::control(&mut m.borrow_mut(), 16, 64),
+        (&prediction, &light),
+        &mut m,
+        (set(16, 32), 64),
     );
-    let m = m.into_inner();
     m.done();
     checks.done();
 }

@@ -124,8 +124,9 @@ pub fn base(
 /// then not judged, and said so. A prediction that misses is measured once more; the same miss
 /// twice fails.
 ///
-/// The host's own speed is controlled for: after each target, `control` measures the fit's
-/// light run again (4 clients, which neither the cap nor the pool limits, on the changed server
+/// The target is `target`'s load with `answers`-token answers on the changed server `m`.
+/// The host's own speed is controlled for: after each target the fit's light run is measured
+/// again ([`control`]: 4 clients, which neither the cap nor the pool limits, on the changed server
 /// as on the base's) and the prediction is held against the target at the host's speed of then —
 /// the light load's output over the model's replay of it ([`host_factor`]). On this 2-core host
 /// one load measures 24 % apart within minutes (a KV 4 → 8 MiB target, 1,638 then 2,036 tok/s,
@@ -134,14 +135,15 @@ pub fn base(
 pub fn judge(
     checks: &mut Checks,
     name: &str,
-    (w, clients, light): (&Value, u32, &Cell),
-    mut measure: impl FnMut() -> Cell,
-    mut control: impl FnMut() -> Cell,
+    (w, light): (&Value, &Cell),
+    m: &mut Matrix<'_>,
+    (target, answers): (Setting, u32),
 ) {
+    let clients = target.clients;
     let (mut host_again, mut missed_again) = (false, false);
     let front_end_predicted = w["predicted"]["bottleneck"] == "front_end";
     let found = loop {
-        let cell = measure();
+        let cell = m.measure(target, answers, &[], " (whatif's target)");
         eprintln!("  {name}: the changed server: {}", cell.reading.line());
         let held = starved(&cell.reading, clients);
         let regime = cell
@@ -175,7 +177,7 @@ pub fn judge(
         };
         // After the target, not before: the first load on a server just started is the one
         // its API server is slowest with (a control measured first held 3.1 of 4 outside).
-        let host = host_factor(w, light, &control());
+        let host = host_factor(w, light, &control(m, target.cap, answers));
         let found = verdict_of(w, &cell.report, regime, host);
         if found.is_empty() || missed_again {
             break found;
@@ -200,7 +202,7 @@ pub fn host_factor(w: &Value, light: &Cell, now: &Cell) -> f64 {
         .as_array()
         .into_iter()
         .flatten()
-        .find(|s| s["run"].as_i64().map(|r| r.to_string()) == Some(id.clone()))
+        .find(|s| s["run"].as_i64() == id.parse().ok())
         .and_then(|s| s["replayed"]["output_tok_s"].as_f64());
     let served = client_output(&now.report);
     let clean = now.reading.expect == Some("load_not_reached") && !starved(&now.reading, 4);
