@@ -569,13 +569,12 @@ fn matrix_cap_8() {
             .1;
         let w = crate::whatif::base(&mut m, swept, "batch_limit", set(8, 16), SHORT).map(|bases| {
             let light = crate::whatif::light(&mut m, 8, SHORT);
-            let w = crate::whatif::predict(&m, &bases, &light, "max-num-seqs=16");
-            (w, light)
+            crate::whatif::predict(&m, &bases, &light, "max-num-seqs=16")
         });
         m.done();
         w
     };
-    let Some((prediction, light)) = prediction else {
+    let Some(prediction) = prediction else {
         eprintln!(
             "  whatif c8 → 16: NOT JUDGED — fewer than two of three base measurements read batch_limit with the API server keeping up"
         );
@@ -587,7 +586,7 @@ fn matrix_cap_8() {
     crate::whatif::judge(
         &mut checks,
         "whatif c8 → 16",
-        (&prediction, &light),
+        &prediction,
         &mut m,
         (set(16, 16), SHORT),
     );
@@ -851,12 +850,11 @@ fn matrix_kv_far_too_small() {
     let prediction =
         crate::whatif::base(&mut m, &swept, "kv_cache_capacity", set(16, 32), 64).map(|bases| {
             let light = crate::whatif::light(&mut m, 16, 64);
-            let w = crate::whatif::predict(&m, &bases, &light, "kv-cache-memory-bytes=8388608");
-            (w, light)
+            crate::whatif::predict(&m, &bases, &light, "kv-cache-memory-bytes=8388608")
         });
     m.done();
     drop(server);
-    let Some((prediction, light)) = prediction else {
+    let Some(prediction) = prediction else {
         eprintln!(
             "  whatif KV 4 → 8 MiB: NOT JUDGED — fewer than two of three base measurements read kv_cache_capacity with the API server keeping up"
         );
@@ -878,7 +876,7 @@ fn matrix_kv_far_too_small() {
     crate::whatif::judge(
         &mut checks,
         "whatif KV 4 → 8 MiB",
-        (&prediction, &light),
+        &prediction,
         &mut m,
         (set(16, 32), 64),
     );

@@ -115,7 +115,7 @@ pub fn base(
     (clean.len() >= 2).then_some(clean)
 }
 
-/// Measures the changed server (`measure`: a load whose regime the oracle reads, not judged as
+/// Measures the changed server (a load whose regime the oracle reads, not judged as
 /// a matrix cell — the change may put it on a border between two limits) and judges the
 /// prediction `w` against it. The limit measured is the oracle's, read from the engine's own
 /// numbers; a target in which the API server held the load (the oracle's `front_end`) is
@@ -125,17 +125,15 @@ pub fn base(
 /// twice fails.
 ///
 /// The target is `target`'s load with `answers`-token answers on the changed server `m`.
-/// The host's own speed is controlled for: after each target the fit's light run is measured
-/// again ([`control`]: 4 clients, which neither the cap nor the pool limits, on the changed server
-/// as on the base's) and the prediction is held against the target at the host's speed of then —
-/// the light load's output over the model's replay of it ([`host_factor`]). On this 2-core host
-/// one load measures 24 % apart within minutes (a KV 4 → 8 MiB target, 1,638 then 2,036 tok/s,
-/// its base 1,014 then 1,255): a model of the engine cannot predict the host's drift, and a GPU
-/// has none of it.
+///
+/// The host's drift is not corrected for: a control load of 4 clients measured on the changed
+/// server (tried, then removed) read the API server, not the engine — it served 519 tok/s where
+/// the model replays 798 while the target beside it served 1,747 against the 1,094 that scaling predicted (1,683 unscaled) —
+/// so the prediction is held as made, within its band.
 pub fn judge(
     checks: &mut Checks,
     name: &str,
-    (w, light): (&Value, &Cell),
+    w: &Value,
     m: &mut Matrix<'_>,
     (target, answers): (Setting, u32),
 ) {
@@ -175,10 +173,7 @@ pub fn judge(
             host_again = true;
             continue;
         };
-        // After the target, not before: the first load on a server just started is the one
-        // its API server is slowest with (a control measured first held 3.1 of 4 outside).
-        let host = host_factor(w, light, &control(m, target.cap, answers));
-        let found = verdict_of(w, &cell.report, regime, host);
+        let found = verdict_of(w, &cell.report, regime);
         if found.is_empty() || missed_again {
             break found;
         }
@@ -192,39 +187,6 @@ pub fn judge(
     );
 }
 
-/// How fast the host ran the light load now against the model's replay of it (the fit's stage
-/// of `light`'s run): the engine's steps on this host took 1/`h` of the time the fit saw. 1 where
-/// the control cannot say — the light load was not the engine's alone (the oracle read a limit,
-/// or the API server held requests), or the fit lacks the stage.
-pub fn host_factor(w: &Value, light: &Cell, now: &Cell) -> f64 {
-    let id = run_id(light);
-    let replayed = w["fit"]["stages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|s| s["run"].as_i64() == id.parse().ok())
-        .and_then(|s| s["replayed"]["output_tok_s"].as_f64());
-    let served = client_output(&now.report);
-    let clean = now.reading.expect == Some("load_not_reached") && !starved(&now.reading, 4);
-    match (replayed, served) {
-        (Some(r), Some(s)) if clean && r > 0.0 && s > 0.0 => {
-            eprintln!(
-                "  host: the light load (4 clients) served {s:.0} tok/s on the changed server, the model replays it at {r:.0}: the host runs at {:.2}× the fit's speed ({})",
-                s / r,
-                now.reading.line()
-            );
-            s / r
-        }
-        _ => {
-            eprintln!(
-                "  host: no control (the light load read {:?}, {:.1} outside; replayed {replayed:?}): judged at the fit's speed",
-                now.reading.expect, now.reading.outside
-            );
-            1.0
-        }
-    }
-}
-
 /// The output tok/s the client received: over its sending window where it says one.
 fn client_output(report: &Value) -> Option<f64> {
     let t = &report["client"]["throughput"];
@@ -234,9 +196,8 @@ fn client_output(report: &Value) -> Option<f64> {
 }
 
 /// What the prediction `w` got wrong against the measured `report` and the limit the oracle
-/// read, the prediction taken at the host's speed `host` ([`host_factor`]: output × `host`,
-/// TTFT ÷ `host`, their bands so): empty when it holds.
-fn verdict_of(w: &Value, report: &Value, limit: &str, host: f64) -> Vec<String> {
+/// read: empty when it holds.
+fn verdict_of(w: &Value, report: &Value, limit: &str) -> Vec<String> {
     let p = &w["predicted"];
     let tok = client_output(report);
     let ttft = report["client"]["latency_ms"]["ttft"]["p50"].as_f64();
@@ -250,22 +211,19 @@ fn verdict_of(w: &Value, report: &Value, limit: &str, host: f64) -> Vec<String> 
     let mut figure = |what: &str,
                       pred: Option<f64>,
                       meas: Option<f64>,
-                      (band, scale): (&Value, f64),
+                      band: &Value,
                       target,
                       holds| {
-        let (Some(pred), Some(meas)) = (pred.map(|p| p * scale), meas) else {
+        let (Some(pred), Some(meas)) = (pred, meas) else {
             wrong.push(format!("{what}: predicted {pred:?}, measured {meas:?}"));
             return;
         };
         let err = pred / meas - 1.0;
-        let band = band[0].as_f64().zip(band[1].as_f64()).map(|(a, b)| {
-            let (a, b) = (a * scale, b * scale);
-            (a.min(b), a.max(b))
-        });
+        let band = band[0].as_f64().zip(band[1].as_f64());
         let in_band = band.is_some_and(|(a, b)| a <= meas && meas <= b);
         let band = band.map_or("none".to_owned(), |(a, b)| format!("[{a:.1}, {b:.1}]"));
         eprintln!(
-            "  {what}: predicted {pred:.1} (×{scale:.2}, the host's speed), measured {meas:.1} ({:+.0}%; target {:.0}%{}; band {band}: {})",
+            "  {what}: predicted {pred:.1}, measured {meas:.1} ({:+.0}%; target {:.0}%{}; band {band}: {})",
             err * 100.0,
             target * 100.0,
             if holds {
@@ -291,7 +249,7 @@ fn verdict_of(w: &Value, report: &Value, limit: &str, host: f64) -> Vec<String> 
         "output tok/s",
         p["output_tok_s"].as_f64(),
         tok,
-        (&p["band"]["output_tok_s"], host),
+        &p["band"]["output_tok_s"],
         OUTPUT_TARGET,
         fit_holds("output_tok_s", OUTPUT_TARGET),
     );
@@ -299,7 +257,7 @@ fn verdict_of(w: &Value, report: &Value, limit: &str, host: f64) -> Vec<String> 
         "TTFT p50 ms",
         p["ttft_ms"]["p50"].as_f64(),
         ttft,
-        (&p["band"]["ttft_p50_ms"], 1.0 / host),
+        &p["band"]["ttft_p50_ms"],
         TTFT_TARGET,
         fit_holds("ttft_p50", TTFT_TARGET),
     );
@@ -334,12 +292,6 @@ fn verdict_of(w: &Value, report: &Value, limit: &str, host: f64) -> Vec<String> 
         }
     }
     wrong
-}
-
-/// The fit's light run measured again on the changed server `m` (cap `cap`): the host's speed
-/// of now, for [`judge`]. Not judged as a cell: its regime is read by [`host_factor`].
-pub fn control(m: &mut Matrix<'_>, cap: u32, answers: u32) -> Cell {
-    m.measure(set(cap, 4), answers, &[], " (whatif's host control)")
 }
 
 /// The runs a fit needs beside the base: the base's server at 4 clients (the small batches a
