@@ -325,10 +325,23 @@ fn binds_from(stages: &[Stage], b: Bottleneck) -> Option<u32> {
         .min()
 }
 
-/// The smallest counted stage above `load`.
+/// The smallest counted stage above `load` whose verdict read the engine; the smallest counted
+/// one where none did. A stage whose engine metrics did not answer (its verdict: no limit could
+/// be established) says nothing of what holds past the knee: a real vLLM 0.32 on 2 cores left a
+/// stage's `/metrics` unanswered for seconds, and the knee's cause read `none` where the next
+/// stage's engine preempted.
 fn past(stages: &[Stage], load: u32) -> Option<&Stage> {
-    let above = stages.iter().map(|s| s.load.value()).filter(|l| *l > load);
-    counted(stages, above.min()?)
+    let mut above: Vec<u32> = stages
+        .iter()
+        .map(|s| s.load.value())
+        .filter(|l| *l > load)
+        .collect();
+    above.sort_unstable();
+    above.dedup();
+    let counted_above = || above.iter().filter_map(|&l| counted(stages, l));
+    counted_above()
+        .find(|s| s.verdict.bottleneck != Bottleneck::None)
+        .or_else(|| counted_above().next())
 }
 
 /// The verdict past the knee, with its evidence, in one sentence — or, where that stage saw no
@@ -346,9 +359,16 @@ fn cause(axis: Axis, stages: &[Stage], k: &KneeAnswer) -> Option<Cause> {
     // real engine at --max-num-seqs 8 reached 95 % of its peak at 7 clients, and 8 clients hold
     // no queue): a knee has a cause, so it is the first limit measured further out.
     let limit = limit_above(stages, load).filter(|_| names_no_limit(p.verdict.bottleneck));
+    // Where `past` passed over stages that read nothing, the cause says which load it is from.
+    let nearest = stages
+        .iter()
+        .map(|s| s.load.value())
+        .filter(|l| *l > load && counted(stages, *l).is_some())
+        .min();
+    let further = (nearest != Some(p.load.value())).then_some(p.load.value());
     Some(match limit {
         Some(l) => verdict_cause(axis, "past", load, (l, Some(l.load.value())), at),
-        None => verdict_cause(axis, "past", load, (p, None), at),
+        None => verdict_cause(axis, "past", load, (p, further), at),
     })
 }
 
@@ -594,6 +614,55 @@ mod tests {
         assert!(
             c.sentence.starts_with(
                 "past concurrency 7 the batch limit (--max-num-seqs) holds (from concurrency 16):"
+            ),
+            "{}",
+            c.sentence
+        );
+    }
+
+    /// A stage whose engine metrics did not answer (its verdict: none could be established)
+    /// is passed over for the next that read the engine, in the knee and its cause alike.
+    #[test]
+    fn a_stage_that_read_nothing_past_the_knee_is_passed_over() {
+        let (mut stages, mut search) = capped();
+        stages
+            .iter_mut()
+            .find(|s| s.load.value() == 32)
+            .unwrap()
+            .verdict
+            .bottleneck = Bottleneck::None;
+        let mut kv = stage(64, 1600.0, Bottleneck::KvCacheCapacity, Some(8.0));
+        kv.verdict.summary = "preempted at 64".to_owned();
+        stages.push(kv);
+        search.record(
+            64,
+            Served {
+                output_tok_s: 1600.0,
+                goodput_rps: Some(8.0),
+                saturated: false,
+            },
+        );
+        let stop = Ended::Found {
+            stop: StopReason::Plateau,
+        };
+        let a = Answer::assemble(
+            Axis::Concurrency,
+            None,
+            stages,
+            &search,
+            stop,
+            (300.0, 100.0),
+        );
+        let k = a.knee.as_ref().unwrap();
+        assert_eq!(
+            (k.load.value(), k.bottleneck),
+            (16, Bottleneck::KvCacheCapacity)
+        );
+        let c = a.cause.as_ref().unwrap();
+        assert_eq!((c.bottleneck, c.run_id), (Bottleneck::KvCacheCapacity, 64));
+        assert!(
+            c.sentence.starts_with(
+                "past concurrency 16 KV-cache capacity holds (from concurrency 64): preempted at 64"
             ),
             "{}",
             c.sentence
