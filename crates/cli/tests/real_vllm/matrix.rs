@@ -303,6 +303,13 @@ impl<'a> Matrix<'a> {
             table.push('\n');
         }
         eprintln!("{table}");
+        // A debugging aid: where LLMSCOPE_KEEP_DB names a folder, the matrix's store is copied
+        // there (its own folder goes with it), for `llmscope whatif`/`diagnose` by hand.
+        if let Some(dir) = std::env::var_os("LLMSCOPE_KEEP_DB") {
+            let to = Path::new(&dir).join(format!("{}.db", self.config));
+            let copied = std::fs::copy(&self.db, &to);
+            eprintln!("store copied to {}: {copied:?}", to.display());
+        }
         if let Ok(path) = std::env::var("LLMSCOPE_MATRIX_TABLE")
             && let Ok(mut f) = std::fs::OpenOptions::new()
                 .create(true)

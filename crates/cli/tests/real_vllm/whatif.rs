@@ -41,6 +41,10 @@ pub fn predict(m: &Matrix<'_>, bases: &[Cell], light: &Cell, change: &str) -> Va
         w["predicted"].get("near").unwrap_or(&Value::Null),
         w["caveats"]
     );
+    eprintln!(
+        "    fit model: {} ; workload replayed for the change: {}",
+        w["fit"]["model"], w["base"]["workload"]
+    );
     for s in w["fit"]["stages"].as_array().into_iter().flatten() {
         eprintln!(
             "    fit run {}: {} — measured {:.0} tok/s, TTFT {:.0} ms, {}; replayed {:.0}, {:.0} ms, {} (sequences a step: {})",

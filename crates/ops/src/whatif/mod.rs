@@ -603,6 +603,46 @@ pub struct Band {
     /// how busy the front end is, which the model does not hold.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub front_kept_ms: Option<f64>,
+    /// The prediction made again at each edge of what the runs allow a prompt token to cost
+    /// ([`StepModel::prompt_token_range`]); the band holds both.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt_cost: Option<PromptEdges>,
+}
+
+/// The change predicted with a prompt token at the least and the most the fitted runs allow it
+/// to cost: where the runs kept one ratio of prompt to answer tokens the split of a step's time
+/// between prefill and decode is not known, and it decides how long a step that takes in new
+/// requests runs — the TTFT of a batch that admits many at once (the replay's clients then
+/// arrive in waves).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct PromptEdges {
+    /// Milliseconds a prompt token costs at each edge.
+    pub ms_per_token: (f64, f64),
+    pub output_tok_s: (f64, f64),
+    pub ttft_p50_ms: (Option<f64>, Option<f64>),
+}
+
+impl PromptEdges {
+    /// `predicted` made again on each edge's model: the step and sequence costs refitted to
+    /// the same runs with the prompt token's cost held there, the base's front end split again
+    /// by it (a costlier prefill leaves less of the base's TTFT to the API server).
+    fn of(runs: &[Observed], fit: &Fit, d: &Deployment) -> Option<PromptEdges> {
+        let (lo, hi) = fit.model.prompt_token_range?;
+        let base = runs.first()?;
+        let all: Vec<Interval> = runs.iter().flat_map(|o| o.intervals.clone()).collect();
+        let front_end = FrontEnd::applied(fit.front_end.as_ref());
+        let at = |cost: f64| {
+            let m = model::refit_at(&all, &fit.model, cost);
+            let w = split_front_end(&m, base, front_end);
+            replayed(&m, d, &w, replay_seconds(base)).1
+        };
+        let (low, high) = (at(lo), at(hi));
+        Some(PromptEdges {
+            ms_per_token: (lo * 1e3, hi * 1e3),
+            output_tok_s: (low.output_tok_s, high.output_tok_s),
+            ttft_p50_ms: (low.ttft_ms.p50, high.ttft_ms.p50),
+        })
+    }
 }
 
 /// Fitted runs of one load on one deployment, and how far apart they measured (the largest
@@ -650,7 +690,7 @@ impl Repeat {
 pub const MIN_BAND: f64 = 0.05;
 
 impl Band {
-    fn around(f: &Figures, fit: &Fit) -> Band {
+    fn around(f: &Figures, fit: &Fit, prompt_cost: Option<PromptEdges>) -> Band {
         let worst = |pick: fn(&Errors) -> Option<f64>| {
             fit.stages
                 .iter()
@@ -684,10 +724,20 @@ impl Band {
             .and_then(|s| s.workload.frontend_before_s)
             .map(|s| s * 1000.0)
             .filter(|ms| *ms > 0.0);
-        let ttft_p50_ms = f.ttft_ms.p50.map(|v| {
+        let mut ttft_p50_ms = f.ttft_ms.p50.map(|v| {
             let (lo, hi) = span(v, ttft_share);
             (front_kept_ms.map_or(lo, |ms| lo.min((v - ms).max(0.0))), hi)
         });
+        // What a prompt token may cost moves the prediction itself: the band holds it at both.
+        if let Some(e) = prompt_cost {
+            let (a, b) = e.output_tok_s;
+            output_tok_s = (output_tok_s.0.min(a).min(b), output_tok_s.1.max(a).max(b));
+            if let Some((lo, hi)) = ttft_p50_ms.as_mut() {
+                for t in [e.ttft_p50_ms.0, e.ttft_p50_ms.1].into_iter().flatten() {
+                    (*lo, *hi) = (lo.min(t), hi.max(t));
+                }
+            }
+        }
         Band {
             output_tok_s,
             ttft_p50_ms,
@@ -696,6 +746,7 @@ impl Band {
             beyond_measured,
             repeat,
             front_kept_ms,
+            prompt_cost,
         }
     }
 }
@@ -813,7 +864,7 @@ pub fn predict(runs: &[Observed], changes: &[Change]) -> Result<WhatIf, OpsError
     // The base's workload as its fit replayed it (the front end's time split).
     let workload = fit.stages.first().map_or(base.workload, |s| s.workload);
     let (_, figures) = replayed(&fit.model, &deployment, &workload, seconds);
-    let band = Band::around(&figures, &fit);
+    let band = Band::around(&figures, &fit, PromptEdges::of(runs, &fit, &deployment));
     Ok(WhatIf {
         caveats: caveats(base, &fit, &figures, &band),
         base: BaseRun {
@@ -866,6 +917,9 @@ fn caveats(base: &Observed, fit: &Fit, predicted: &Figures, band: &Band) -> Vec<
             "{ms:.0} ms of the base's TTFT p50 came before the engine (the API server), kept in the prediction as it was: how long the front end holds a request depends on how busy it is, so the TTFT band reaches down to {lo:.0} ms"
         ));
     }
+    if let Some(e) = band.prompt_cost {
+        prompt_cost_caveat(fit, &e, &mut out);
+    }
     if !base.budget_known {
         out.push(format!(
             "the run did not say --max-num-batched-tokens; vLLM's default {DEFAULT_BUDGET} was assumed"
@@ -878,6 +932,32 @@ fn caveats(base: &Observed, fit: &Fit, predicted: &Figures, band: &Band) -> Vec<
         out.push("past this load each added sequence lengthens every step: the engine's own step time is the limit".to_owned());
     }
     out
+}
+
+/// Where what a prompt token costs moves the prediction: how far, and why the runs do not say.
+fn prompt_cost_caveat(fit: &Fit, e: &PromptEdges, out: &mut Vec<String>) {
+    let (lo, hi) = e.ms_per_token;
+    let ttft = |t: Option<f64>| t.map_or("—".to_owned(), |t| format!("{t:.0} ms"));
+    let moved = |(a, b): (f64, f64)| (a - b).abs() / a.max(b).max(f64::MIN_POSITIVE);
+    let ttft_moved = match e.ttft_p50_ms {
+        (Some(a), Some(b)) => moved((a, b)),
+        _ => 0.0,
+    };
+    if moved(e.output_tok_s) < MIN_BAND && ttft_moved < MIN_BAND {
+        return;
+    }
+    let split = if fit.model.prompt_token_s > 0.0 {
+        "fitted"
+    } else {
+        "not told from nothing: the runs' prompt and generated tokens moved together (one workload), so the prediction takes none"
+    };
+    out.push(format!(
+        "a prompt token's cost is {split}; the runs allow {lo:.4}–{hi:.4} ms, and across that the prediction moves from {} to {} output tok/s and TTFT p50 {} to {} (a costlier prefill lengthens the steps that take in new requests): the band holds both",
+        llmscope_core::number::thousands(e.output_tok_s.0),
+        llmscope_core::number::thousands(e.output_tok_s.1),
+        ttft(e.ttft_p50_ms.0),
+        ttft(e.ttft_p50_ms.1),
+    ));
 }
 
 /// Where the fit mis-reproduces fitted run `s`, in words, and why.
@@ -1303,34 +1383,35 @@ mod tests {
                 residual: 0.0,
                 intervals: 2,
                 batch_range: (1.0, 8.0),
+                prompt_token_range: None,
             },
             stages: vec![stage(0.02), stage(-0.12)],
         };
         // Within what the fitted runs served (100 tok/s): the fit's own error each way.
-        let b = Band::around(&f(95.0, Some(50.0)), &fit);
+        let b = Band::around(&f(95.0, Some(50.0)), &fit, None);
         assert!((b.output_share - 0.12).abs() < 1e-9 && (b.ttft_share - MIN_BAND).abs() < 1e-9);
         assert!((b.output_tok_s.0 - 83.6).abs() < 1e-9 && (b.output_tok_s.1 - 106.4).abs() < 1e-9);
         assert_eq!(b.ttft_p50_ms, Some((47.5, 52.5)));
         assert_eq!(b.beyond_measured, None);
         // Beyond it, the floor is what was served: the API server there is untested.
-        let b = Band::around(&f(1000.0, Some(50.0)), &fit);
+        let b = Band::around(&f(1000.0, Some(50.0)), &fit, None);
         assert_eq!(b.output_tok_s, (100.0, 1120.0));
         assert_eq!(b.beyond_measured, Some(100.0));
         // Two runs of the base's load measured 50 % apart: the host's repeatability is the
         // narrowest band; a run of another load does not count.
         let mut fit = fit;
         fit.stages[1].measured = f(150.0, Some(12.0));
-        let b = Band::around(&f(95.0, Some(50.0)), &fit);
+        let b = Band::around(&f(95.0, Some(50.0)), &fit, None);
         assert!((b.output_share - 0.5).abs() < 1e-9, "{b:?}");
         assert!((b.ttft_share - 0.2).abs() < 1e-9, "{b:?}");
         assert_eq!(b.repeat.map(|r| r.runs), Some(2));
         fit.stages[1].load = Arrivals::Closed { concurrency: 4 };
-        let b = Band::around(&f(95.0, Some(50.0)), &fit);
+        let b = Band::around(&f(95.0, Some(50.0)), &fit, None);
         assert_eq!((b.repeat, b.output_share), (None, 0.12));
         // 37 ms of the base's TTFT were the API server's, kept as they were: the TTFT band
         // reaches down by them (its top stays the fit's).
         fit.stages[0].workload.frontend_before_s = Some(0.037);
-        let b = Band::around(&f(95.0, Some(50.0)), &fit);
+        let b = Band::around(&f(95.0, Some(50.0)), &fit, None);
         assert_eq!(b.front_kept_ms, Some(37.0));
         let (lo, hi) = b.ttft_p50_ms.unwrap();
         assert!(
@@ -1339,7 +1420,23 @@ mod tests {
         );
         // A front end that held nothing before the engine leaves the band as the fit's.
         fit.stages[0].workload.frontend_before_s = Some(0.0);
-        let b = Band::around(&f(95.0, Some(50.0)), &fit);
+        let b = Band::around(&f(95.0, Some(50.0)), &fit, None);
         assert_eq!((b.front_kept_ms, b.ttft_p50_ms), (None, Some((47.5, 52.5))));
+        // What a prompt token may cost moves the prediction: the band holds it at both edges
+        // (a cap-16 prediction of a real vLLM 0.32's fit: TTFT 28 ms at none, 57 at the most).
+        let edges = PromptEdges {
+            ms_per_token: (0.0, 0.092),
+            output_tok_s: (95.0, 90.0),
+            ttft_p50_ms: (Some(50.0), Some(104.0)),
+        };
+        let b = Band::around(&f(95.0, Some(50.0)), &fit, Some(edges));
+        assert_eq!(b.ttft_p50_ms, Some((47.5, 104.0)));
+        assert!((b.output_tok_s.0 - 83.6).abs() < 1e-9, "{b:?}");
+        let edges = PromptEdges {
+            output_tok_s: (95.0, 70.0),
+            ..edges
+        };
+        let b = Band::around(&f(95.0, Some(50.0)), &fit, Some(edges));
+        assert_eq!(b.output_tok_s.0, 70.0);
     }
 }

@@ -99,10 +99,16 @@ fn write_table(w: &WhatIf, out: &mut dyn Write, markdown: bool) -> std::io::Resu
     let m = &w.fit.model;
     writeln!(
         out,
-        "fitted engine step: {:.2} ms + {:.3} ms per sequence + {:.4} ms per prompt token ({} intervals, {:.1}–{:.1} sequences per step, residual {:.1}%)\n",
+        "fitted engine step: {:.2} ms + {:.3} ms per sequence + {:.4} ms per prompt token{} ({} intervals, {:.1}–{:.1} sequences per step, residual {:.1}%)\n",
         m.step_s * 1e3,
         m.seq_s * 1e3,
         m.prompt_token_s * 1e3,
+        m.prompt_token_range
+            .map_or(String::new(), |(lo, hi)| format!(
+                " (the runs allow {:.4}–{:.4})",
+                lo * 1e3,
+                hi * 1e3
+            )),
         m.intervals,
         m.batch_range.0,
         m.batch_range.1,
