@@ -8,6 +8,7 @@ use fleet::FleetFolds;
 use llmscope_catalog::{self as catalog, Aggregate, MetricDef};
 use llmscope_core::series::{Point, Series};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// Which metric each concept was read from (for the report and for rename findings).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -35,6 +36,36 @@ pub struct SignalBuilder {
     kv_cache: Option<KvCacheConfig>,
     /// Each replica's folds, when asked for ([`SignalBuilder::per_replica`]).
     fleet: Option<FleetFolds>,
+    /// The time axes the lone series share.
+    axes: Axes,
+}
+
+/// Time axes (ms stamps) shared by the series kept as they are: one scrape stamps all of a
+/// replica's series alike, and a Prometheus range query all of them, so most names of most
+/// replicas hold the same axis — kept once, each series keeping only its values (8 bytes a
+/// point instead of 16: `diagnose --prometheus` of 100 pods × 24 h at 15 s keeps ~800 such
+/// series, 74 MB with their own stamps).
+#[derive(Debug, Default)]
+struct Axes(Vec<Arc<[u64]>>);
+
+/// Axes kept for sharing at most: past them a series keeps its own (still correct, less shared).
+const MAX_AXES: usize = 4096;
+
+impl Axes {
+    /// The axis equal to `t`, kept once.
+    fn intern(&mut self, t: Vec<u64>) -> Arc<[u64]> {
+        let same = |a: &&Arc<[u64]>| {
+            a.len() == t.len() && a.first() == t.first() && a.last() == t.last() && a[..] == t[..]
+        };
+        if let Some(a) = self.0.iter().find(same) {
+            return Arc::clone(a);
+        }
+        let a: Arc<[u64]> = Arc::from(t);
+        if self.0.len() < MAX_AXES {
+            self.0.push(Arc::clone(&a));
+        }
+        a
+    }
 }
 
 /// One catalogued name's series folded per timestamp (ms): sum, max and count of finite values,
@@ -46,26 +77,30 @@ struct Folded {
 }
 
 /// The folds of one name. Most of a replica's names hold one series, whose values are their
-/// own sum, max and mean: those are kept as they are, 16 bytes a point instead of a fold's 32
-/// (`diagnose --prometheus` of 100 pods × 24 h at 15 s keeps ~800 of them: 74 MB instead of
-/// 147). A second series, or a stamp twice in one, turns them into folds.
+/// own sum, max and mean: those are kept as they are, 8 bytes a point on a shared time axis
+/// ([`Axes`]) instead of a fold's 32 (`diagnose --prometheus` of 100 pods × 24 h at 15 s keeps
+/// ~800 of them: 37 MB instead of 147). A second series, or a stamp twice in one, turns them
+/// into folds.
 #[derive(Debug)]
 enum Stamps {
-    /// One series' finite values, each stamp once.
-    One(Vec<(u64, f64)>),
+    /// One series' finite values on its axis, each stamp once (`t` and `v` of one length).
+    One {
+        t: Arc<[u64]>,
+        v: Vec<f64>,
+    },
     Many(Vec<(u64, Fold)>),
 }
 
 impl Default for Stamps {
     fn default() -> Stamps {
-        Stamps::One(Vec::new())
+        Stamps::Many(Vec::new())
     }
 }
 
 impl Stamps {
     fn len(&self) -> usize {
         match self {
-            Stamps::One(v) => v.len(),
+            Stamps::One { v, .. } => v.len(),
             Stamps::Many(v) => v.len(),
         }
     }
@@ -75,11 +110,11 @@ impl Stamps {
     }
 
     fn folds(&self) -> impl Iterator<Item = (u64, Fold)> + '_ {
-        let (one, many) = match self {
-            Stamps::One(v) => (v.as_slice(), &[][..]),
-            Stamps::Many(v) => (&[][..], v.as_slice()),
+        let (t, v, many): (&[u64], &[f64], &[(u64, Fold)]) = match self {
+            Stamps::One { t, v } => (t, v, &[]),
+            Stamps::Many(m) => (&[], &[], m),
         };
-        let one = one.iter().map(|&(ms, v)| (ms, Fold::of(v)));
+        let one = t.iter().zip(v).map(|(&ms, &v)| (ms, Fold::of(v)));
         one.chain(many.iter().copied())
     }
 }
@@ -104,7 +139,7 @@ impl Fold {
 impl Folded {
     /// Merges one series in: both sides are in time order, so this is one linear pass (the
     /// series of one scrape share their stamps, so most steps just add to an existing fold).
-    fn merge(&mut self, points: &[llmscope_core::series::Point]) {
+    fn merge(&mut self, points: &[llmscope_core::series::Point], axes: &mut Axes) {
         // Milliseconds as the join key: one scrape stamps all of its series alike.
         // Sized up front: collected through a filter, it would double its way to up to twice
         // the points, and a series kept as it is keeps that slack.
@@ -119,7 +154,9 @@ impl Folded {
             new.sort_by_key(|&(ms, _)| ms);
         }
         if self.by_t.is_empty() && new.windows(2).all(|w| w[0].0 < w[1].0) {
-            self.by_t = Stamps::One(new);
+            let t = axes.intern(new.iter().map(|&(ms, _)| ms).collect());
+            let v = new.iter().map(|&(_, v)| v).collect();
+            self.by_t = Stamps::One { t, v };
             return;
         }
         let len = new.len();
@@ -170,17 +207,17 @@ struct Folds {
 }
 
 impl Folds {
-    fn add(&mut self, def: &'static MetricDef, s: &Series) {
+    fn add(&mut self, def: &'static MetricDef, s: &Series, axes: &mut Axes) {
         let f = self.names.entry(def.name).or_default();
         f.series += 1;
         // NaN is the source's own word for "no value" (dropped by the fold), not bad data.
         let possible = |p: &Point| !p.v.is_finite() || def.unit.holds(p.v);
         if s.points.iter().all(possible) {
-            f.merge(&s.points);
+            f.merge(&s.points, axes);
             return;
         }
         let (kept, bad): (Vec<Point>, Vec<Point>) = s.points.iter().partition(|p| possible(p));
-        f.merge(&kept);
+        f.merge(&kept, axes);
         let r = self.rejected.entry(def.name).or_insert(Rejected {
             name: def.name,
             concept: def.concept,
@@ -277,9 +314,9 @@ impl SignalBuilder {
             let Some(def) = catalog::lookup(&s.key.name) else {
                 continue;
             };
-            self.whole.add(def, s);
+            self.whole.add(def, s, &mut self.axes);
             if let Some(fleet) = &mut self.fleet {
-                fleet.add(def, s);
+                fleet.add(def, s, &mut self.axes);
             }
         }
     }
@@ -430,6 +467,48 @@ mod tests {
         assert_eq!(
             per_replica[1].input.signals[&Concept::KvUsage].points,
             vec![(2.0, 0.1), (3.0, 0.4)]
+        );
+    }
+
+    /// Two replicas' lone series on one grid (a range query's steps) keep one time axis
+    /// between them; a series on other stamps keeps its own. Their signals are as before.
+    #[test]
+    fn lone_series_on_one_grid_share_their_time_axis() {
+        let grid = [(1.0, 2.0), (2.0, 3.0), (3.0, 4.0)];
+        let mut b = SignalBuilder::per_replica();
+        b.add(&[
+            s("vllm:num_requests_running", "a", &grid),
+            s("vllm:num_requests_waiting", "a", &grid),
+            s("vllm:num_requests_running", "b", &grid),
+            s("vllm:num_requests_waiting", "b", &[(1.5, 1.0), (2.5, 0.0)]),
+        ]);
+        let axis = |k: &str, name: &str| {
+            let fleet = b.fleet.as_ref().unwrap();
+            let key = fleet::engine_key(&s(name, k, &[]).key.labels);
+            match &fleet.engines_of(&key).names[name].by_t {
+                Stamps::One { t, .. } => Some(Arc::clone(t)),
+                Stamps::Many(_) => None,
+            }
+        };
+        let a = axis("a", "vllm:num_requests_running").unwrap();
+        assert!(Arc::ptr_eq(
+            &a,
+            &axis("a", "vllm:num_requests_waiting").unwrap()
+        ));
+        assert!(Arc::ptr_eq(
+            &a,
+            &axis("b", "vllm:num_requests_running").unwrap()
+        ));
+        let own = axis("b", "vllm:num_requests_waiting").unwrap();
+        assert!(!Arc::ptr_eq(&a, &own) && own[..] == [1500, 2500]);
+        let (input, _) = b.finish();
+        assert_eq!(
+            input.signals[&Concept::Running].points,
+            vec![(1.0, 4.0), (2.0, 6.0), (3.0, 8.0)]
+        );
+        assert_eq!(
+            input.replicas[1].input.signals[&Concept::Waiting].points,
+            vec![(1.5, 1.0), (2.5, 0.0)]
         );
     }
 

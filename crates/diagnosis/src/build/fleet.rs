@@ -11,7 +11,7 @@
 //! workload, and a bare `pod` counts only where it names a pod that serves: otherwise it is the
 //! exporter's, and the GPU stays the deployment's alone.
 
-use super::Folds;
+use super::{Axes, Folds};
 use crate::signal::{Input, KvCacheConfig, Replica, ReplicaKey, SharedGpu};
 use llmscope_catalog::MetricDef;
 use llmscope_core::series::{Labels, Series};
@@ -75,13 +75,19 @@ fn gpu_id(labels: &Labels) -> Option<String> {
 }
 
 impl FleetFolds {
-    pub(super) fn add(&mut self, def: &'static MetricDef, s: &Series) {
+    /// One replica's folds (tests).
+    #[cfg(test)]
+    pub(super) fn engines_of(&self, key: &ReplicaKey) -> &Folds {
+        &self.engines[key]
+    }
+
+    pub(super) fn add(&mut self, def: &'static MetricDef, s: &Series, axes: &mut Axes) {
         let labels = &s.key.labels;
         if def.engine != DCGM {
             self.engines
                 .entry(engine_key(labels))
                 .or_default()
-                .add(def, s);
+                .add(def, s, axes);
             return;
         }
         let Some(claim) = gpu_claim(labels) else {
@@ -90,7 +96,7 @@ impl FleetFolds {
         if let Some(id) = gpu_id(labels) {
             self.gpu_pods.entry(id).or_default().insert(claim.clone());
         }
-        self.gpus.entry(claim).or_default().add(def, s);
+        self.gpus.entry(claim).or_default().add(def, s, axes);
     }
 
     /// Whether `claim` names a workload: by `exported_pod`, or a pod whose engine is here.
