@@ -331,6 +331,15 @@ fn binds_from(stages: &[Stage], b: Bottleneck) -> Option<u32> {
 /// stage's `/metrics` unanswered for seconds, and the knee's cause read `none` where the next
 /// stage's engine preempted.
 fn past(stages: &[Stage], load: u32) -> Option<&Stage> {
+    let above = counted_above(stages, load);
+    let read = above
+        .iter()
+        .find(|s| s.verdict.bottleneck != Bottleneck::None);
+    read.or(above.first()).copied()
+}
+
+/// The counted stages above `load`, smallest load first, one a load.
+fn counted_above(stages: &[Stage], load: u32) -> Vec<&Stage> {
     let mut above: Vec<u32> = stages
         .iter()
         .map(|s| s.load.value())
@@ -338,10 +347,10 @@ fn past(stages: &[Stage], load: u32) -> Option<&Stage> {
         .collect();
     above.sort_unstable();
     above.dedup();
-    let counted_above = || above.iter().filter_map(|&l| counted(stages, l));
-    counted_above()
-        .find(|s| s.verdict.bottleneck != Bottleneck::None)
-        .or_else(|| counted_above().next())
+    above
+        .into_iter()
+        .filter_map(|l| counted(stages, l))
+        .collect()
 }
 
 /// The verdict past the knee, with its evidence, in one sentence — or, where that stage saw no
@@ -360,11 +369,7 @@ fn cause(axis: Axis, stages: &[Stage], k: &KneeAnswer) -> Option<Cause> {
     // no queue): a knee has a cause, so it is the first limit measured further out.
     let limit = limit_above(stages, load).filter(|_| names_no_limit(p.verdict.bottleneck));
     // Where `past` passed over stages that read nothing, the cause says which load it is from.
-    let nearest = stages
-        .iter()
-        .map(|s| s.load.value())
-        .filter(|l| *l > load && counted(stages, *l).is_some())
-        .min();
+    let nearest = counted_above(stages, load).first().map(|s| s.load.value());
     let further = (nearest != Some(p.load.value())).then_some(p.load.value());
     Some(match limit {
         Some(l) => verdict_cause(axis, "past", load, (l, Some(l.load.value())), at),
@@ -379,15 +384,8 @@ fn names_no_limit(b: Bottleneck) -> bool {
 
 /// The smallest counted stage above `load` whose verdict names a limit.
 fn limit_above(stages: &[Stage], load: u32) -> Option<&Stage> {
-    let mut above: Vec<u32> = stages
-        .iter()
-        .map(|s| s.load.value())
-        .filter(|l| *l > load)
-        .collect();
-    above.sort_unstable();
-    above
+    counted_above(stages, load)
         .into_iter()
-        .filter_map(|l| counted(stages, l))
         .find(|s| !names_no_limit(s.verdict.bottleneck))
 }
 
