@@ -187,6 +187,72 @@ fn predict(model: &StepModel, c: &Capture, base: &Capture) -> f64 {
     fit::replay(model, &d, &w, 5.0, 30.0).output_tok_s
 }
 
+/// The prompt token's cost over the whole real matrix: every server (caps 2–32) on every day
+/// (four host states), fitted on one workload (one answer length: prompt and generated tokens
+/// move together) and on two (32- and 128-token answers to the same prompts). The oracle is the
+/// two-workload fit, where the ratio of prompt to generated tokens moves: it must tell the cost
+/// from 0 in every cell, and the range a one-workload fit allows (two standard errors) must
+/// hold that cost in at least nine cells of ten (two standard errors leave one in twenty out).
+#[test]
+#[allow(clippy::print_stderr)] // every cell's ranges
+fn one_workload_s_prompt_cost_range_holds_what_two_workloads_tell() {
+    let mut runs: BTreeMap<String, Vec<Capture>> = BTreeMap::new();
+    for p in std::fs::read_dir(dir())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+    {
+        if let Some((run, c)) = read(&p) {
+            runs.entry(run).or_default().push(c);
+        }
+    }
+    let (mut cells, mut held, mut told) = (0, 0, 0);
+    let mut both_fitted = 0;
+    for (run, caps) in &runs {
+        for cap in [2, 4, 8, 16, 32] {
+            let of = |answers: Option<u32>| {
+                let iv: Vec<Interval> = caps
+                    .iter()
+                    .filter(|c| c.cap == cap && answers.is_none_or(|a| c.answers == a))
+                    .flat_map(intervals)
+                    .collect();
+                fit::fit(&iv).ok()
+            };
+            let Some(both) = of(None) else {
+                continue;
+            };
+            both_fitted += 1;
+            let (lo, _) = both.prompt_token_range.expect("a range");
+            if lo > 0.0 {
+                told += 1;
+            }
+            let cost = both.prompt_token_s;
+            for answers in [32, 128] {
+                let Some(one) = of(Some(answers)) else {
+                    continue;
+                };
+                let (a, b) = one.prompt_token_range.expect("a range");
+                cells += 1;
+                let inside = a <= cost && cost <= b;
+                held += usize::from(inside);
+                eprintln!(
+                    "run{run} cap {cap}, {answers}-token answers: {:.4}–{:.4} ms a prompt token; both answer lengths: {:.4}{}",
+                    a * 1e3,
+                    b * 1e3,
+                    cost * 1e3,
+                    if inside { "" } else { " (outside)" }
+                );
+            }
+        }
+    }
+    assert!(both_fitted >= 16, "only {both_fitted} servers fitted");
+    assert_eq!(told, both_fitted, "two workloads left the cost unknown");
+    assert!(
+        cells >= 30 && held * 10 >= cells * 9,
+        "{held} of {cells} one-workload ranges hold the cost"
+    );
+}
+
 #[test]
 #[allow(clippy::print_stderr)] // the table of every pair, judged or not, and why
 fn a_fit_at_cap_8_predicts_what_the_engine_served_at_cap_16() {
