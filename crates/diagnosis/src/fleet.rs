@@ -144,7 +144,7 @@ fn read(parent: &Input, r: &Replica, phases: &Phases) -> Reading {
     Reading {
         name: r.key.to_string(),
         verdict: verdict::choose(&findings).bottleneck,
-        running: cx.mean_running().map(|l| l.value),
+        running: mean_running(&cx),
         waiting: cx.mean_waiting().map(|l| l.value),
         kv: cx.kv().map(|(mean, _)| mean),
         finished: growth(Concept::RequestsFinished),
@@ -153,6 +153,24 @@ fn read(parent: &Input, r: &Replica, phases: &Phases) -> Reading {
         cap: cx.batch_cap(),
         ceiling: cx.running_plateau().map(|(c, _)| c),
     }
+}
+
+/// A replica's mean running batch over the window, as the detectors read it — except where
+/// that reading is Little's law on per-request time counters that do not cover the window
+/// ([`Context::counters_cover_window`]), its gauges set aside as stale: the counters count a
+/// request when it finishes, so with most of the window's requests unfinished they give a
+/// floor, not the level (a real vLLM 0.32 replica behind least connections read 0.8 running
+/// where its engine held 3.85 over the load, and was taken for room). There the engine's own
+/// step counters speak: generated tokens per step, one a step for each sequence decoding —
+/// however long requests live, wherever the scrapes fell. Without them, unknown (never room).
+fn mean_running(cx: &Context) -> Option<f64> {
+    let level = cx.mean_running()?;
+    if level.concept != Concept::RunningSeconds || cx.counters_cover_window() {
+        return Some(level.value);
+    }
+    let (a, b) = cx.phases.steady?;
+    let steps = detect::growth(cx.input.signal(Concept::StepCount)?, a, b).filter(|n| *n > 0.0)?;
+    Some(detect::growth(cx.input.signal(Concept::GeneratedTokens)?, a, b)? / steps)
 }
 
 /// Each reading's share of the finished requests, and what a report shows of it.
@@ -204,7 +222,8 @@ impl Reading {
         Reading {
             name: name.to_owned(),
             verdict: first.map_or(Bottleneck::None, |r| r.verdict),
-            running: sum(|r| r.running),
+            // A rank whose batch is unknown leaves the pod's unknown, not smaller.
+            running: ranks.iter().map(|r| r.running).sum::<Option<f64>>(),
             waiting: sum(|r| r.waiting),
             kv: ranks.iter().filter_map(|r| r.kv).reduce(f64::max),
             finished: sum(|r| r.finished),

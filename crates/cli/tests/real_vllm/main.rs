@@ -13,8 +13,6 @@
 //! `CI=true` they fail, naming the command that installs it.
 #![allow(clippy::print_stderr)] // a tier's verdicts and skips are said on stderr
 
-// Shared with the CLI suite, which uses all of it (least connections too).
-#[allow(dead_code)]
 #[path = "../balancer/mod.rs"]
 mod balancer;
 mod capacity;

@@ -324,3 +324,117 @@ fn each_pod_on_its_own_gpu_is_not_shared() {
             .any(|r| r.action.starts_with("Scale out"))
     );
 }
+
+/// Two replicas at `--max-num-seqs 4` behind least connections, both queueing over a 15 s load
+/// read at 1 s steps, as the real pair of the real-vLLM tier showed them (issue 25): `vllm-1`'s
+/// gauges stand; `vllm-0`, the slower one, reads 0 running, waiting and KV in every scrape
+/// while its token counter rises (a real vLLM 0.32's stale gauges), and of its requests, which
+/// live about 6 s, two finish inside the load. Its counters then count a floor — 0.8 running
+/// where its engine held 3.85 — which is not room: its batch is read from its step counters
+/// (4 tokens generated a step: 4 decoding), unknown without them; no routing imbalance either way.
+#[test]
+fn a_replica_read_from_counters_that_missed_its_requests_is_not_room() {
+    let load = 2.0..17.0;
+    let at = |name: &str, pod: &str, f: &dyn Fn(f64) -> f64| Series {
+        key: SeriesKey::new(name, Labels::new(vllm_labels(pod, "0"))),
+        points: (0..=20)
+            .map(|k| {
+                let t = f64::from(k);
+                Point { t, v: f(t) }
+            })
+            .collect(),
+    };
+    let on = |t: f64| load.contains(&t);
+    let loaded = |t: f64| t.clamp(load.start, load.end) - load.start;
+    let mut s = Vec::new();
+    // vllm-1: gauges that stand, counters that agree with them (Little's law).
+    for (name, v) in [
+        ("vllm:num_requests_running", 4.0),
+        ("vllm:num_requests_waiting", 3.0),
+        ("vllm:kv_cache_usage_perc", 0.3),
+    ] {
+        s.push(at(name, "vllm-1", &move |t| if on(t) { v } else { 0.0 }));
+    }
+    for (name, per_s) in [
+        ("vllm:generation_tokens_total", 80.0),
+        ("vllm:request_success_total", 1.5),
+        ("vllm:request_inference_time_seconds_sum", 4.0),
+        ("vllm:request_queue_time_seconds_sum", 3.0),
+    ] {
+        s.push(at(name, "vllm-1", &|t| per_s * loaded(t)));
+    }
+    // vllm-0: every gauge reads 0; two requests finish in the load (6 s running, no wait), the
+    // rest once it ends.
+    for name in [
+        "vllm:num_requests_running",
+        "vllm:num_requests_waiting",
+        "vllm:kv_cache_usage_perc",
+    ] {
+        s.push(at(name, "vllm-0", &|_| 0.0));
+    }
+    let done = |t: f64| f64::from(u8::from(t >= 11.0) + u8::from(t >= 14.0));
+    let after = |t: f64| t >= 18.0;
+    s.push(at("vllm:generation_tokens_total", "vllm-0", &|t| {
+        20.0 * loaded(t)
+    }));
+    s.push(at("vllm:request_success_total", "vllm-0", &|t| {
+        if after(t) { 9.0 } else { done(t) }
+    }));
+    s.push(at(
+        "vllm:request_inference_time_seconds_sum",
+        "vllm-0",
+        &|t| {
+            if after(t) {
+                12.0 + 7.0 * 7.0
+            } else {
+                6.0 * done(t)
+            }
+        },
+    ));
+    s.push(at("vllm:request_queue_time_seconds_sum", "vllm-0", &|t| {
+        if after(t) { 7.0 * 5.0 } else { 0.0 }
+    }));
+    let judge = |s: &[Series]| {
+        let (mut input, _) = signals_from_series(s);
+        input.engine.max_num_seqs = Some(4);
+        input.scrape_interval_s = Some(1.0);
+        diagnose(&input)
+    };
+    let d = judge(&s);
+    assert!(!rules(&d).contains(&"routing_imbalance"), "{d:#?}");
+    let slow = d.replicas.iter().find(|r| r.pod == "vllm-0").unwrap();
+    assert_eq!(slow.running, None, "a floor is not shown as the level");
+    let mut stepped = s.clone();
+    stepped.push(at("vllm:iteration_tokens_total_count", "vllm-0", &|t| {
+        5.0 * loaded(t)
+    }));
+    stepped.push(at("vllm:iteration_tokens_total_sum", "vllm-0", &|t| {
+        25.0 * loaded(t)
+    }));
+    let d = judge(&stepped);
+    assert!(!rules(&d).contains(&"routing_imbalance"), "{d:#?}");
+    let slow = d.replicas.iter().find(|r| r.pod == "vllm-0").unwrap();
+    assert_eq!(slow.running, Some(4.0));
+    // The same replica with counters that cover the window (requests of 0.4 s, 2.5 a second:
+    // one running, no wait) has room, and the imbalance is found.
+    let mut s: Vec<Series> = s
+        .into_iter()
+        .filter(|x| {
+            !(x.key.labels.get("pod") == Some("vllm-0") && x.key.name.starts_with("vllm:request_"))
+        })
+        .collect();
+    for (name, per_s) in [
+        ("vllm:request_success_total", 2.5),
+        ("vllm:request_inference_time_seconds_sum", 1.0),
+        ("vllm:request_queue_time_seconds_sum", 0.0),
+    ] {
+        s.push(at(name, "vllm-0", &|t| per_s * loaded(t)));
+    }
+    let d = judge(&s);
+    assert!(rules(&d).contains(&"routing_imbalance"), "{d:#?}");
+    assert!(
+        d.verdict.summary.contains("vllm-1"),
+        "{}",
+        d.verdict.summary
+    );
+}
