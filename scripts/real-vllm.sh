@@ -5,6 +5,7 @@
 #   scripts/real-vllm.sh start NAME [options]    start server NAME, wait until /v1/models answers
 #   scripts/real-vllm.sh stop NAME               stop server NAME (SIGTERM, then SIGKILL)
 #   scripts/real-vllm.sh status                  say whether the install is complete and where it is
+#   scripts/real-vllm.sh deprioritise NAME       server NAME's engine processes to nice 19 (see below)
 #
 # start options: --port P (required), --max-num-seqs N (16), --kv-bytes B (KV cache size in bytes;
 # default 1 GiB through VLLM_CPU_KVCACHE_SPACE), --max-model-len L (2048), --timeout S (420),
@@ -229,19 +230,26 @@ PY
     fi
     sleep 1
   done
-  local engine; engine=$(deprioritise_engine "$pid")
-  echo "real-vllm: $name up on http://127.0.0.1:$port after $((SECONDS - t0)) s (pid $pid, --max-num-seqs $seqs${kv:+, KV $kv bytes}; $engine)"
+  echo "real-vllm: $name up on http://127.0.0.1:$port after $((SECONDS - t0)) s (pid $pid, --max-num-seqs $seqs${kv:+, KV $kv bytes})"
 }
 
-# The engine's processes (every process below the API server: EngineCore and its CPU worker)
-# stand in for a GPU; in production they do not take CPU from the API server or the client.
-# On 2 shared cores they do: at equal priority the worker's spinning threads kept the load
-# client waiting for a core 1.4-2.5 s per second (its kernel-stamped reads 75-240 ms late on
-# average) and the API server holding 6-10 of 16 requests away from an engine with room, the
-# same load measured 700 or 1,700 output tok/s from one minute to the next. Every thread of
-# them at nice 19 (niceness is per thread on Linux) leaves the engine the CPU the others do not
-# use: 1,450-1,670 tok/s, 12-14 of 16 in the engine, reads 1-43 ms late (A/B alternated,
-# `llmscope load --concurrency 16 --max-tokens 32` on --max-num-seqs 8). Prints what it did.
+# `deprioritise NAME`: every thread of server NAME's engine processes (every process below its
+# API server: EngineCore, its CPU worker) to nice 19. They stand in for a GPU; in production
+# they take no CPU from the API server or the client. On 2 shared cores they do: at equal
+# priority the worker's spinning threads kept the load client waiting for a core 1.4-2.5 s per
+# second (its kernel-stamped reads 75-240 ms late on average) and the API server holding 6-10
+# of 16 requests away from an engine with room; one load measured 700 or 1,700 output tok/s a
+# minute apart. At nice 19 (niceness is per thread on Linux; threads made later inherit it) the
+# engine keeps the CPU the others do not use: 1,450-1,970 tok/s, 12-14 of 16 in the engine,
+# reads 0-43 ms late (`llmscope load --concurrency 16 --max-tokens 32` on --max-num-seqs 8,
+# A/B alternated). Prints what it did.
+cmd_deprioritise() {
+  local dir; dir=$(server_dir "${1:-}")
+  [ -f "$dir/pid" ] || die "server ${1:-} is not running (no $dir/pid)"
+  local pid; pid=$(cat "$dir/pid")
+  echo "real-vllm: ${1}: $(deprioritise_engine "$pid")"
+}
+
 deprioritise_engine() {
   local top="$1" pids=() queue=("$1") n=0
   while [ ${#queue[@]} -gt 0 ]; do
@@ -262,6 +270,7 @@ case "${1:-}" in
   start) shift; cmd_start "$@" ;;
   stop) shift; cmd_stop "$@" ;;
   status) cmd_status ;;
+  deprioritise) shift; cmd_deprioritise "$@" ;;
   home) echo "$HOME_DIR" ;;
-  *) sed -n '2,14p' "$0"; exit 2 ;;
+  *) sed -n '2,15p' "$0"; exit 2 ;;
 esac

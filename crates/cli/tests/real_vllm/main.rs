@@ -120,6 +120,25 @@ impl Server {
     }
 }
 
+impl Server {
+    /// Its engine's processes to nice 19 (`scripts/real-vllm.sh deprioritise`): the API server
+    /// and the load client first, as on a host whose engine runs on a GPU.
+    fn deprioritise_engine(&self) {
+        let out = Command::new("bash")
+            .arg(script())
+            .args(["deprioritise", &self.name])
+            .output()
+            .expect("run scripts/real-vllm.sh deprioritise");
+        assert!(
+            out.status.success(),
+            "deprioritise {}: {}",
+            self.name,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        eprintln!("{}", String::from_utf8_lossy(&out.stdout).trim());
+    }
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
         let _ = Command::new("bash")
