@@ -162,7 +162,9 @@ fn read(parent: &Input, r: &Replica, phases: &Phases) -> Reading {
 /// floor, not the level (a real vLLM 0.32 replica behind least connections read 0.8 running
 /// where its engine held 3.85 over the load, and was taken for room). There the engine's own
 /// step counters speak: generated tokens per step, one a step for each sequence decoding —
-/// however long requests live, wherever the scrapes fell. Without them, unknown (never room).
+/// however long requests live, wherever the scrapes fell (with speculative decoding a sequence
+/// makes more than one a step: the batch reads high, which never shows room it did not have).
+/// Without them, unknown (never room).
 fn mean_running(cx: &Context) -> Option<f64> {
     let level = cx.mean_running()?;
     if level.concept != Concept::RunningSeconds || cx.counters_cover_window() {
