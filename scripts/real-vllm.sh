@@ -246,12 +246,7 @@ PY
 cmd_deprioritise() {
   local dir; dir=$(server_dir "${1:-}")
   [ -f "$dir/pid" ] || die "server ${1:-} is not running (no $dir/pid)"
-  local pid; pid=$(cat "$dir/pid")
-  echo "real-vllm: ${1}: $(deprioritise_engine "$pid")"
-}
-
-deprioritise_engine() {
-  local top="$1" pids=() queue=("$1") n=0
+  local pids=() queue=("$(cat "$dir/pid")") n=0
   while [ ${#queue[@]} -gt 0 ]; do
     local p="${queue[0]}"; queue=("${queue[@]:1}")
     local kids; kids=$(cat /proc/"$p"/task/*/children 2>/dev/null || true)
@@ -262,7 +257,8 @@ deprioritise_engine() {
       renice -n 19 -p "${t##*/}" >/dev/null 2>&1 && n=$((n + 1))
     done
   done
-  [ "$top" ] && echo "engine processes ${pids[*]:-none found} at nice 19, $n threads"
+  [ "$n" -gt 0 ] || die "server $1: no engine process below its API server (pid $(cat "$dir/pid")) could be reniced; see $dir/log"
+  echo "real-vllm: $1: engine processes ${pids[*]} at nice 19, $n threads"
 }
 
 case "${1:-}" in

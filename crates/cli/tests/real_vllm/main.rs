@@ -90,6 +90,23 @@ impl Server {
         server
     }
 
+    /// Its engine's processes to nice 19 (`scripts/real-vllm.sh deprioritise`): the API server
+    /// and the load client first, as on a host whose engine runs on a GPU.
+    fn deprioritise_engine(&self) {
+        let out = Command::new("bash")
+            .arg(script())
+            .args(["deprioritise", &self.name])
+            .output()
+            .expect("run scripts/real-vllm.sh deprioritise");
+        assert!(
+            out.status.success(),
+            "deprioritise {}: {}",
+            self.name,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        eprintln!("{}", String::from_utf8_lossy(&out.stdout).trim());
+    }
+
     /// Load the fresh server once before any regime is measured, as every benchmark tool does
     /// (`--warmup`): on the CPU build the first seconds under load run cold (kernels chosen and
     /// cached, pages of a 5.5 GB install faulted in), and in a fresh CI machine that first
@@ -117,25 +134,6 @@ impl Server {
 
     fn url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
-    }
-}
-
-impl Server {
-    /// Its engine's processes to nice 19 (`scripts/real-vllm.sh deprioritise`): the API server
-    /// and the load client first, as on a host whose engine runs on a GPU.
-    fn deprioritise_engine(&self) {
-        let out = Command::new("bash")
-            .arg(script())
-            .args(["deprioritise", &self.name])
-            .output()
-            .expect("run scripts/real-vllm.sh deprioritise");
-        assert!(
-            out.status.success(),
-            "deprioritise {}: {}",
-            self.name,
-            String::from_utf8_lossy(&out.stderr)
-        );
-        eprintln!("{}", String::from_utf8_lossy(&out.stdout).trim());
     }
 }
 
