@@ -34,13 +34,9 @@ pub fn check(server: &Server, args: &[&str], checks: &mut Checks) {
     // second engine, its counters said). The second binds to core 1, as replicas on their own
     // accelerators do not share one.
     let second = Server::start_with("c4b", args, &[("VLLM_CPU_OMP_THREADS_BIND", "1")]);
-    // Two engines, two API servers and the tenants' clients on 2 cores: the engines, which
-    // stand in for GPUs, yield the CPU to the rest (`scripts/real-vllm.sh deprioritise`). At
-    // equal priority the API servers and clients waited for a core, the engines' gauges read
-    // 0 while their counters rose, and the two replicas ran at unequal speeds by which core they
-    // got — what least connections was then judged on.
-    server.deprioritise_engine();
-    second.deprioritise_engine();
+    // Both engines yield the CPU to the API servers and the tenants' clients, as every tier
+    // server does (`Server::start`): at equal priority the two replicas ran at unequal speeds
+    // by which core they got — what least connections was then judged on.
     let replicas = [
         ("vllm-0".to_owned(), format!("127.0.0.1:{}", server.port)),
         ("vllm-1".to_owned(), format!("127.0.0.1:{}", second.port)),

@@ -86,12 +86,16 @@ impl Server {
         );
         eprintln!("{}", String::from_utf8_lossy(&out.stdout).trim());
         let server = Server { name, port };
+        server.deprioritise_engine();
         server.warm_up();
         server
     }
 
     /// Its engine's processes to nice 19 (`scripts/real-vllm.sh deprioritise`): the API server
-    /// and the load client first, as on a host whose engine runs on a GPU.
+    /// and the load client first, as on a host whose engine runs on a GPU. At equal priority on
+    /// 2 cores the engine's spinning worker starved both: the client read first tokens 45–333 ms
+    /// after they arrived, 6–10 of 16 requests waited in the API server beside an engine with
+    /// room, and one load measured 700 or 1,700 tok/s a minute apart (docs/SOURCES.md §17).
     fn deprioritise_engine(&self) {
         let out = Command::new("bash")
             .arg(script())
