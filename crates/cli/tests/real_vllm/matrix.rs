@@ -243,9 +243,10 @@ impl<'a> Matrix<'a> {
         let reading = oracle::judge(&scrapes, set);
         if let Ok(dir) = std::env::var("LLMSCOPE_MATRIX_FIXTURES") {
             let achieved = report["client"]["load"]["achieved"].as_f64();
-            // The flags name the cell, unless they carry a whole prompt: then its label does.
+            // The flags name the cell, unless they carry a whole prompt or there are none
+            // beside a label (whatif's runs): then its label does.
             let flags = extra.join("").replace(['-', ' '], "");
-            let tag = if flags.len() <= 60 {
+            let tag = if flags.len() <= 60 && (!flags.is_empty() || label.is_empty()) {
                 flags
             } else {
                 label.chars().filter(char::is_ascii_alphanumeric).collect()
@@ -847,7 +848,7 @@ fn matrix_kv_far_too_small() {
     eprintln!("  kv4m admission: {}", signature.join("; "));
     // Its capacity (issue 23): with 384-token answers about five requests fill the 2,048-token
     // pool, before the engine's compute flattens the curve: past the knee KV capacity holds,
-    // and it binds where the engine's preemptions start.
+    // and it binds where the engine starts to queue with its pool full.
     crate::capacity::check(&server, &mut m.checks, "kv4m", (16, 384, 16));
     // After the capacity search, which was measured on this server as it always was.
     thrashing_cell(&mut m);
