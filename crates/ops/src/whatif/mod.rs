@@ -244,7 +244,7 @@ pub fn observe(a: &Analysed) -> Result<Observed, OpsError> {
             frontend_tok_s: None,
         },
         measured: measured(a, client, output),
-        intervals: intervals(&a.input),
+        intervals: intervals(&a.input, prompt),
         seconds: seconds.max(1.0),
     })
 }
@@ -302,8 +302,9 @@ fn fb_total(input: &Input) -> Option<f64> {
 /// The engine's counters over each scrape interval in which it worked throughout: its step
 /// counter moved in the interval and in the ones on either side (the ramp and the drain give
 /// the fit the smaller batches a pinned window lacks; counters, not gauges, say it — a real
-/// vLLM 0.32 reads 0 running in most scrapes).
-fn intervals(input: &Input) -> Vec<Interval> {
+/// vLLM 0.32 reads 0 running in most scrapes). Each preemption recomputes at least a prompt of
+/// `prompt_mean` tokens that no counter counts ([`Interval::recomputed`]).
+fn intervals(input: &Input, prompt_mean: f64) -> Vec<Interval> {
     let (Some(steps), Some(generated)) = (
         input.signal(Concept::StepCount),
         input.signal(Concept::GeneratedTokens),
@@ -311,6 +312,7 @@ fn intervals(input: &Input) -> Vec<Interval> {
         return Vec::new();
     };
     let prompt = input.signal(Concept::PromptTokens);
+    let preempted = input.signal(Concept::Preemptions);
     let all: Vec<Option<Interval>> = steps
         .points
         .windows(2)
@@ -319,11 +321,14 @@ fn intervals(input: &Input) -> Vec<Interval> {
             let delta = |s: &Signal| Some(at(s, t1)? - at(s, t0)?);
             let g = delta(generated)?;
             let p = prompt.map_or(Some(0.0), delta)?;
-            (s1 > s0 && g >= 0.0 && p >= 0.0 && t1 > t0).then_some(Interval {
+            // An engine with no preemption counter recomputes nothing the fit can know of.
+            let k = preempted.map_or(Some(0.0), delta)?;
+            (s1 > s0 && g >= 0.0 && p >= 0.0 && k >= 0.0 && t1 > t0).then_some(Interval {
                 seconds: t1 - t0,
                 steps: s1 - s0,
                 generated: g,
                 prompt: p,
+                recomputed: k * prompt_mean,
             })
         })
         .collect();
@@ -949,10 +954,10 @@ fn prompt_cost_caveat(fit: &Fit, e: &PromptEdges, out: &mut Vec<String>) {
     let split = if fit.model.prompt_token_s > 0.0 {
         "fitted"
     } else {
-        "not told from nothing: the runs' prompt and generated tokens moved together (one workload), so the prediction takes none"
+        "not told from nothing: the runs' prompt tokens (and those their preemptions computed again) moved with the generated ones too closely to say (one workload), so the prediction takes none"
     };
     out.push(format!(
-        "a prompt token's cost is {split}; the runs allow {lo:.4}–{hi:.4} ms, and across that the prediction moves from {} to {} output tok/s and TTFT p50 {} to {} (a costlier prefill lengthens the steps that take in new requests): the band holds both",
+        "a prompt token's cost is {split}; the runs allow {lo:.4}–{hi:.4} ms, and across that the prediction moves from {} to {} output tok/s and TTFT p50 {} to {} (a costlier prefill lengthens the steps that take in new requests, and leaves less of a preempting run's time to its sequences): the band holds both",
         llmscope_core::number::thousands(e.output_tok_s.0),
         llmscope_core::number::thousands(e.output_tok_s.1),
         ttft(e.ttft_p50_ms.0),
@@ -1222,6 +1227,41 @@ fn in_words(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_preemption_recomputes_a_prompt_the_counters_never_count() {
+        // Half-second scrapes of an engine stepping 100 times each, 10 sequences a step, a
+        // 93-token prompt every 6.5 steps and one preemption every 10 steps from the fourth
+        // interval on.
+        let mut input = Input::default();
+        let counter = |per: &dyn Fn(usize) -> f64| -> Vec<(f64, f64)> {
+            let mut total = 0.0;
+            (0..8)
+                .map(|k| {
+                    let point = (0.5 * k as f64, total);
+                    total += per(k);
+                    point
+                })
+                .collect()
+        };
+        for (c, per) in [
+            (Concept::StepCount, &(|_| 100.0) as &dyn Fn(usize) -> f64),
+            (Concept::GeneratedTokens, &|_| 1000.0),
+            (Concept::PromptTokens, &|_| 93.0 * 100.0 / 6.5),
+            (Concept::Preemptions, &|k| if k >= 3 { 10.0 } else { 0.0 }),
+        ] {
+            input.signals.insert(c, Signal::new("engine", counter(per)));
+        }
+        let iv = intervals(&input, 93.0);
+        assert_eq!(iv.len(), 5, "{iv:?}");
+        assert!(iv.iter().all(|i| i.steps == 100.0 && i.generated == 1000.0));
+        let recomputed: Vec<f64> = iv.iter().map(|i| i.recomputed).collect();
+        assert_eq!(recomputed, [0.0, 0.0, 930.0, 930.0, 930.0]);
+        // No preemption counter: nothing recomputed, no interval lost.
+        input.signals.remove(&Concept::Preemptions);
+        assert!(intervals(&input, 93.0).iter().all(|i| i.recomputed == 0.0));
+        assert_eq!(intervals(&input, 93.0).len(), 5);
+    }
 
     #[test]
     fn changes_read_as_flags_and_values() {

@@ -64,6 +64,11 @@ fn read(path: &Path) -> Option<(String, Capture)> {
         return None; // the servers of other flags (tb128, kv4m)
     }
     let text = std::fs::read_to_string(path).ok()?;
+    Some((run, parse(name, &text, (cap, clients, answers))?))
+}
+
+/// A capture's text (the real tier's fixture format) as the cell `(cap, clients, answers)`.
+fn parse(name: String, text: &str, (cap, clients, answers): (u32, u32, u32)) -> Option<Capture> {
     let oracle = text.lines().find_map(|l| l.strip_prefix("# oracle:"))?;
     let expect = text
         .lines()
@@ -80,29 +85,28 @@ fn read(path: &Path) -> Option<(String, Capture)> {
                 .collect()
         })
         .collect();
-    Some((
-        run,
-        Capture {
-            name,
-            cap,
-            clients,
-            answers,
-            expect: expect.to_owned(),
-            out_tok_s: number_after(oracle, " out ")?,
-            outside: number_after(oracle, "outside ")?,
-            rows,
-        },
-    ))
+    Some(Capture {
+        name,
+        cap,
+        clients,
+        answers,
+        expect: expect.to_owned(),
+        out_tok_s: number_after(oracle, " out ")?,
+        outside: number_after(oracle, "outside ")?,
+        rows,
+    })
 }
 
 const STEPS: &str = "vllm:iteration_tokens_total_count";
 const GENERATED: &str = "vllm:generation_tokens_total";
 const PROMPT: &str = "vllm:prompt_tokens_total";
 const DONE: &str = "vllm:request_success_total";
+const PREEMPTED: &str = "vllm:num_preemptions_total";
 
 /// The intervals between scrapes in which the engine stepped, between two intervals in which it
 /// stepped too (so it was working throughout, not starting or stopping).
 fn intervals(c: &Capture) -> Vec<Interval> {
+    let prompt_mean = prompt_tokens(c).unwrap_or(0.0);
     let v = |i: usize, k: &str| c.rows[i].get(k).copied();
     let delta = |i: usize, k: &str| Some(v(i + 1, k)? - v(i, k)?);
     let stepped = |i: usize| delta(i, STEPS).is_some_and(|d| d > 0.0);
@@ -114,6 +118,7 @@ fn intervals(c: &Capture) -> Vec<Interval> {
                 steps: delta(i, STEPS)?,
                 generated: delta(i, GENERATED)?,
                 prompt: delta(i, PROMPT).unwrap_or(0.0),
+                recomputed: delta(i, PREEMPTED).unwrap_or(0.0) * prompt_mean,
             })
         })
         .collect()
@@ -160,7 +165,9 @@ fn drift(model: &StepModel, c: &Capture) -> Option<f64> {
     let said: f64 = within
         .iter()
         .map(|i| {
-            model.step_s * i.steps + model.seq_s * i.generated + model.prompt_token_s * i.prompt
+            model.step_s * i.steps
+                + model.seq_s * i.generated
+                + model.prompt_token_s * (i.prompt + i.recomputed)
         })
         .sum();
     (took > 0.0 && said > 0.0).then(|| took / said - 1.0)
@@ -335,4 +342,133 @@ fn a_fit_at_cap_8_predicts_what_the_engine_served_at_cap_16() {
         "only {judged} engine-paced cap-16 captures on an unchanged host to judge"
     );
     assert!(wrong.is_empty(), "predicted outside 20 %: {wrong:?}");
+}
+
+/// The real tier's `whatif KV 4 → 8 MiB` as captured (`crates/sim/tests/fixtures/real-whatif-kv`,
+/// one folder a day's run): the fit's runs on a real vLLM 0.32 at `--max-num-seqs 16` with a
+/// 4 MiB pool (2,048 tokens, 16 blocks of 128, `vllm:cache_config_info`) — 32 clients twice,
+/// 4 clients once, 93-token prompts, 64-token answers — and the same load on the server then
+/// started with 8 MiB (4,096 tokens). 32 clients on the 4 MiB pool preempt about once every
+/// eight steps, and each preempted request computes its prompt again where no counter counts
+/// it.
+fn kv_sets() -> Vec<(String, [Capture; 4])> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/real-whatif-kv");
+    let mut sets: Vec<PathBuf> = std::fs::read_dir(&root)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    sets.sort();
+    sets.iter()
+        .map(|dir| {
+            let capture = |file: &str, clients: u32| {
+                let text = std::fs::read_to_string(dir.join(file)).unwrap();
+                parse(file.to_owned(), &text, (16, clients, 64))
+                    .unwrap_or_else(|| panic!("{}/{file} is not a capture", dir.display()))
+            };
+            (
+                dir.file_name().unwrap().to_string_lossy().into_owned(),
+                [
+                    capture("base.tsv", 32),
+                    capture("base-again.tsv", 32),
+                    capture("light.tsv", 4),
+                    capture("target-8mib.tsv", 32),
+                ],
+            )
+        })
+        .collect()
+}
+
+/// What the 4 MiB runs' fit predicts the 8 MiB server serves (output tok/s), at the prompt
+/// cost it takes and at each edge of the range the runs allow.
+fn kv_prediction(fitted: &[Interval], base: &Capture) -> Option<[f64; 3]> {
+    let model = fit::fit(fitted).ok()?;
+    let (lo, hi) = model
+        .prompt_token_range
+        .unwrap_or((model.prompt_token_s, model.prompt_token_s));
+    let d = Deployment {
+        max_num_seqs: 16,
+        max_num_batched_tokens: 2048,
+        kv_tokens: Some(4096),
+        block_size: 128,
+        replicas: 1,
+    };
+    let w = Workload {
+        arrivals: Arrivals::Closed { concurrency: 32 },
+        prompt_tokens: prompt_tokens(base)?.round() as u32,
+        output_tokens: 64,
+        frontend_s: frontend_s(base),
+        frontend_before_s: None,
+        frontend_tok_s: None,
+    };
+    let at = |m: &StepModel| fit::replay(m, &d, &w, 5.0, 30.0).output_tok_s;
+    Some([
+        at(&model),
+        at(&fit::refit_at(fitted, &model, lo)),
+        at(&fit::refit_at(fitted, &model, hi)),
+    ])
+}
+
+/// Fitted on the 4 MiB runs, the model says what the 8 MiB server serves, judged against the
+/// engine's own generation counter on that server. The oracle: each capture's `out` (its
+/// tokens over the loaded window, from its `/metrics`). Fitted blind to what preemptions
+/// recompute, the starved batch's time goes to each sequence, and no prompt cost the runs
+/// allow reaches what the bigger pool served.
+#[test]
+#[allow(clippy::print_stderr)] // each day's figures
+fn a_fit_on_a_preempting_pool_predicts_the_pool_that_ends_it() {
+    let sets = kv_sets();
+    assert!(!sets.is_empty(), "no capture sets");
+    let (mut blind_missed, mut outside) = (0, Vec::new());
+    for (name, [base, again, light, target]) in &sets {
+        let fitted: Vec<Interval> = [base, again, light]
+            .into_iter()
+            .flat_map(intervals)
+            .collect();
+        let blind: Vec<Interval> = fitted
+            .iter()
+            .map(|i| Interval {
+                recomputed: 0.0,
+                ..*i
+            })
+            .collect();
+        let p = kv_prediction(&fitted, base).expect("a fit");
+        let b = kv_prediction(&blind, base).expect("a fit");
+        let measured = target.out_tok_s;
+        let band = |x: &[f64; 3]| {
+            let lo = x.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = x.iter().copied().fold(0.0, f64::max);
+            (lo, hi)
+        };
+        let (lo, hi) = band(&p);
+        let (blo, bhi) = band(&b);
+        eprintln!(
+            "{name}: the 8 MiB server served {measured:.0} tok/s; predicted {:.0} ({:+.0}%), the prompt cost's range {lo:.0}–{hi:.0}; blind to recomputing: {:.0}, {blo:.0}–{bhi:.0}",
+            p[0],
+            (p[0] / measured - 1.0) * 100.0,
+            b[0],
+        );
+        if !(lo <= measured && measured <= hi) {
+            let by = (measured / hi - 1.0).max(1.0 - measured / lo);
+            outside.push((
+                by,
+                format!("{name}: {measured:.0} tok/s outside {lo:.0}–{hi:.0}"),
+            ));
+        }
+        blind_missed += usize::from(measured > bhi * 1.02);
+    }
+    // The range holds the 8 MiB server's output in three days of four (a fresh server on
+    // this host runs its steps up to ~15 % apart from the last one's: 6.3 and 7.3 ms at 16
+    // sequences), and misses by no more than that spread's third.
+    assert!(
+        outside.len() * 4 <= sets.len() && outside.iter().all(|(by, _)| *by <= 0.05),
+        "{outside:?}"
+    );
+    assert!(
+        blind_missed * 2 >= sets.len(),
+        "blind to recomputing, the fit reached what the 8 MiB pool served in {} of {} days",
+        sets.len() - blind_missed,
+        sets.len()
+    );
 }
