@@ -86,6 +86,9 @@ real() {
   url="http://127.0.0.1:$port"
   bash scripts/real-vllm.sh start "bw-$name" --port "$port" "${args[@]}" >/dev/null
   touch "$TMP/server-bw-$name"
+  # As the real tier runs it: the engine, which stands in for a GPU, yields the 2 cores to the
+  # API server and the client (docs/SOURCES.md §17).
+  bash scripts/real-vllm.sh deprioritise "bw-$name" >/dev/null
   "$BIN" load --target "$url" --concurrency 16 --duration 6s --max-tokens 32 >/dev/null 2>&1
   local common=(--target "$url" --duration "$DURATION" --baseline 2s --interval 500ms --db "$DB" --format json)
   "$BIN" run "${common[@]}" "$@" --concurrency 32 >"$TMP/real-$name.json" 2>"$TMP/real-$name.err" || true
