@@ -10,7 +10,7 @@
 //! pool nearly full while the batch stays under the cap, is KV-cache capacity; a batch that grew
 //! half again with no queue and no more output is the engine's compute.
 
-use crate::oracle::{Scrape, Scraper};
+use crate::oracle::{self, Scrape, Scraper};
 use crate::{Checks, Server, llmscope, text};
 use serde_json::Value;
 
@@ -270,13 +270,13 @@ pub fn check(
     }
     if expect == "kv_cache_capacity" {
         // Where KV binds by the engine's own numbers, read as the cells' oracle reads a regime
-        // (`oracle::verdict`): a queue with preemptions or a full pool. Preemptions with no
+        // (`oracle::kv_binds`): a queue with preemptions or a full pool. Preemptions with no
         // queue are requests growing into a full pool, not yet a limit on admission (a real
         // vLLM 0.32, 384-token answers on 2,048 tokens: 3 preemptions and 0.2 waiting at 5
         // clients, 19 and 0.9 at 6).
         let first = engine
             .iter()
-            .filter(|e| e.waiting >= 0.5 && (e.preemptions > 0.0 || e.kv_max >= 0.9))
+            .filter(|e| oracle::kv_binds(e.waiting, e.kv_max, e.preemptions))
             .map(|e| e.load)
             .min();
         let binds = a["cause"]["binds_from"].as_u64().map(|b| b as u32);

@@ -379,13 +379,19 @@ pub fn judge(scrapes: &[Scrape], set: Setting) -> Reading {
 /// is measured once more and, if still on the border, reported as not formed.
 const QUEUE_UNCLEAR: (f64, f64) = (0.3, 0.8);
 
+/// The method's KV verdict on the engine's own numbers: a queue (mean waiting ≥ 0.5), with
+/// the pool full at its peak or requests preempted.
+pub fn kv_binds(waiting: f64, kv_max: f64, preemptions: f64) -> bool {
+    waiting >= 0.5 && (kv_max >= 0.9 || preemptions > 0.0)
+}
+
 fn verdict(r: &Reading, set: Setting) -> &'static str {
     let cap = f64::from(set.cap);
     if r.rejections > 0.0 {
         return "failing_requests";
     }
     if r.waiting >= 0.5 {
-        if r.kv_max >= 0.9 || r.preemptions > 0.0 {
+        if kv_binds(r.waiting, r.kv_max, r.preemptions) {
             return "kv_cache_capacity";
         }
         if let Some(full) = set.budget.map(|b| 0.9 * f64::from(b)) {
