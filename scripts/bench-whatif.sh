@@ -75,11 +75,13 @@ fi
 sim_case "sim cpu-tiny cap 8, 32 clients, 128-token answers (+ a 4-client run)" max-num-seqs=16 1 --preset cpu-tiny --max-num-seqs 8 --max-tokens 128
 sim_case "sim cpu-tiny 4 MiB KV, cap 16, 32 clients" kv-cache-memory-bytes=8388608 0 --preset cpu-tiny --kv-cache-memory-bytes 4194304 --max-model-len 2048 --max-tokens 256 --interval 250ms --metrics-dialect 0.32
 
-# real NAME SERVER-ARGS… -- RUN-FLAGS…: a real vLLM started with SERVER-ARGS, warmed, then runs
-# with RUN-FLAGS at 32 clients (into $TMP/real-NAME.json) and, for the fit's smaller batches, at
-# 4 clients (into $TMP/real-NAME-light.json); stopped.
+# real NAME SEARCH SERVER-ARGS… -- RUN-FLAGS…: a real vLLM started with SERVER-ARGS, warmed, then
+# runs with RUN-FLAGS at 32 clients (into $TMP/real-NAME.json) and, for the fit's smaller batches,
+# at 4 clients (into $TMP/real-NAME-light.json); with SEARCH=1 also a capacity search (64-token
+# answers, up to 32 clients, into $TMP/real-NAME-search.json), whose stages the fit takes as
+# the real tier's does; stopped.
 real() {
-  local name=$1; shift
+  local name=$1 search=$2; shift 2
   local args=() port url
   while [ "$1" != "--" ]; do args+=("$1"); shift; done; shift
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
@@ -93,23 +95,37 @@ real() {
   local common=(--target "$url" --duration "$DURATION" --baseline 2s --interval 500ms --db "$DB" --format json)
   "$BIN" run "${common[@]}" "$@" --concurrency 32 >"$TMP/real-$name.json" 2>"$TMP/real-$name.err" || true
   "$BIN" run "${common[@]}" "$@" --concurrency 4 >"$TMP/real-$name-light.json" 2>/dev/null || true
+  if [ "$search" = 1 ]; then
+    # RUN-FLAGS but their answer length: the search's answers are 64 tokens.
+    local flags=()
+    while [ $# -gt 0 ]; do
+      if [ "$1" = --max-tokens ]; then shift 2; else flags+=("$1"); shift; fi
+    done
+    "$BIN" capacity --target "$url" --max-tokens 64 --max-concurrency 32 --interval 500ms --budget 4m \
+      --db "$DB" --format json "${flags[@]}" >"$TMP/real-$name-search.json" 2>"$TMP/real-$name-search.err" || true
+  fi
   bash scripts/real-vllm.sh stop "bw-$name" >/dev/null; rm -f "$TMP/server-bw-$name"
 }
 
-# real_case NAME CHANGE BASE TARGET: whatif on BASE's two runs, measured by TARGET's run.
+# real_case NAME CHANGE BASE TARGET: whatif on BASE's two runs (and its capacity search's stages
+# where it ran one), measured by TARGET's run.
 real_case() {
-  "$BIN" whatif "$(run_id "$TMP/real-$3.json")" "$(run_id "$TMP/real-$3-light.json")" --set "$2" \
+  local stages=()
+  if [ -s "$TMP/real-$3-search.json" ]; then
+    read -ra stages < <(python3 -c 'import json,sys; print(*json.load(open(sys.argv[1])).get("run_ids", []))' "$TMP/real-$3-search.json")
+  fi
+  "$BIN" whatif "$(run_id "$TMP/real-$3.json")" "$(run_id "$TMP/real-$3-light.json")" "${stages[@]}" --set "$2" \
     --db "$DB" --format json >"$TMP/w.json" 2>"$TMP/w.err" || true
   row "$1" "$2" "$TMP/w.json" "$TMP/real-$4.json"
 }
 
 if [ "$REAL" = 1 ] && bash scripts/real-vllm.sh status >/dev/null 2>&1; then
-  real c8 --max-num-seqs 8 -- --max-num-seqs 8 --max-tokens 128
-  real c16 --max-num-seqs 16 -- --max-num-seqs 16 --max-tokens 128
+  real c8 1 --max-num-seqs 8 -- --max-num-seqs 8 --max-tokens 128
+  real c16 0 --max-num-seqs 16 -- --max-num-seqs 16 --max-tokens 128
   real_case "real vLLM cap 8 → 16, 32 clients, 128-token answers" max-num-seqs=16 c8 c16
   # A 4 MiB pool holds 1,920 tokens at most per request: --max-model-len 1024, as the real tier.
-  real kv4 --max-num-seqs 16 --kv-bytes 4194304 --max-model-len 1024 -- --max-num-seqs 16 --max-tokens 64
-  real kv8 --max-num-seqs 16 --kv-bytes 8388608 --max-model-len 1024 -- --max-num-seqs 16 --max-tokens 64
+  real kv4 0 --max-num-seqs 16 --kv-bytes 4194304 --max-model-len 1024 -- --max-num-seqs 16 --max-tokens 64
+  real kv8 0 --max-num-seqs 16 --kv-bytes 8388608 --max-model-len 1024 -- --max-num-seqs 16 --max-tokens 64
   real_case "real vLLM KV 4 → 8 MiB, cap 16, 32 clients" kv-cache-memory-bytes=8388608 kv4 kv8
 else
   echo "(the real vLLM tier is not installed or REAL=0: simulator cases only)"

@@ -171,15 +171,16 @@ fn expected_causes(
 }
 
 /// Runs the search on `server` (at `--max-num-seqs cap`, answers of `answers` tokens, up to
-/// `max` clients) and checks it against the engine.
+/// `max` clients), its stages stored in `db`, and checks it against the engine. The stored runs
+/// of its stages (none where it gave no answer): what a `whatif` may be fitted to, as the
+/// search's own advice is.
 pub fn check(
     server: &Server,
     checks: &mut Checks,
     name: &str,
     (cap, answers, max): (u32, u32, u32),
-) {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("runs.db");
+    db: &std::path::Path,
+) -> Vec<String> {
     let (url, db) = (server.url(), db.to_string_lossy().to_string());
     let (cap_s, answers_s, max_s) = (cap.to_string(), answers.to_string(), max.to_string());
     let scraper = Scraper::start(server.port);
@@ -208,20 +209,28 @@ pub fn check(
     let a: Value = match serde_json::from_slice(&out.stdout) {
         Ok(a) => a,
         Err(e) => {
-            return checks.expect(&format!("{name}: capacity answers"), false, || {
+            checks.expect(&format!("{name}: capacity answers"), false, || {
                 format!("{e}\n{}", text(&out))
             });
+            return Vec::new();
         }
     };
+    let runs: Vec<String> = a["run_ids"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(Value::to_string)
+        .collect();
     let engine: Vec<EngineStage> = stages(&a)
         .filter_map(|(load, window)| engine_stage(&scrapes, load, window))
         .collect();
     let table = table(&a, &engine);
     eprintln!("  {name} capacity in {took:.0} s:\n{table}");
     let Some(oracle) = oracle_knee(&engine) else {
-        return checks.expect(&format!("{name}: the engine served output"), false, || {
+        checks.expect(&format!("{name}: the engine served output"), false, || {
             table.clone()
         });
+        return runs;
     };
     let knee = a["knee"]["concurrency"].as_u64().unwrap_or(0) as u32;
     let expect = oracle_cause(&engine, oracle.load, cap);
@@ -293,6 +302,7 @@ pub fn check(
         took < 300.0,
         || table.clone(),
     );
+    runs
 }
 
 /// A stage the two observers put on different sides of their knee lines (95 % of each one's

@@ -18,10 +18,18 @@ use serde_json::Value;
 const OUTPUT_TARGET: f64 = 0.2;
 const TTFT_TARGET: f64 = 0.3;
 
-/// `llmscope whatif BASE REPEAT… LIGHT --set CHANGE` on the runs of `m`'s store (`bases` from
-/// [`base`], the first the base), as JSON.
-pub fn predict(m: &Matrix<'_>, bases: &[Cell], light: &Cell, change: &str) -> Value {
-    let runs: Vec<String> = bases.iter().chain([light]).map(run_id).collect();
+/// `llmscope whatif BASE REPEAT… LIGHT MORE… --set CHANGE` on the runs of `m`'s store (`bases`
+/// from [`base`], the first the base; `more`, stored runs of the same server such as a capacity
+/// search's stages), as JSON.
+pub fn predict(
+    m: &Matrix<'_>,
+    bases: &[Cell],
+    light: &Cell,
+    more: &[String],
+    change: &str,
+) -> Value {
+    let mut runs: Vec<String> = bases.iter().chain([light]).map(run_id).collect();
+    runs.extend(more.iter().cloned());
     let db = m.db().to_string_lossy().to_string();
     let mut args = vec!["whatif"];
     args.extend(runs.iter().map(String::as_str));
