@@ -983,7 +983,8 @@ fn caveats(base: &Observed, fit: &Fit, predicted: &Figures, band: &Band) -> Vec<
         ));
     }
     if let Some(e) = band.prompt_cost {
-        prompt_cost_caveat(fit, &e, &mut out);
+        let preempted = base.intervals.iter().any(|i| i.recomputed > 0.0);
+        prompt_cost_caveat(fit, &e, preempted, &mut out);
     }
     if let Some(w) = band.waves {
         waves_caveat(predicted, &w, &mut out);
@@ -1020,7 +1021,8 @@ fn waves_caveat(predicted: &Figures, w: &Waves, out: &mut Vec<String>) {
 }
 
 /// Where what a prompt token costs moves the prediction: how far, and why the runs do not say.
-fn prompt_cost_caveat(fit: &Fit, e: &PromptEdges, out: &mut Vec<String>) {
+/// `preempted`: the base's engine preempted (its steps recomputed prompts).
+fn prompt_cost_caveat(fit: &Fit, e: &PromptEdges, preempted: bool, out: &mut Vec<String>) {
     let (lo, hi) = e.ms_per_token;
     let ttft = |t: Option<f64>| t.map_or("—".to_owned(), |t| format!("{t:.0} ms"));
     let moved = |(a, b): (f64, f64)| (a - b).abs() / a.max(b).max(f64::MIN_POSITIVE);
@@ -1032,16 +1034,28 @@ fn prompt_cost_caveat(fit: &Fit, e: &PromptEdges, out: &mut Vec<String>) {
         return;
     }
     let split = if fit.model.prompt_token_s > 0.0 {
-        "fitted"
+        "fitted".to_owned()
     } else {
-        "not told from nothing: the runs' prompt tokens (and those their preemptions computed again) moved with the generated ones too closely to say (one workload), so the prediction takes none"
+        format!(
+            "not told from nothing: the runs' prompt tokens{} moved with the generated ones too closely to say (one workload), so the prediction takes none",
+            if preempted {
+                " (and those their preemptions computed again)"
+            } else {
+                ""
+            }
+        )
     };
     out.push(format!(
-        "a prompt token's cost is {split}; the runs allow {lo:.4}–{hi:.4} ms, and across that the prediction moves from {} to {} output tok/s and TTFT p50 {} to {} (a costlier prefill lengthens the steps that take in new requests, and leaves less of a preempting run's time to its sequences): the band holds both",
+        "a prompt token's cost is {split}; the runs allow {lo:.4}–{hi:.4} ms, and across that the prediction moves from {} to {} output tok/s and TTFT p50 {} to {} (a costlier prefill lengthens the steps that take in new requests{}): the band holds both",
         llmscope_core::number::thousands(e.output_tok_s.0),
         llmscope_core::number::thousands(e.output_tok_s.1),
         ttft(e.ttft_p50_ms.0),
         ttft(e.ttft_p50_ms.1),
+        if preempted {
+            ", and leaves less of the preempting base's time to its sequences"
+        } else {
+            ""
+        },
     ));
 }
 
@@ -1560,6 +1574,13 @@ mod tests {
             ..edges
         };
         assert_eq!(with(Some(edges), None).output_tok_s.0, 70.0);
+        // Said with why: a costlier prefill takes time from the sequences of a base that
+        // preempted, which is not said of one that did not.
+        let mut said = Vec::new();
+        prompt_cost_caveat(&fit, &edges, false, &mut said);
+        prompt_cost_caveat(&fit, &edges, true, &mut said);
+        assert!(said.len() == 2 && !said[0].contains("preempt"), "{said:?}");
+        assert!(said[1].contains("the preempting base's time"), "{said:?}");
         // The clients in waves: the band holds that replay's figures too.
         let waves = Waves {
             output_tok_s: 110.0,
