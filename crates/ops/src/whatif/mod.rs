@@ -527,13 +527,13 @@ fn replayed(model: &StepModel, d: &Deployment, w: &Workload, seconds: f64) -> (R
     (r, f)
 }
 
-/// [`replayed`], and the figures of a closed loop's clients in waves (`None` for an open loop).
+/// [`replayed`], and the change with a closed loop's clients in waves (`None` for an open loop).
 fn replayed_both(
     model: &StepModel,
     d: &Deployment,
     w: &Workload,
     seconds: f64,
-) -> (Replayed, Figures, Option<Figures>) {
+) -> (Replayed, Figures, Option<Waves>) {
     let span = (warmup(seconds), seconds);
     let r = model::replay_with(model, d, w, span, false);
     let mut f = Figures::replayed(&r);
@@ -546,7 +546,7 @@ fn replayed_both(
                 f.near.push(n.to_owned());
             }
         }
-        in_waves = Some(Figures::replayed(&waves));
+        in_waves = Some(Waves::of(&waves));
     }
     (r, f, in_waves)
 }
@@ -636,17 +636,25 @@ pub struct Band {
 /// — the shape a real engine's batch may keep or lose by the jitter of its host, which the model
 /// cannot tell. A real vLLM 0.32 at `--max-num-seqs 16`, 16 clients of 93-token prompts and
 /// 32-token answers: TTFT p50 49–61 ms where the staggered replay gives 42.
+///
+/// The limit can differ too: a real vLLM 0.32 with an 8 MiB pool (31 usable blocks of 128
+/// tokens), 16 sequences of ~157 tokens and 32 clients filled its pool as its batch crossed the
+/// first block together; staggered, the model's pool peaks at 77–81 % and the cap is named.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Waves {
     pub output_tok_s: f64,
     pub ttft_p50_ms: Option<f64>,
+    /// The limit the batch in waves meets.
+    pub bottleneck: &'static str,
 }
 
 impl Waves {
-    fn of(f: &Figures) -> Waves {
+    fn of(r: &Replayed) -> Waves {
+        let f = Figures::replayed(r);
         Waves {
             output_tok_s: f.output_tok_s,
             ttft_p50_ms: f.ttft_ms.p50,
+            bottleneck: r.bottleneck,
         }
     }
 }
@@ -927,7 +935,7 @@ pub fn predict(runs: &[Observed], changes: &[Change]) -> Result<WhatIf, OpsError
     let (_, figures, waves) = replayed_both(&fit.model, &deployment, &workload, seconds);
     let edges = Edges {
         prompt_cost: PromptEdges::of(runs, &fit, &deployment),
-        waves: waves.map(|w| Waves::of(&w)),
+        waves,
     };
     let band = Band::around(&figures, &fit, edges);
     Ok(WhatIf {
@@ -1008,14 +1016,31 @@ fn waves_caveat(predicted: &Figures, w: &Waves, out: &mut Vec<String>) {
     let moved = |a: f64, b: f64| (a - b).abs() / a.max(b).max(f64::MIN_POSITIVE);
     let ttft = predicted.ttft_ms.p50.zip(w.ttft_p50_ms);
     let ttft_moved = ttft.map_or(0.0, |(a, b)| moved(a, b));
-    if moved(predicted.output_tok_s, w.output_tok_s) < MIN_BAND && ttft_moved < MIN_BAND {
+    let limit_moved = w.bottleneck != predicted.bottleneck;
+    if moved(predicted.output_tok_s, w.output_tok_s) < MIN_BAND
+        && ttft_moved < MIN_BAND
+        && !limit_moved
+    {
         return;
     }
     let ttft = ttft.map_or(String::new(), |(a, b)| {
         format!(" and TTFT p50 {b:.0} ms (staggered: {a:.0} ms)")
     });
+    let limit = if limit_moved {
+        let near = if predicted.near.iter().any(|n| n == w.bottleneck) {
+            ", named as near"
+        } else {
+            ""
+        };
+        format!(
+            ", and its limit is {} (staggered: {}){near}",
+            w.bottleneck, predicted.bottleneck
+        )
+    } else {
+        String::new()
+    };
     out.push(format!(
-        "the model's requests are all of the run's mean lengths, and a closed loop of such requests may move in waves — finished, sent again and prefilled together — or stay staggered, as a real host's jitter decides; in waves the change serves {} output tok/s{ttft}: the band holds both",
+        "the model's requests are all of the run's mean lengths, and a closed loop of such requests may move in waves — finished, sent again and prefilled together — or stay staggered, as a real host's jitter decides; in waves the change serves {} output tok/s{ttft}{limit}: the band holds both",
         llmscope_core::number::thousands(w.output_tok_s),
     ));
 }
@@ -1585,6 +1610,7 @@ mod tests {
         let waves = Waves {
             output_tok_s: 110.0,
             ttft_p50_ms: Some(97.0),
+            bottleneck: "batch_limit",
         };
         let b = with(None, Some(waves));
         assert_eq!(b.output_tok_s.1, 110.0);
@@ -1621,20 +1647,37 @@ mod tests {
             output_tokens: 32,
             ..o.workload
         };
-        let (_, staggered, waves) = replayed_both(&model, &d, &w, 20.0);
+        let (r, staggered, waves) = replayed_both(&model, &d, &w, 20.0);
         let waves = waves.expect("a closed loop is replayed in waves too");
-        let (a, b) = (staggered.ttft_ms.p50.unwrap(), waves.ttft_ms.p50.unwrap());
+        let (a, b) = (staggered.ttft_ms.p50.unwrap(), waves.ttft_p50_ms.unwrap());
         assert!(b > 1.5 * a && b > 60.0, "staggered {a} ms, waves {b} ms");
         let mut out = Vec::new();
-        waves_caveat(&staggered, &Waves::of(&waves), &mut out);
+        waves_caveat(&staggered, &waves, &mut out);
         assert!(
             out.len() == 1 && out[0].contains(&format!("{b:.0} ms (staggered: {a:.0} ms)")),
             "{out:?}"
         );
         // Where the shapes agree, nothing is said.
         let mut out = Vec::new();
-        waves_caveat(&staggered, &Waves::of(&staggered), &mut out);
+        waves_caveat(&staggered, &Waves::of(&r), &mut out);
         assert!(out.is_empty(), "{out:?}");
+        // Where only the limit differs, the limit is said.
+        let mut out = Vec::new();
+        let at_pool = Waves {
+            bottleneck: "kv_cache_capacity",
+            ..Waves::of(&r)
+        };
+        let mut named = staggered.clone();
+        named.near.push("kv_cache_capacity".to_owned());
+        waves_caveat(&named, &at_pool, &mut out);
+        assert!(
+            out.len() == 1
+                && out[0].contains(&format!(
+                    "its limit is kv_cache_capacity (staggered: {}), named as near",
+                    staggered.bottleneck
+                )),
+            "{out:?}"
+        );
         // An open loop has no waves.
         let open = Workload {
             arrivals: Arrivals::Open {

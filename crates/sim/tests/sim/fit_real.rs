@@ -383,10 +383,30 @@ fn kv_sets() -> Vec<(String, [Capture; 4])> {
 /// What the 4 MiB runs' fit predicts the 8 MiB server serves (output tok/s), at the prompt
 /// cost it takes and at each edge of the range the runs allow.
 fn kv_prediction(fitted: &[Interval], base: &Capture) -> Option<[f64; 3]> {
-    let model = fit::fit(fitted).ok()?;
-    let (lo, hi) = model
+    kv_replay(fitted, base, |model, d, w| {
+        let at = |m: &StepModel| fit::replay(m, d, w, 5.0, 30.0).output_tok_s;
+        [
+            at(model),
+            at(&fit::refit_at(fitted, model, lo_hi(model).0)),
+            at(&fit::refit_at(fitted, model, lo_hi(model).1)),
+        ]
+    })
+}
+
+/// The range of prompt-token costs the fitted runs allow (the fitted cost where they tell it).
+fn lo_hi(model: &StepModel) -> (f64, f64) {
+    model
         .prompt_token_range
-        .unwrap_or((model.prompt_token_s, model.prompt_token_s));
+        .unwrap_or((model.prompt_token_s, model.prompt_token_s))
+}
+
+/// `then` on the model fitted to `fitted`, the 8 MiB deployment and the base's load.
+fn kv_replay<T>(
+    fitted: &[Interval],
+    base: &Capture,
+    then: impl FnOnce(&StepModel, &Deployment, &Workload) -> T,
+) -> Option<T> {
+    let model = fit::fit(fitted).ok()?;
     let d = Deployment {
         max_num_seqs: 16,
         max_num_batched_tokens: 2048,
@@ -402,12 +422,7 @@ fn kv_prediction(fitted: &[Interval], base: &Capture) -> Option<[f64; 3]> {
         frontend_before_s: None,
         frontend_tok_s: None,
     };
-    let at = |m: &StepModel| fit::replay(m, &d, &w, 5.0, 30.0).output_tok_s;
-    Some([
-        at(&model),
-        at(&fit::refit_at(fitted, &model, lo)),
-        at(&fit::refit_at(fitted, &model, hi)),
-    ])
+    Some(then(&model, &d, &w))
 }
 
 /// Fitted on the 4 MiB runs, the model says what the 8 MiB server serves, judged against the
@@ -471,4 +486,39 @@ fn a_fit_on_a_preempting_pool_predicts_the_pool_that_ends_it() {
         sets.len() - blind_missed,
         sets.len()
     );
+}
+
+/// The limit the 8 MiB server met, by the engine's oracle (each target's `expect`: its pool at
+/// 100 % with a queue — 16 sequences of ~157 tokens need 32 blocks of 128 where vLLM's pool
+/// has 31 usable, once each crosses its first block), against the fitted model's two replays:
+/// with the clients in waves they cross together and meet the pool as the engine did; staggered,
+/// the pool peaks below 90 % and the batch cap is named. So the model cannot pick the limit
+/// from the load alone, and `whatif` names the waves' limit as near (`ops::whatif`).
+#[test]
+#[allow(clippy::print_stderr)] // each day's limits
+fn the_pool_the_8_mib_server_met_is_met_by_the_batch_in_waves() {
+    let sets = kv_sets();
+    assert!(!sets.is_empty(), "no capture sets");
+    for (name, [base, again, light, target]) in &sets {
+        let fitted: Vec<Interval> = [base, again, light]
+            .into_iter()
+            .flat_map(intervals)
+            .collect();
+        let [staggered, waves] = kv_replay(&fitted, base, |m, d, w| {
+            [false, true].map(|lockstep| fit::replay_with(m, d, w, (5.0, 30.0), lockstep))
+        })
+        .expect("a fit");
+        eprintln!(
+            "{name}: the engine's oracle {}; staggered {} (KV max {:.0} %), in waves {} (KV max {:.0} %)",
+            target.expect,
+            staggered.bottleneck,
+            staggered.kv_max * 100.0,
+            waves.bottleneck,
+            waves.kv_max * 100.0
+        );
+        assert_eq!(target.expect, "kv_cache_capacity", "{name}");
+        assert_eq!(waves.bottleneck, target.expect, "{name}: {waves:?}");
+        assert_eq!(staggered.bottleneck, "batch_limit", "{name}: {staggered:?}");
+        assert!(staggered.kv_max < 0.9, "{name}: {staggered:?}");
+    }
 }
