@@ -384,20 +384,24 @@ fn kv_sets() -> Vec<(String, [Capture; 4])> {
 /// cost it takes and at each edge of the range the runs allow.
 fn kv_prediction(fitted: &[Interval], base: &Capture) -> Option<[f64; 3]> {
     kv_replay(fitted, base, |model, d, w| {
+        let (lo, hi) = model
+            .prompt_token_range
+            .unwrap_or((model.prompt_token_s, model.prompt_token_s));
         let at = |m: &StepModel| fit::replay(m, d, w, 5.0, 30.0).output_tok_s;
         [
             at(model),
-            at(&fit::refit_at(fitted, model, lo_hi(model).0)),
-            at(&fit::refit_at(fitted, model, lo_hi(model).1)),
+            at(&fit::refit_at(fitted, model, lo)),
+            at(&fit::refit_at(fitted, model, hi)),
         ]
     })
 }
 
-/// The range of prompt-token costs the fitted runs allow (the fitted cost where they tell it).
-fn lo_hi(model: &StepModel) -> (f64, f64) {
-    model
-        .prompt_token_range
-        .unwrap_or((model.prompt_token_s, model.prompt_token_s))
+/// The intervals a KV set's fit is made on: its base, the base repeated and its light run.
+fn kv_fitted([base, again, light, _]: &[Capture; 4]) -> Vec<Interval> {
+    [base, again, light]
+        .into_iter()
+        .flat_map(intervals)
+        .collect()
 }
 
 /// `then` on the model fitted to `fitted`, the 8 MiB deployment and the base's load.
@@ -436,11 +440,9 @@ fn a_fit_on_a_preempting_pool_predicts_the_pool_that_ends_it() {
     let sets = kv_sets();
     assert!(!sets.is_empty(), "no capture sets");
     let (mut blind_missed, mut outside) = (0, Vec::new());
-    for (name, [base, again, light, target]) in &sets {
-        let fitted: Vec<Interval> = [base, again, light]
-            .into_iter()
-            .flat_map(intervals)
-            .collect();
+    for (name, set) in &sets {
+        let [base, .., target] = set;
+        let fitted = kv_fitted(set);
         let blind: Vec<Interval> = fitted
             .iter()
             .map(|i| Interval {
@@ -499,11 +501,9 @@ fn a_fit_on_a_preempting_pool_predicts_the_pool_that_ends_it() {
 fn the_pool_the_8_mib_server_met_is_met_by_the_batch_in_waves() {
     let sets = kv_sets();
     assert!(!sets.is_empty(), "no capture sets");
-    for (name, [base, again, light, target]) in &sets {
-        let fitted: Vec<Interval> = [base, again, light]
-            .into_iter()
-            .flat_map(intervals)
-            .collect();
+    for (name, set) in &sets {
+        let [base, .., target] = set;
+        let fitted = kv_fitted(set);
         let [staggered, waves] = kv_replay(&fitted, base, |m, d, w| {
             [false, true].map(|lockstep| fit::replay_with(m, d, w, (5.0, 30.0), lockstep))
         })
