@@ -44,6 +44,9 @@ pub enum Concept {
     /// Seconds finished requests spent running (prefill and decode), summed (the inference-time
     /// histogram's `_sum`, a counter); its rate is the mean number running.
     RunningSeconds,
+    /// Requests the server's admission limit turned away before any engine saw them (counter;
+    /// vLLM `--max-num-queued-reqs` / `--max-num-queued-tokens`, answered 503).
+    AdmissionRejections,
     /// Prefix-cache hits and queries (counters, tokens).
     PrefixCacheHits,
     PrefixCacheQueries,
@@ -96,6 +99,7 @@ impl Concept {
             Concept::RequestsFinished => "requests_finished",
             Concept::QueuedSeconds => "queued_seconds",
             Concept::RunningSeconds => "running_seconds",
+            Concept::AdmissionRejections => "admission_rejections",
             Concept::PrefixCacheHits => "prefix_cache_hits",
             Concept::PrefixCacheQueries => "prefix_cache_queries",
             Concept::Ttft => "ttft",
@@ -141,6 +145,7 @@ impl Concept {
                 | Concept::RequestsFinished
                 | Concept::QueuedSeconds
                 | Concept::RunningSeconds
+                | Concept::AdmissionRejections
                 | Concept::PrefixCacheHits
                 | Concept::PrefixCacheQueries
         )

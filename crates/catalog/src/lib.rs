@@ -276,6 +276,15 @@ pub const METRICS: &[MetricDef] = &[
         Sum,
         "0.4.3..current",
     ),
+    // Both reasons summed: which limit turned requests away is in the 503's words.
+    def(
+        C::AdmissionRejections,
+        "vllm",
+        "vllm:admission_rejections_total",
+        Requests,
+        Sum,
+        "0.27..current (absent from 0.26.0, present on 0.32.0)",
+    ),
     def(
         C::GpuUtil,
         "dcgm",

@@ -220,6 +220,7 @@ pub const FAMILIES: &[Family] = &[
         Requests,
         &["model_name", "reason"],
     )
+    .concept(C::AdmissionRejections)
     .only(V1)
     .since(AFTER_0_26)
     .note("frontend admission refusals, reason=max_num_queued_reqs|max_num_queued_tokens; no engine label (counted before any engine sees the request); absent from a real 0.26.0 page, present on real 0.32.0 pages: added in 0.27–0.32"),

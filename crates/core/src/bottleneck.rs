@@ -8,6 +8,9 @@ use serde::{Deserialize, Serialize};
 pub enum Bottleneck {
     /// A real share of the requests failed (issue 12): the verdict before any other.
     FailingRequests,
+    /// Requests turned away by a configured admission limit (vLLM `--max-num-queued-reqs` /
+    /// `--max-num-queued-tokens`, HTTP 503): load shed by configuration (issue 51).
+    AdmissionLimit,
     GpuCompute,
     KvCacheCapacity,
     BatchLimit,
@@ -29,6 +32,7 @@ impl Bottleneck {
     pub fn as_str(self) -> &'static str {
         match self {
             Bottleneck::FailingRequests => "failing_requests",
+            Bottleneck::AdmissionLimit => "admission_limit",
             Bottleneck::GpuCompute => "gpu_compute",
             Bottleneck::KvCacheCapacity => "kv_cache_capacity",
             Bottleneck::BatchLimit => "batch_limit",

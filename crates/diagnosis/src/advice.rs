@@ -54,6 +54,7 @@ impl Recommendation {
 pub fn recommend(cx: &Context, verdict: &Verdict, findings: &[Finding]) -> Vec<Recommendation> {
     let mut out = match verdict.bottleneck {
         Bottleneck::FailingRequests => failing_requests(cx),
+        Bottleneck::AdmissionLimit => admission_limit(cx),
         Bottleneck::BatchLimit => batch_limit(cx),
         Bottleneck::KvCacheCapacity => kv_capacity(cx),
         Bottleneck::GpuCompute => gpu_compute(cx),
@@ -223,19 +224,44 @@ fn batch_limit(cx: &Context) -> Vec<Recommendation> {
 /// Raise the step's token budget, doubled where the engine said it.
 fn budget_knob(cx: &Context) -> Recommendation {
     let why = "steps are full of prefill tokens; a larger budget admits prompts faster at the cost of longer steps for running decodes";
-    match cx.input.engine.max_num_batched_tokens {
-        Some(now) => rec(
+    match crate::detect::budget_in_force(cx) {
+        Some(b) if b.told => rec(
             format!(
-                "Raise --max-num-batched-tokens from {now} to {}, then re-measure TTFT and ITL",
-                now * 2
+                "Raise --max-num-batched-tokens from {:.0} to {:.0}, then re-measure TTFT and ITL",
+                b.tokens,
+                b.tokens * 2.0
             ),
             why,
         )
-        .setting("max-num-batched-tokens", f64::from(now * 2)),
+        .setting("max-num-batched-tokens", b.tokens * 2.0),
+        Some(b) => {
+            let (now, from) = (b.tokens, likely_setting(b.tokens, b.uncertainty));
+            rec(
+                format!(
+                    "Raise --max-num-batched-tokens from about {from:.0} (what the steps carry) to {:.0}, then re-measure TTFT and ITL",
+                    2.0 * from
+                ),
+                format!(
+                    "{why}; the budget was read from the engine's step counters ({now:.0} tokens a step), not from the server's flags — check the deployment's --max-num-batched-tokens"
+                ),
+            )
+            .setting("max-num-batched-tokens", 2.0 * from)
+        }
         None => rec(
             "Raise --max-num-batched-tokens (e.g. ×2), then re-measure TTFT and ITL",
             why,
         ),
+    }
+}
+
+/// The setting a budget read from the steps most likely is: the power of two within its
+/// uncertainty or 5 % of it (what operators set), else the figure rounded.
+fn likely_setting(read: f64, uncertainty: f64) -> f64 {
+    let p = 2f64.powf(read.max(1.0).log2().round());
+    if (p - read).abs() <= uncertainty.max(0.05 * read) {
+        p
+    } else {
+        read.round()
     }
 }
 
@@ -470,6 +496,40 @@ fn front_end(cx: &Context) -> Vec<Recommendation> {
         ));
     }
     out
+}
+
+/// Shed at the admission limit: capacity for the demand, or a limit set to queue more; and the
+/// clients' retries, which vLLM's 503 asks to go elsewhere.
+fn admission_limit(cx: &Context) -> Vec<Recommendation> {
+    let Some(shed) = crate::detect::Shed::read(cx) else {
+        return Vec::new();
+    };
+    let flag = shed.limit.flag();
+    let share = pct(shed.share);
+    let raise = match shed.limit {
+        crate::detect::AdmissionLimitKind::Tokens => format!(
+            "Or raise {flag} (vLLM sizes it as the TTFT you accept × the deployment's prefill tokens/s): a deeper prefill backlog is admitted, and TTFT grows with it"
+        ),
+        _ => format!(
+            "Or raise {flag} (vLLM sizes it as data-parallel ranks × --max-num-seqs + the queue depth you accept): more requests wait instead of being refused, and TTFT grows with the queue"
+        ),
+    };
+    vec![
+        rec(
+            "Add replicas (or route the overflow to another instance): demand exceeds what this deployment admits",
+            format!(
+                "{share} of requests were turned away at {flag}: the limit shed load as configured, so more capacity is the fix, not the server's logs"
+            ),
+        ),
+        rec(
+            raise,
+            "the limit trades refused requests for queueing delay; raise it only where clients can wait",
+        ),
+        rec(
+            "Have clients retry 503s with backoff, on another instance where there is one",
+            "vLLM answers 503 at its admission limit so that load balancers and SDKs retry elsewhere",
+        ),
+    ]
 }
 
 /// What to fix, read from the server's messages.

@@ -190,7 +190,7 @@ fn judge(input: &Input, gauges_stale: bool, given: &Input) -> Diagnosis {
 fn rank_fleet_findings(findings: &mut Vec<Finding>, fleet: Vec<Finding>) {
     let at = findings
         .iter()
-        .position(|f| f.rule == "failing_requests")
+        .rposition(|f| f.rule == "failing_requests" || f.rule == "admission_limit")
         .map_or(0, |i| i + 1);
     let engine = findings.split_off(at);
     findings.extend(fleet);

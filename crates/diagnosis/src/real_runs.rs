@@ -15,6 +15,7 @@ use super::detect::NEAR_CEILING;
 use super::{Bottleneck, Diagnosis, diagnose};
 use llmscope_core::series::{Labels, Point, Series, SeriesKey};
 
+#[derive(Clone)]
 struct Case {
     series: Vec<Series>,
     facts: Vec<(String, String)>,
@@ -142,7 +143,7 @@ fn the_real_regime_matrix_gets_the_oracles_verdicts() {
         "front_end",
         "token_budget",
         "kv_cache_capacity",
-        "failing_requests",
+        "admission_limit",
     ] {
         assert!(
             expected.iter().any(|e| e == verdict),
@@ -150,6 +151,37 @@ fn the_real_regime_matrix_gets_the_oracles_verdicts() {
         );
     }
     check(&files);
+}
+
+/// `case` judged without the budget the server was started with, where it had one: `None` when
+/// the verdict is `told`'s and, for a token budget, the advice names a budget within a quarter of
+/// the server's; else what went wrong.
+fn untold(case: &Case, told: &str) -> Option<String> {
+    let budget: f64 = fact(case, "max_num_batched_tokens")?;
+    let mut blind = case.clone();
+    blind.facts.retain(|(k, _)| k != "max_num_batched_tokens");
+    let d = run(&blind);
+    let got = d.verdict.bottleneck.as_str();
+    if got != told {
+        return Some(format!(
+            "told the budget {budget}: {told}; not told: {got} ({:.2}): {}",
+            d.verdict.confidence, d.verdict.summary
+        ));
+    }
+    if d.verdict.bottleneck != Bottleneck::TokenBudget {
+        return None;
+    }
+    let inferred = d
+        .findings
+        .iter()
+        .find(|f| f.rule == "token_budget")?
+        .evidence
+        .iter()
+        .find(|e| e.statistic == "tokens_per_step")?
+        .value;
+    ((inferred - budget).abs() > 0.25 * budget).then(|| {
+        format!("not told, the budget read from the steps is {inferred:.0} where the server's is {budget}")
+    })
 }
 
 /// Checks every file; with `LLMSCOPE_FIXTURE_TABLE=FILE` also appends one row per file (the
@@ -168,6 +200,12 @@ fn check(files: &[std::path::PathBuf]) {
         }
         let d = run(&case);
         let got = d.verdict.bottleneck.as_str();
+        // The step budget is found without being told (issue 51): the cell judged again with no
+        // `--max-num-batched-tokens` gets the same verdict, and a budget read from its steps
+        // within a quarter of the server's.
+        if let Some(wrong_untold) = untold(&case, got) {
+            wrong.push(format!("{}: {wrong_untold}", f.display()));
+        }
         table += &format!(
             "| {name} | {} | {got} ({:.2}) |\n",
             case.expect, d.verdict.confidence
@@ -385,7 +423,12 @@ fn real_cells_paired_as_replicas_get_the_engines_split() {
         // Cells whose API server held the load (`front_end`) are left out: the engine saw the
         // requests in the bursts its front end let through, so its levels over the oracle's
         // window say little of those over another.
-        let unjudged = ["not_formed", "failing_requests", "front_end"];
+        let unjudged = [
+            "not_formed",
+            "failing_requests",
+            "admission_limit",
+            "front_end",
+        ];
         if unjudged.contains(&expect.as_str()) || expect.starts_with("unexplained") {
             continue;
         }

@@ -69,7 +69,10 @@ fn row_of(b: Bottleneck) -> Option<usize> {
         | Bottleneck::FrontEnd => Some(2),
         Bottleneck::LoadNotReached | Bottleneck::Client => Some(3),
         // Not a row: the replicas side by side, not one engine's three layers, show it.
-        Bottleneck::FailingRequests | Bottleneck::RoutingImbalance | Bottleneck::None => None,
+        Bottleneck::FailingRequests
+        | Bottleneck::AdmissionLimit
+        | Bottleneck::RoutingImbalance
+        | Bottleneck::None => None,
     }
 }
 

@@ -76,6 +76,8 @@ pub struct Matrix<'a> {
     /// Cells not judged because the host starved the test's own client through both
     /// disagreeing measurements; more than one on a server fails it.
     host_starved: Vec<String>,
+    /// The oracle's verdict of each formed cell that was judged.
+    judged: Vec<&'static str>,
 }
 
 fn formed(r: &Reading) -> bool {
@@ -106,6 +108,7 @@ impl<'a> Matrix<'a> {
             _dir: dir,
             rows: Vec::new(),
             host_starved: Vec::new(),
+            judged: Vec::new(),
             checks: Checks::default(),
         }
     }
@@ -187,6 +190,7 @@ impl<'a> Matrix<'a> {
             cell.reading.line()
         );
         if formed(&cell.reading) && starved.is_none() {
+            self.judged.push(cell.reading.expect.unwrap_or(""));
             let summary = cell.report["verdict"]["summary"]
                 .as_str()
                 .unwrap_or("")
@@ -294,6 +298,25 @@ impl<'a> Matrix<'a> {
             }
         }
         out
+    }
+
+    /// A floor of judged cells: at least `n` formed cells whose oracle read `verdict` were judged
+    /// on this server, else the server proved nothing of that regime and fails (a test that
+    /// passes with nothing judged is no test).
+    pub fn require_judged(&mut self, verdict: &str, n: usize) {
+        let got = self.judged.iter().filter(|v| **v == verdict).count();
+        eprintln!(
+            "  {}: {got} formed {verdict} cell(s) judged (floor {n})",
+            self.config
+        );
+        self.checks.expect(
+            &format!(
+                "{}: at least {n} formed {verdict} cell(s) judged",
+                self.config
+            ),
+            got >= n,
+            || format!("{got} judged; the table:\n{}", self.rows.join("\n")),
+        );
     }
 
     /// Prints the table (and appends it to `LLMSCOPE_MATRIX_TABLE`), then fails on any wrong cell.
@@ -703,6 +726,16 @@ fn advice_and_words(m: &mut Matrix, batch: &Cell, rejected: &Cell) {
         all.contains("currently busy and cannot accept new requests"),
         || text(&c.out),
     );
+    if c.reading.expect == Some("admission_limit") {
+        let summary = c.report["verdict"]["summary"].as_str().unwrap_or("");
+        m.checks.expect(
+            "c16 64 clients, queue limit 40: the verdict names --max-num-queued-reqs and the advice raises it or adds replicas",
+            summary.contains("--max-num-queued-reqs")
+                && recs_of(c).contains("Add replicas")
+                && recs_of(c).contains("raise --max-num-queued-reqs"),
+            || format!("{summary}\n{}", recs_of(c)),
+        );
+    }
     let sent = c.report["client"]["requests"]["sent"]
         .as_u64()
         .unwrap_or(u64::MAX);
@@ -711,6 +744,10 @@ fn advice_and_words(m: &mut Matrix, batch: &Cell, rejected: &Cell) {
         sent < 3_000,
         || format!("{sent} requests sent in {DURATION_S} s"),
     );
+}
+
+fn recs_of(c: &Cell) -> String {
+    recommendations(&c.report)
 }
 
 fn page_checks(server: &Server, checks: &mut Checks) {
@@ -754,9 +791,8 @@ fn page_checks(server: &Server, checks: &mut Checks) {
 /// A prefill token budget far below the prompts (`--max-num-batched-tokens 128`, 1,000-token
 /// prompts, prefix caching off so that every prompt token is computed): each prompt takes eight
 /// steps to prefill, steps are full of prompt tokens and the queue grows while running stays far
-/// below the cap — llm-d's autoscaler issue #662. With prefix caching on, the synthetic prompts'
-/// common opening is served from the cache (53–60 % of prompt tokens in a first run) and the steps
-/// are not full.
+/// below the cap — llm-d's autoscaler issue #662. llmscope is **not told** the budget (issue 51):
+/// it reads it from the steps, while the oracle judges against the server's flag.
 #[test]
 fn matrix_token_budget() {
     if !installed("matrix_token_budget") {
@@ -780,17 +816,59 @@ fn matrix_token_budget() {
     // per step are exact to about one scrape interval's steps over the steps in the window: on a
     // starved host (~8 steps a second) an 8 s load leaves ±9 on a line at 115, 16 s about half.
     for clients in [16, 32] {
-        let mut s = set(16, clients);
-        s.budget = Some(128);
-        s.duration_s = 16.0;
-        m.cell(
-            s,
-            SHORT,
-            &["--input-tokens", "1000", "--max-num-batched-tokens", "128"],
-            " (1,000-token prompts)",
+        budget_cell(&mut m, 16, clients, 128, 1000);
+    }
+    m.require_judged("token_budget", 1);
+    m.done();
+}
+
+/// The case of issue 51, as a new user met it: `--max-num-seqs 64 --max-num-batched-tokens
+/// 256`, prefix caching left on (vLLM's default), 1,200-token prompts, 24 clients — every step
+/// 256 tokens, 4–8 of 64 running, 16–20 waiting, which llmscope called `none`. Not told the
+/// budget, it must name it and read it from the steps.
+#[test]
+fn matrix_token_budget_prefix_cached() {
+    if !installed("matrix_token_budget_prefix_cached") {
+        return;
+    }
+    let _one_engine = ENGINE.lock().unwrap_or_else(|e| e.into_inner());
+    let server = Server::start(
+        "tb256",
+        &[
+            "--max-num-seqs",
+            "64",
+            "--",
+            "--max-num-batched-tokens",
+            "256",
+        ],
+    );
+    let mut m = Matrix::new(&server, "tb256");
+    let c = budget_cell(&mut m, 64, 24, 256, 1200);
+    if c.reading.expect == Some("token_budget") {
+        let recs = recommendations(&c.report);
+        m.checks.expect(
+            "tb256: the advice raises the budget it read, from about 256 to 512",
+            recs.contains("--max-num-batched-tokens from about 256") && recs.contains("to 512"),
+            || recs.clone(),
         );
     }
+    m.require_judged("token_budget", 1);
     m.done();
+}
+
+/// One token-budget cell: `prompt`-token prompts, 32-token answers, 16 s, the budget the
+/// server was started with given to the oracle only.
+fn budget_cell(m: &mut Matrix, cap: u32, clients: u32, budget: u32, prompt: u32) -> Cell {
+    let mut s = set(cap, clients);
+    s.budget = Some(budget);
+    s.duration_s = 16.0;
+    let tokens = prompt.to_string();
+    m.cell(
+        s,
+        SHORT,
+        &["--input-tokens", &tokens],
+        &format!(" ({prompt}-token prompts, budget {budget} not told)"),
+    )
 }
 
 /// A KV cache far too small (4 MiB = 2,048 tokens for 16 sequences; vLLM refuses a pool that

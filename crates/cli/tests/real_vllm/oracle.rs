@@ -4,7 +4,8 @@
 //! its own few lines of parsing (no llmscope code). [`judge`] then applies the method of
 //! `docs/METHOD.md` step 8 as a person would, to the engine's own numbers over the loaded window:
 //!
-//! - requests turned away (`vllm:admission_rejections_total` grew) → `failing_requests`;
+//! - requests turned away at the admission limit (`vllm:admission_rejections_total` grew: vLLM's
+//!   `--max-num-queued-reqs`/`--max-num-queued-tokens`) → `admission_limit`;
 //! - a scheduler queue (mean waiting ≥ 0.5 by Little's law from
 //!   `vllm:request_queue_time_seconds_sum`, or in the gauge) means something stopped admission.
 //!   vLLM's scheduler admits a waiting request at its next step unless the KV pool cannot hold it
@@ -388,7 +389,7 @@ pub fn kv_binds(waiting: f64, kv_max: f64, preemptions: f64) -> bool {
 fn verdict(r: &Reading, set: Setting) -> &'static str {
     let cap = f64::from(set.cap);
     if r.rejections > 0.0 {
-        return "failing_requests";
+        return "admission_limit";
     }
     if r.waiting >= 0.5 {
         if kv_binds(r.waiting, r.kv_max, r.preemptions) {

@@ -490,6 +490,7 @@ fn max_goodput(axis: Axis, stages: &[Stage]) -> Option<MaxGoodput> {
 pub fn label(b: Bottleneck) -> &'static str {
     match b {
         Bottleneck::FailingRequests => "failing requests",
+        Bottleneck::AdmissionLimit => "the admission limit (--max-num-queued-reqs)",
         Bottleneck::GpuCompute => "GPU compute",
         Bottleneck::KvCacheCapacity => "KV-cache capacity",
         Bottleneck::BatchLimit => "the batch limit (--max-num-seqs)",

@@ -95,7 +95,9 @@ pub fn demote(findings: &mut [Finding], outcome: Option<&RequestOutcome>) {
         return;
     };
     let share = o.failed_share().unwrap_or(1.0) * 100.0;
-    for f in findings.iter_mut().filter(|f| f.rule != "failing_requests") {
+    // Requests shed by an admission limit are what the run found too (issue 51).
+    let kept = ["failing_requests", "admission_limit"];
+    for f in findings.iter_mut().filter(|f| !kept.contains(&f.rule)) {
         if f.bottleneck.take().is_some() {
             f.message.push_str(&format!(
                 " (not a verdict: {share:.0}% of requests failed, so the window did not carry the intended load)"

@@ -15,10 +15,12 @@
 mod context;
 mod data_quality;
 
+pub use admission_limit::{Limit as AdmissionLimitKind, Shed};
 pub(crate) use context::growth;
 pub use context::{Context, Level, StepTokens};
 pub use data_quality::DataQuality;
 pub use failing_requests::demote;
+pub(crate) use token_budget::budget_in_force;
 
 /// GPU busy fraction at or above which the GPU counts as "high" in the decision table.
 pub const BUSY_HIGH: f64 = 0.75;
@@ -93,6 +95,7 @@ macro_rules! detectors {
 }
 
 detectors! {
+    admission_limit::AdmissionLimit,
     failing_requests::FailingRequests,
     kv_capacity::KvCapacity,
     token_budget::TokenBudget,

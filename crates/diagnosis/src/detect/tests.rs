@@ -471,3 +471,84 @@ fn tokens_per_step_hold_whole_prefill_cycles_wherever_the_window_falls() {
     half.engine.max_num_batched_tokens = Some(256);
     assert_ne!(diagnose(&half).verdict.bottleneck, Bottleneck::TokenBudget);
 }
+
+/// The chunked prefill above with the decoded tokens the engine counts (five a step), and no
+/// `--max-num-batched-tokens` given.
+fn chunked_prefill_untold(phase: f64) -> Input {
+    let mut i = chunked_prefill(phase);
+    i.engine.max_num_batched_tokens = None;
+    let generated = (0..160)
+        .map(|k| {
+            let t = f64::from(k) * 0.5;
+            (t, 5.0 * ((t - 10.0).clamp(0.0, 8.0) * 8.0).floor())
+        })
+        .collect();
+    i.signals.insert(
+        Concept::GeneratedTokens,
+        Signal::new("generated", generated),
+    );
+    i
+}
+
+/// Not told the budget (issue 51), the steps say it: a queue, five of sixteen sequences decoding
+/// and KV with room leave vLLM's scheduler only the step's budget to hold requests back, and the
+/// budget is what the steps carry — 128 within their uncertainty, wherever the window falls. The
+/// advice doubles it. The batch at its cap, a full KV pool or an unknown cap are not read so.
+#[test]
+fn the_budget_is_read_from_the_steps_when_not_told() {
+    for p in 0..10 {
+        let input = chunked_prefill_untold(f64::from(p) / 10.0);
+        let d = diagnose(&input);
+        assert_eq!(
+            d.verdict.bottleneck,
+            Bottleneck::TokenBudget,
+            "phase {p}: {:?} {}",
+            ids(&d),
+            d.verdict.summary
+        );
+        let f = &d.findings[0];
+        let read = f
+            .evidence
+            .iter()
+            .find(|e| e.statistic == "tokens_per_step")
+            .map(|e| e.value)
+            .unwrap_or(0.0);
+        assert!((read - 128.0).abs() <= 15.0, "phase {p}: read {read}");
+        assert!(
+            f.message.contains("inferred from the steps"),
+            "{}",
+            f.message
+        );
+        let advice = &d.recommendations[0];
+        assert!(
+            advice
+                .action
+                .contains("--max-num-batched-tokens from about 128")
+                && advice.action.contains("to 256")
+                && advice.setting.is_some_and(|s| s.value == 256.0),
+            "{advice:?}"
+        );
+    }
+    let verdict = |i: &Input| diagnose(i).verdict.bottleneck;
+    // The batch reached its cap in the window: the budget is not what held the queue.
+    let mut capped = chunked_prefill_untold(0.5);
+    let mut running = capped.signals[&Concept::Running].points.clone();
+    running[40].1 = 16.0;
+    capped
+        .signals
+        .insert(Concept::Running, Signal::new("running", running));
+    assert_ne!(verdict(&capped), Bottleneck::TokenBudget);
+    // No cap given: nothing tells the budget from a batch moving in waves.
+    let mut uncapped = chunked_prefill_untold(0.5);
+    uncapped.engine.max_num_seqs = None;
+    assert_ne!(verdict(&uncapped), Bottleneck::TokenBudget);
+    // A full KV pool holds admissions itself.
+    let mut full = chunked_prefill_untold(0.5);
+    let kv = full.signals[&Concept::KvUsage]
+        .points
+        .iter()
+        .map(|&(t, v)| (t, if v > 0.0 { 0.97 } else { 0.0 }))
+        .collect();
+    full.signals.insert(Concept::KvUsage, Signal::new("kv", kv));
+    assert_ne!(verdict(&full), Bottleneck::TokenBudget);
+}

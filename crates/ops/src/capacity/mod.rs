@@ -227,13 +227,18 @@ fn planned(plan: &RunPlan, cap: &CapacityPlan) -> Duration {
     cap.baseline + cap.warmup + cap.stage + plan.after + Duration::from_secs(2)
 }
 
-/// The end a stage brings: Ctrl-C, failing requests (with the server's words), or a load the
+/// The end a stage brings: Ctrl-C, failing requests or requests shed at the admission limit
+/// (with the server's words: loads past it measure the limit, not the engine), or a load the
 /// client could not keep.
 fn stage_end(load: u32, stage: &Stage, o: &RunOutcome) -> Option<Ended> {
     if stage.interrupted {
         return Some(Ended::Interrupted);
     }
-    if stage.verdict.bottleneck == Bottleneck::FailingRequests || o.stopped_early.is_some() {
+    let refused = matches!(
+        stage.verdict.bottleneck,
+        Bottleneck::FailingRequests | Bottleneck::AdmissionLimit
+    );
+    if refused || o.stopped_early.is_some() {
         return Some(Ended::Failing {
             load,
             words: failing_words(o),

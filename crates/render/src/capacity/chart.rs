@@ -311,6 +311,7 @@ fn legend_entries(p: &Plot, points: &[&Stage]) -> Vec<(&'static str, &'static st
 fn colour(b: Bottleneck) -> &'static str {
     match b {
         Bottleneck::FailingRequests => "#c92a2a",
+        Bottleneck::AdmissionLimit => "#f76707",
         Bottleneck::GpuCompute => "#2b8a3e",
         Bottleneck::KvCacheCapacity => "#ae3ec9",
         Bottleneck::BatchLimit => "#e8590c",

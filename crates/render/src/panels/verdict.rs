@@ -19,7 +19,8 @@ pub(crate) fn panel(page: &Page) -> Panel {
         Bottleneck::Client
         | Bottleneck::LoadNotReached
         | Bottleneck::FrontEnd
-        | Bottleneck::FailingRequests => sent_vs_ran(page),
+        | Bottleneck::FailingRequests
+        | Bottleneck::AdmissionLimit => sent_vs_ran(page),
         Bottleneck::None => super::dashboard::gpu_vs_waiting(page, HEIGHT),
     }
 }

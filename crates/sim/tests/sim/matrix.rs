@@ -1,6 +1,7 @@
 //! The regime matrix of issue 22 on the simulator: the real tier's cells (`--max-num-seqs` 2…32 ×
 //! clients at ½, 1, 2, 4× the cap × short and long answers, a small token budget against long
-//! prompts, a scarce KV pool), on `cpu-tiny` and the GPU presets, offline (simulated time).
+//! prompts, a scarce KV pool), on `cpu-tiny` and the GPU presets, offline (simulated time). The
+//! step budget is never told to llmscope (issue 51): it reads it from the engine's steps.
 //!
 //! Each cell's expected verdict comes from an oracle that reads the simulated engine's own state
 //! at each scrape (running, waiting, KV, preemptions, tokens per step, the GPU's busy time) and
@@ -137,6 +138,16 @@ fn cells() -> Vec<Cell> {
                 kv_tokens: None,
             });
         }
+        // Issue 51's case: a 256-token budget under a cap of 64 it never lets fill.
+        out.push(Cell {
+            preset,
+            cap: 64,
+            clients: 24,
+            prompt: 1200,
+            answers: 32,
+            budget: Some(256),
+            kv_tokens: None,
+        });
         for answers in [64, 128] {
             out.push(Cell {
                 preset,
@@ -186,7 +197,10 @@ fn measure(c: &Cell) -> (String, String, String) {
         concurrency: Some(c.clients),
         ..LoadFacts::default()
     };
-    let d = diagnose(&to_input(&trace, &e, load));
+    // The step budget is not told (issue 51): llmscope reads it from the engine's steps.
+    let mut input = to_input(&trace, &e, load);
+    input.engine.max_num_batched_tokens = None;
+    let d = diagnose(&input);
     let line = format!(
         "waiting {:.1} ({:.0}% of scrapes) running max {:.0} KV max {:.1}% preempt {:.0} tok/step {:.0} busy {:.0}%",
         reading.waiting,
