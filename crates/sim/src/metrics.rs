@@ -328,7 +328,7 @@ fn token_counters(p: &mut Page, s: &EngineStats, d: Dialect) {
     );
     request_success(p, s, d);
     if d.at_least(AFTER_0_26, 0) {
-        admission_rejections(p);
+        admission_rejections(p, s.admission_rejections);
     }
 }
 
@@ -399,8 +399,9 @@ fn request_success(p: &mut Page, s: &EngineStats, d: Dialect) {
 }
 
 /// The frontend's admission refusals: labelled by model and reason only (no `engine`: counted
-/// before an engine sees the request). The simulator sets no admission limit, so both stay 0.
-fn admission_rejections(p: &mut Page) {
+/// before an engine sees the request). The simulator models `--max-num-queued-reqs` only, so
+/// the tokens reason stays 0.
+fn admission_rejections(p: &mut Page, queued_reqs: u64) {
     let help = "Number of admission attempts rejected by the frontend.";
     for (name, ty, created) in [
         (
@@ -412,7 +413,11 @@ fn admission_rejections(p: &mut Page) {
     ] {
         p.w.family(name, help, ty);
         for reason in ["max_num_queued_reqs", "max_num_queued_tokens"] {
-            let v = if created { p.created } else { 0.0 };
+            let v = match (created, reason) {
+                (true, _) => p.created,
+                (false, "max_num_queued_reqs") => queued_reqs as f64,
+                (false, _) => 0.0,
+            };
             p.w.sample(name, &[("model_name", p.model), ("reason", reason)], v);
         }
     }

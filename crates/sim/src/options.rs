@@ -61,6 +61,10 @@ pub struct EngineOptions {
     /// --gpu-memory-utilization leaves (e.g. 4194304 for a 4 MiB pool).
     #[cfg_attr(feature = "clap", arg(long, help_heading = "vLLM engine"))]
     pub kv_cache_memory_bytes: Option<u64>,
+    /// vLLM --max-num-queued-reqs: requests in flight (running + waiting) past which new ones
+    /// are refused with 503 (vLLM's admission limit; unset: none).
+    #[cfg_attr(feature = "clap", arg(long, help_heading = "vLLM engine"))]
+    pub max_num_queued_reqs: Option<u32>,
     /// Turn vLLM's prefix caching off.
     #[cfg_attr(feature = "clap", arg(long, help_heading = "vLLM engine"))]
     pub no_enable_prefix_caching: bool,
@@ -120,6 +124,7 @@ impl Default for EngineOptions {
             max_model_len: None,
             gpu_memory_utilization: None,
             kv_cache_memory_bytes: None,
+            max_num_queued_reqs: None,
             no_enable_prefix_caching: false,
             async_scheduling: false,
             stream_interval: None,
@@ -169,6 +174,9 @@ impl EngineOptions {
         set(&mut e.gpu_memory_utilization, self.gpu_memory_utilization);
         if self.kv_cache_memory_bytes.is_some() {
             e.kv_cache_memory_bytes = self.kv_cache_memory_bytes;
+        }
+        if self.max_num_queued_reqs.is_some() {
+            e.max_num_queued_reqs = self.max_num_queued_reqs;
         }
         e.enable_prefix_caching &= !self.no_enable_prefix_caching;
         e.async_scheduling |= self.async_scheduling;

@@ -114,6 +114,9 @@ pub struct EngineConfig {
     /// `--kv-cache-memory-bytes`: the KV pool's size in bytes, instead of what memory
     /// utilisation leaves (on vLLM's CPU build `VLLM_CPU_KVCACHE_SPACE`, GiB, sets it too).
     pub kv_cache_memory_bytes: Option<u64>,
+    /// `--max-num-queued-reqs`: requests in flight (running + waiting) past which the API server
+    /// answers 503 before any engine sees the request; `None`, vLLM's default, is no limit.
+    pub max_num_queued_reqs: Option<u32>,
 }
 
 /// The constants of the step-time, memory, output-length and power models.
@@ -337,6 +340,7 @@ fn small_gpu_defaults(max_model_len: u32) -> EngineConfig {
         async_scheduling: false,
         stream_interval: 1,
         kv_cache_memory_bytes: None,
+        max_num_queued_reqs: None,
     }
 }
 

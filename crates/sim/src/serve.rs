@@ -228,6 +228,9 @@ struct Shared {
     rng: Mutex<Rng>,
     created_unix: f64,
     next_id: AtomicU64,
+    /// Requests the API server has admitted and not yet answered whole: what vLLM's
+    /// `--max-num-queued-reqs` counts (running + waiting, as the API server sees them).
+    in_flight: Arc<AtomicU64>,
     dcgm_text: Mutex<Arc<String>>,
     /// When the engine hangs (clock seconds), with `--fault-hang-after`.
     hang_at: Option<f64>,
@@ -318,6 +321,7 @@ fn shared_state(cfg: &SimConfig, engine: Engine, cmd_tx: mpsc::Sender<Cmd>) -> S
         rng: Mutex::new(Rng::new(cfg.seed ^ 0xFA17)),
         created_unix: unix_ns() as f64 / 1e9,
         next_id: AtomicU64::new(1),
+        in_flight: Arc::new(AtomicU64::new(0)),
         dcgm_text: Mutex::new(Arc::new(String::new())),
         hang_at: cfg.faults.hang_after.map(|d| d.as_secs_f64()),
         gpu: cfg.gpu.clone(),
@@ -841,6 +845,9 @@ async fn generate(sh: Arc<Shared>, g: Generation, headers: &HeaderMap) -> Respon
     if let Some(r) = fault_response(fault) {
         return r;
     }
+    let Some(slot) = admit(&sh) else {
+        return queue_full();
+    };
     let seq = sh.next_id.fetch_add(1, Ordering::Relaxed);
     let id = response_id(g.endpoint, seq);
     let Some(rx) = submit(&sh, &g, max_tokens) else {
@@ -848,13 +855,50 @@ async fn generate(sh: Arc<Shared>, g: Generation, headers: &HeaderMap) -> Respon
     };
     let head = ChunkHead::new(g.endpoint, &id, sh.created_unix as u64, &sh.model_id);
     if !g.stream {
-        return full_body(rx, &head, &id, &sh, &g, seq).await;
+        let body = full_body(rx, &head, &id, &sh, &g, seq).await;
+        drop(slot);
+        return body;
     }
     let timestamps = headers
         .get("x-llmscope-timestamps")
         .is_some_and(|v| v.as_bytes() == b"1");
-    let stream = SseStream::new(&sh, &g, head, rx, seq, fault, timestamps);
+    let mut stream = SseStream::new(&sh, &g, head, rx, seq, fault, timestamps);
+    stream._slot = Some(slot);
     event_stream(stream)
+}
+
+/// One request counted in flight until its answer is done or dropped (a client that goes away
+/// frees its slot, as vLLM's abort does).
+struct Slot(Arc<AtomicU64>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// vLLM's admission check (`check_admission`): with `--max-num-queued-reqs`, a request that
+/// would put more than that many in flight is refused and counted.
+fn admit(sh: &Shared) -> Option<Slot> {
+    let limit = lock(&sh.engine).cfg.max_num_queued_reqs;
+    let before = sh.in_flight.fetch_add(1, Ordering::Relaxed);
+    let slot = Slot(Arc::clone(&sh.in_flight));
+    if limit.is_some_and(|l| before + 1 > u64::from(l)) {
+        drop(slot);
+        lock(&sh.engine).stats.admission_rejections += 1;
+        return None;
+    }
+    Some(slot)
+}
+
+/// vLLM's 503 at `--max-num-queued-reqs` (`QueueOverflowError`), in its words.
+fn queue_full() -> Response {
+    json_error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "The engine is currently busy and cannot accept new requests. Please try again later or on a different instance.",
+        "ServiceUnavailableError",
+        None,
+    )
 }
 
 /// The engine's `max_tokens` for the request and the answer length it expects (what the fault
@@ -1038,6 +1082,8 @@ struct SseStream {
     prompt: u32,
     /// Prompt tokens the prefix cache held (from the engine's tokens).
     cached: u32,
+    /// Its place among the requests in flight, given back when the stream is done or dropped.
+    _slot: Option<Slot>,
 }
 
 type Chunk = Result<Bytes, std::io::Error>;
@@ -1070,6 +1116,7 @@ impl SseStream {
             timestamps,
             prompt: g.prompt_tokens,
             cached: 0,
+            _slot: None,
         }
     }
 

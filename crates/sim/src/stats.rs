@@ -178,6 +178,9 @@ pub struct EngineStats {
     pub est_flops: f64,
     pub est_read_bytes: f64,
     pub est_write_bytes: f64,
+    /// Requests the API server turned away at `--max-num-queued-reqs` (vLLM counts them in
+    /// `vllm:admission_rejections_total{reason="max_num_queued_reqs"}`).
+    pub admission_rejections: u64,
     pub hist: RequestHistograms,
 }
 
@@ -198,6 +201,7 @@ impl EngineStats {
             est_flops: 0.0,
             est_read_bytes: 0.0,
             est_write_bytes: 0.0,
+            admission_rejections: 0,
             hist: RequestHistograms::new(max_model_len),
         }
     }

@@ -786,6 +786,9 @@ fn a_prefix_cache_thrashing_on_a_small_pool_is_warned_on_the_simulator_too() {
         &target,
         "--gpu-metrics",
         &gpu,
+        // The simulated exporter's interval: the run then waits one, not a real one's 30 s.
+        "--dcgm-interval",
+        "1s",
         "--max-num-seqs",
         "16",
         "--concurrency",
@@ -851,4 +854,90 @@ fn a_prefix_cache_thrashing_on_a_small_pool_is_warned_on_the_simulator_too() {
                 .any(|a| a.contains("Shorten the shared prefix")),
         "{actions:?}"
     );
+}
+
+/// The simulator's admission limit answers as vLLM's does (issue 51; the real tier's `c16`
+/// server has the same regime): `--max-num-queued-reqs 12` under 32 clients at a cap of 8 turns
+/// requests away 503 in vLLM's words and counts them. The oracle is the simulated engine's own
+/// page: its admission counter against the requests it finished. Without the limit, the same load
+/// is a queue the engine keeps — the batch limit, nothing shed.
+#[test]
+fn requests_shed_at_the_simulators_admission_limit_are_named_with_its_flag() {
+    for limit in [Some("12"), None] {
+        let mut flags = vec![
+            "--preset",
+            "cpu-tiny",
+            "--max-num-seqs",
+            "8",
+            "--metrics-dialect",
+            "0.32",
+        ];
+        if let Some(l) = limit {
+            flags.extend(["--max-num-queued-reqs", l]);
+        }
+        let (_sim, vllm, dcgm) = sim_on_free_ports("1s", &flags);
+        crate::common::wait_until_listening(&vllm);
+        let dir = temp_dir("run-admission");
+        let db = dir.join("runs.db");
+        let (target, gpu) = (format!("http://{vllm}"), format!("http://{dcgm}/metrics"));
+        let out = llmscope(&[
+            "run",
+            "--target",
+            &target,
+            "--gpu-metrics",
+            &gpu,
+            "--dcgm-interval",
+            "1s",
+            "--max-num-seqs",
+            "8",
+            "--concurrency",
+            "32",
+            "--max-tokens",
+            "32",
+            "--duration",
+            "4s",
+            "--baseline",
+            "1s",
+            "--interval",
+            "500ms",
+            "--db",
+            db.to_str().unwrap(),
+            "--format",
+            "json",
+        ]);
+        let (_, page) = crate::common::get(&vllm, "/metrics");
+        let summed = |name: &str| -> f64 {
+            page.lines()
+                .filter(|l| l.starts_with(name))
+                .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+                .sum()
+        };
+        let rejected = summed("vllm:admission_rejections_total{");
+        let finished = summed("vllm:request_success_total{");
+        let oracle = if rejected / (rejected + finished) >= 0.05 {
+            "admission_limit"
+        } else {
+            "batch_limit"
+        };
+        let v = json(&out);
+        let got = v["verdict"]["bottleneck"].as_str().unwrap_or("?");
+        assert_eq!(
+            got, oracle,
+            "limit {limit:?}: the engine turned away {rejected} and finished {finished}; llmscope: {}",
+            v["verdict"]
+        );
+        assert_eq!(
+            limit.is_some(),
+            rejected > 0.0,
+            "limit {limit:?}: {rejected}"
+        );
+        if limit.is_some() {
+            let summary = v["verdict"]["summary"].as_str().unwrap_or("");
+            assert!(
+                summary.contains("--max-num-queued-reqs")
+                    && summary.contains("cannot accept new requests"),
+                "{summary}"
+            );
+        }
+    }
 }
