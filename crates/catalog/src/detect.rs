@@ -106,7 +106,7 @@ fn detect_one(exporter: Exporter, names: &[&str]) -> Option<Detection> {
     if seen.is_empty() {
         return None;
     }
-    let candidates = candidates(exporter);
+    let candidates = candidates(exporter, ceiling(exporter, &seen));
     let few = seen.len() <= FEW_NAMES;
     let scored: Vec<(EngineSpec, (usize, usize))> = candidates
         .iter()
@@ -240,10 +240,22 @@ fn score(spec: &EngineSpec, seen: &BTreeSet<&'static str>, complete: bool) -> (u
     (hard, soft)
 }
 
-/// Every release boundary of `exporter` in the catalog (and each minor release between), with
-/// the engine variants that version could run, oldest first.
-fn candidates(exporter: Exporter) -> Vec<EngineSpec> {
-    let newest = exporter.newest();
+/// The highest version a detection of `seen` considers: the newest the catalog knows, raised to
+/// the release that added a name of `seen` where that release is later (the catalog holds vLLM
+/// 0.33.0's connector families, read from its source, though no 0.33.0 page was observed). Such a
+/// name then dates its page to its release instead of reading as a mix of versions; a page
+/// without one keeps the catalog's newest as its ceiling.
+fn ceiling(exporter: Exporter, seen: &BTreeSet<&'static str>) -> Version {
+    seen.iter()
+        .filter_map(|n| super::family(n))
+        .filter(|f| f.exporter == exporter)
+        .map(|f| f.since)
+        .fold(exporter.newest(), Version::max)
+}
+
+/// Every release boundary of `exporter` in the catalog up to `newest` (and each minor release
+/// between), with the engine variants that version could run, oldest first.
+fn candidates(exporter: Exporter, newest: Version) -> Vec<EngineSpec> {
     let mut versions: BTreeSet<Version> = families()
         .filter(|f| f.exporter == exporter)
         .flat_map(|f| [Some(f.since), f.deprecated, f.hidden, f.removed, f.restored])
@@ -354,12 +366,11 @@ pub struct Difference {
 
 /// The names of `detection` that the newest version no longer exposes as they are, then (for
 /// exporters that pre-create their families) the always-on names of the newest version that the
-/// page lacks.
+/// page lacks. The newest version is the catalog's, or a later one the names show ([`ceiling`]).
 pub fn against_newest<'a>(
     detection: &Detection,
     names: impl IntoIterator<Item = &'a str>,
 ) -> Vec<Difference> {
-    let newest = EngineSpec::new(detection.exporter, detection.exporter.newest());
     let seen: BTreeSet<&'static str> = names
         .into_iter()
         .filter_map(resolve)
@@ -367,6 +378,7 @@ pub fn against_newest<'a>(
         .filter(|f| f.exporter == detection.exporter)
         .map(|f| f.name)
         .collect();
+    let newest = EngineSpec::new(detection.exporter, ceiling(detection.exporter, &seen));
     let diff = |f: &'static Family, newest: Status| Difference {
         name: f.name,
         newest,
@@ -614,6 +626,36 @@ mod tests {
         assert_eq!(reported.spec().version, Version::new(0, 32, 0));
         assert_eq!(reported.spec().variant, Variant::V1);
         assert!(EngineVersion::pick(None, None).is_none());
+    }
+
+    #[test]
+    fn a_name_of_a_release_after_the_newest_dates_its_page_to_that_release() {
+        // vLLM 0.33.0's Mooncake connector histogram: catalogued from source, beyond 0.32.0.
+        let names = with(&[
+            "vllm:kv_cache_usage_perc",
+            "vllm:admission_rejections_total",
+            "vllm:mooncake_xfer_time_seconds_bucket",
+        ]);
+        let d = vllm(&names);
+        assert_eq!(d.range(), ">=0.33.0", "{d:?}");
+        assert_eq!(d.misses.0, 0, "{d:?}");
+        assert!(d.conflicts.is_empty(), "{:?}", d.conflicts);
+        assert!(d.unknown.is_empty(), "{:?}", d.unknown);
+        let differences = against_newest(&d, names.iter().copied());
+        assert!(
+            differences
+                .iter()
+                .all(|x| x.name != "vllm:mooncake_xfer_time_seconds"),
+            "{differences:?}"
+        );
+        // Without such a name the ceiling stays the catalog's newest.
+        let d = vllm(&with(&[
+            "vllm:kv_cache_usage_perc",
+            "vllm:admission_rejections_total",
+            "vllm:kv_offload_tiering_chunk_hits_total",
+        ]));
+        assert_eq!(d.range(), ">=0.27.0", "{d:?}");
+        assert_eq!(d.max, Exporter::Vllm.newest());
     }
 
     #[test]

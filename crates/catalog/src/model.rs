@@ -41,7 +41,10 @@ impl Exporter {
         }
     }
 
-    /// The newest version the catalog knows (what "current" means in findings).
+    /// The newest version the catalog knows (what "current" means in findings). vLLM stays at
+    /// 0.32.0, the newest release whose pages were observed, though the catalog also holds the
+    /// connector names 0.33.0 added (read from its source): a page showing one of those is dated
+    /// to 0.33 by detection, which raises its ceiling for it (`detect`).
     pub fn newest(self) -> Version {
         match self {
             Exporter::Vllm => Version::new(0, 32, 0),

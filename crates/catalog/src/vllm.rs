@@ -14,6 +14,14 @@
 //! The KV-connector families (NIXL, the offloading connector, 3FS) and the realtime WebSocket
 //! families come from `docs/SOURCES.md` §vllm-connectors; all are absent unless that connector or
 //! endpoint is in use, so none of them dates a plain page.
+//!
+//! Every name the installed vLLM 0.32.0 package registers is catalogued
+//! (`crates/catalog/tests/fixtures/vllm-0.32.0-source-names.txt`, §vllm-0.32-source). Those never on
+//! a plain page (more connectors, the tiering offload spec, dev-mode and parser families) were read
+//! in that source only: they are placed at [`AFTER_0_26`] too, though no earlier source was read
+//! to show they were absent before (their notes say so). The names vLLM 0.33.0 added (connector
+//! families only) are dated 0.33.0; the catalog's newest vLLM stays 0.32.0 (no 0.33.0 page was
+//! observed), and a page showing one of them raises its detected range to 0.33 (`detect`).
 
 use super::model::{Exporter, Family, Kind, PerProcess, Unit, Variant, Version};
 use crate::Concept as C;
@@ -47,9 +55,30 @@ const SPEC: &str = "speculative decoding is configured";
 const NIXL: &str = "the NIXL KV connector (--kv-transfer-config NixlConnector)";
 const OFFLOAD: &str = "the offloading KV connector (OffloadingConnector; --kv-offloading-size with the native backend)";
 const HF3FS: &str = "the 3FS KV connector (HF3FSKVConnector)";
+const OFFLOAD_CPU: &str = "the offloading KV connector with the CPU backend";
+const TIERING: &str = "the offloading KV connector with the tiering spec (kv_connector_extra_config spec_name=TieringOffloadingSpec)";
+const SIMPLE_OFFLOAD: &str = "the simple CPU offloading KV connector (SimpleCPUOffloadConnector)";
+const HISPARSE: &str = "the HiSparse KV connector (HiSparseConnector)";
+const MOONCAKE_STORE: &str = "the Mooncake store KV connector (MooncakeStoreConnector)";
+const MOONCAKE: &str = "the Mooncake KV connector (MooncakeConnector)";
+const UMBP: &str = "the UMBP store KV connector (UMBPStoreConnector)";
+const KV_CONSUMER: &str = "a KV connector in a consumer role (kv_role kv_consumer or kv_both)";
+const SLEEP_OPS: &str =
+    "VLLM_SERVER_DEV_MODE=1, from the first /sleep, /wake_up or /release_kv_cache_memory call";
+const WEIGHT_OPS: &str = "VLLM_SERVER_DEV_MODE=1, from the first weight-transfer call (/init_weight_transfer_engine, /start_weight_update, /update_weights, …)";
+const DIFFUSION: &str = "a discrete-diffusion model (its config has canvas_length)";
 const REALTIME: &str = "a speech-to-text model serving the realtime WebSocket endpoint";
 /// Connector families carry the transfer direction besides `engine` and `model_name`.
 const EM_TRANSFER: &[&str] = &["engine", "model_name", "transfer_type"];
+/// The tiering offload spec's families carry the tier they measure.
+const EM_TIER: &[&str] = &["engine", "model_name", "tier"];
+/// Connector families per store operation (and its outcome, for the Mooncake store).
+const EM_OPERATION: &[&str] = &["engine", "model_name", "operation"];
+const EM_OPERATION_STATUS: &[&str] = &["engine", "model_name", "operation", "status"];
+/// The dev-mode operation families are module-level, labelled by operation only.
+const OPERATION: &[&str] = &["operation"];
+/// The names vLLM 0.33.0 added over 0.32.0 (§vllm-0.32-source): connector families only.
+const V0_33: Version = v(33, 0);
 /// The flat offloading-connector names are absent from upstream main at 9aaf83ef5
 /// (2026-05-19, after 0.20.2): the earliest release they can have come with.
 const FLAT_OFFLOAD: Version = v(21, 0);
@@ -103,6 +132,16 @@ pub const FAMILIES: &[Family] = &[
     )
     .only(V1)
     .since(v(12, 0)),
+    f(
+        "vllm:num_requests_kv_fetch_by_stage",
+        Gauge,
+        Requests,
+        &["engine", "model_name", "stage"],
+    )
+    .only(V1)
+    .since(AFTER_0_26)
+    .when(KV_CONSUMER)
+    .note("waiting requests by the stage of their async KV load, stage=waiting_to_start|in_progress|completed_waiting; the decode side of P/D; ⚠ read in the 0.32.0 source only: dated 0.27–0.32, no earlier source read"),
     // KV cache.
     gauge("vllm:kv_cache_usage_perc", Fraction)
         .concept(C::KvUsage)
@@ -240,6 +279,16 @@ pub const FAMILIES: &[Family] = &[
         .only(V1)
         .since(v(11, 1))
         .when("env VLLM_COMPUTE_NANS_IN_LOGITS=1"),
+    f(
+        "vllm:watermark_requests_total",
+        Counter,
+        Requests,
+        &["engine", "model_name", "status"],
+    )
+    .only(V1)
+    .since(AFTER_0_26)
+    .when("--watermark-config")
+    .note("finished requests by watermark status, status=watermarked|skipped|not_watermarked; ⚠ read in the 0.32.0 source only: dated 0.27–0.32, no earlier source read"),
     // Request histograms.
     hist("vllm:request_prompt_tokens", Tokens).since(v(4, 2)),
     hist("vllm:request_generation_tokens", Tokens).since(v(4, 2)),
@@ -331,6 +380,23 @@ pub const FAMILIES: &[Family] = &[
         .only(V1)
         .since(v(8, 5))
         .when(SPEC),
+    // A discrete-diffusion model fills the spec-decode counters under its own names (drafts →
+    // denoising steps, draft tokens → canvas positions, accepted tokens → committed tokens).
+    counter("vllm:diffusion_num_denoising_steps_total", Count)
+        .only(V1)
+        .since(AFTER_0_26)
+        .when(DIFFUSION)
+        .note("the spec_decode_num_drafts_total of a diffusion model; ⚠ read in the 0.32.0 source only: dated 0.27–0.32, no earlier source read"),
+    counter("vllm:diffusion_num_canvas_positions_total", Tokens)
+        .only(V1)
+        .since(AFTER_0_26)
+        .when(DIFFUSION)
+        .note("canvas positions evaluated (the spec_decode_num_draft_tokens_total of a diffusion model); ⚠ dated as vllm:diffusion_num_denoising_steps_total"),
+    counter("vllm:diffusion_num_committed_tokens_total", Tokens)
+        .only(V1)
+        .since(AFTER_0_26)
+        .when(DIFFUSION)
+        .note("tokens finalized (the spec_decode_num_accepted_tokens_total of a diffusion model); ⚠ dated as vllm:diffusion_num_denoising_steps_total"),
     gauge("vllm:spec_decode_draft_acceptance_rate", Fraction)
         .only(V0)
         .since(v(5, 3))
@@ -407,6 +473,11 @@ pub const FAMILIES: &[Family] = &[
         .since(v(15, 0))
         .when(NIXL)
         .note("counted on the prefill instance; merged 2026-01-19 (≈0.15)"),
+    counter("vllm:nixl_num_notifications_after_expiry_total", Count)
+        .only(V1)
+        .since(AFTER_0_26)
+        .when(NIXL)
+        .note("completion notices for requests no longer tracked (their KV lease had expired, the blocks maybe reused), one per remote rank; ⚠ read in the 0.32.0 source only: dated 0.27–0.32, no earlier source read"),
     f("vllm:kv_offload_total_bytes_total", Counter, Unit::Bytes, EM_TRANSFER)
         .only(V1)
         .since(v(15, 0))
@@ -460,8 +531,296 @@ pub const FAMILIES: &[Family] = &[
     gauge("vllm:kv_offload_cpu_cache_usage_perc", Fraction)
         .only(V1)
         .since(FLAT_OFFLOAD)
-        .when("the offloading KV connector with the CPU backend")
+        .when(OFFLOAD_CPU)
         .note("a 0..1 fraction of the CPU tier pinned by transfers in flight, not how full the tier is; ⚠ lower-bound version"),
+    gauge("vllm:kv_offload_cpu_cache_write_usage_perc", Fraction)
+        .only(V1)
+        .since(AFTER_0_26)
+        .when(OFFLOAD_CPU)
+        .note("the share of vllm:kv_offload_cpu_cache_usage_perc pinned by stores in flight; ⚠ read in the 0.32.0 source only: dated 0.27–0.32, no earlier source read"),
+    gauge("vllm:kv_offload_cpu_cache_read_usage_perc", Fraction)
+        .only(V1)
+        .since(AFTER_0_26)
+        .when(OFFLOAD_CPU)
+        .note("the share of vllm:kv_offload_cpu_cache_usage_perc pinned by loads in flight; ⚠ dated as vllm:kv_offload_cpu_cache_write_usage_perc"),
+    hist("vllm:kv_offload_cpu_allocation_size", Count)
+        .only(V1)
+        .since(AFTER_0_26)
+        .when(OFFLOAD_CPU)
+        .note("CPU chunks asked for per store preparation, buckets 1..262144; ⚠ dated as vllm:kv_offload_cpu_cache_write_usage_perc"),
+    hist("vllm:kv_offload_lookup_sync_delay_seconds", Seconds)
+        .only(V1)
+        .since(AFTER_0_26)
+        .when(OFFLOAD)
+        .note("time one offload lookup call blocks the scheduler, buckets 10 µs..1 s; ⚠ read in the 0.32.0 source only: dated 0.27–0.32, no earlier source read"),
+    hist("vllm:kv_offload_lookup_async_delay_seconds", Seconds)
+        .only(V1)
+        .since(AFTER_0_26)
+        .when(OFFLOAD)
+        .note("from a lookup first deferring to the lookup that resolves it (or the request finishing), buckets 100 µs..10 s; ⚠ dated as vllm:kv_offload_lookup_sync_delay_seconds"),
+    counter("vllm:kv_offload_allocation_failure_total", Count)
+        .only(V1)
+        .since(AFTER_0_26)
+        .when(OFFLOAD)
+        .note("store allocations in the offload tier that failed; declared vllm:kv_offload_allocation_failure; ⚠ dated as vllm:kv_offload_lookup_sync_delay_seconds"),
+    f("vllm:kv_offload_config_info", Gauge, Info, &["engine", "model_name", "*"])
+        .only(V1)
+        .since(V0_33)
+        .when(OFFLOAD)
+        .note("static configuration of the offload managers, one label per fact the offloading spec declares, from the first scheduler step; per engine, not the instance total; added in 0.33.0"),
+    // The tiering offload spec (a CPU primary tier in front of secondary tiers): its own names
+    // besides the CPU backend's.
+    f("vllm:kv_offload_tiering_lookup_sync_delay_seconds", Histogram, Seconds, EM_TIER)
+        .only(V1)
+        .since(AFTER_0_26)
+        .when(TIERING)
+        .note("blocking time of one per-chunk lookup in a tier that resolved as hit or miss, by tier; ⚠ read in the 0.32.0 source only: dated 0.27–0.32, no earlier source read"),
+    f("vllm:kv_offload_tiering_lookup_async_delay_seconds", Histogram, Seconds, EM_TIER)
+        .only(V1)
+        .since(AFTER_0_26)
+        .when(TIERING)
+        .note("from a tier lookup first asking to retry to its resolution, by tier; ⚠ dated as vllm:kv_offload_tiering_lookup_sync_delay_seconds"),
+    f("vllm:kv_offload_tiering_read_bytes_total", Counter, Unit::Bytes, EM_TIER)
+        .only(V1)
+        .since(AFTER_0_26)
+        .when(TIERING)
+        .note("bytes read from a secondary tier into the primary (CPU) tier; ⚠ dated as vllm:kv_offload_tiering_lookup_sync_delay_seconds"),
+    f("vllm:kv_offload_tiering_read_time_total", Counter, Seconds, EM_TIER)
+        .only(V1)
+        .since(AFTER_0_26)
+        .when(TIERING)
+        .note("seconds spent reading from a secondary tier; ⚠ dated as vllm:kv_offload_tiering_lookup_sync_delay_seconds"),
+    f("vllm:kv_offload_tiering_write_bytes_total", Counter, Unit::Bytes, EM_TIER)
+        .only(V1)
+        .since(AFTER_0_26)
+        .when(TIERING)
+        .note("bytes written from the primary tier to a secondary tier; ⚠ dated as vllm:kv_offload_tiering_lookup_sync_delay_seconds"),
+    f("vllm:kv_offload_tiering_write_time_total", Counter, Seconds, EM_TIER)
+        .only(V1)
+        .since(AFTER_0_26)
+        .when(TIERING)
+        .note("seconds spent writing to a secondary tier; ⚠ dated as vllm:kv_offload_tiering_lookup_sync_delay_seconds"),
+    f("vllm:kv_offload_tiering_promotion_job_failures_total", Counter, Count, EM_TIER)
+        .only(V1)
+        .since(AFTER_0_26)
+        .when(TIERING)
+        .note("failed promotions (secondary → primary) by tier; ⚠ dated as vllm:kv_offload_tiering_lookup_sync_delay_seconds"),
+    f("vllm:kv_offload_tiering_cascade_job_failures_total", Counter, Count, EM_TIER)
+        .only(V1)
+        .since(AFTER_0_26)
+        .when(TIERING)
+        .note("failed cascades (primary → secondary) by tier; ⚠ dated as vllm:kv_offload_tiering_lookup_sync_delay_seconds"),
+    f("vllm:kv_offload_tiering_chunk_queries_total", Counter, Count, EM_TIER)
+        .only(V1)
+        .since(AFTER_0_26)
+        .when(TIERING)
+        .note("chunk lookups sent to a tier; hit rate = rate(…chunk_hits_total) / rate(…chunk_queries_total) per tier; ⚠ dated as vllm:kv_offload_tiering_lookup_sync_delay_seconds"),
+    f("vllm:kv_offload_tiering_chunk_hits_total", Counter, Count, EM_TIER)
+        .only(V1)
+        .since(AFTER_0_26)
+        .when(TIERING)
+        .note("chunk lookups a tier answered with a hit; ⚠ dated as vllm:kv_offload_tiering_lookup_sync_delay_seconds"),
+    counter("vllm:kv_offload_tiering_promotion_allocation_failures_total", Count)
+        .only(V1)
+        .since(AFTER_0_26)
+        .when(TIERING)
+        .note("promotions that failed for want of primary-tier space (no tier label); ⚠ dated as vllm:kv_offload_tiering_lookup_sync_delay_seconds"),
+    f("vllm:kv_offload_tiering_primary_write_usage_perc", Gauge, Fraction, EM_TIER)
+        .only(V1)
+        .since(AFTER_0_26)
+        .when(TIERING)
+        .note("0..1 share of the primary tier taken by writes coming from a secondary tier; ⚠ dated as vllm:kv_offload_tiering_lookup_sync_delay_seconds"),
+    f("vllm:kv_offload_tiering_primary_read_usage_perc", Gauge, Fraction, EM_TIER)
+        .only(V1)
+        .since(AFTER_0_26)
+        .when(TIERING)
+        .note("0..1 share of the primary tier taken by reads going to a secondary tier; ⚠ dated as vllm:kv_offload_tiering_lookup_sync_delay_seconds"),
+    f("vllm:kv_offload_tiering_active_promotion_jobs", Gauge, Count, EM_TIER)
+        .only(V1)
+        .since(AFTER_0_26)
+        .when(TIERING)
+        .note("⚠ dated as vllm:kv_offload_tiering_lookup_sync_delay_seconds"),
+    f("vllm:kv_offload_tiering_active_cascade_jobs", Gauge, Count, EM_TIER)
+        .only(V1)
+        .since(AFTER_0_26)
+        .when(TIERING)
+        .note("⚠ dated as vllm:kv_offload_tiering_lookup_sync_delay_seconds"),
+    f("vllm:kv_offload_tiering_backpressure_store_latency_ema", Gauge, Seconds, EM_TIER)
+        .only(V1)
+        .since(AFTER_0_26)
+        .when(TIERING)
+        .note("moving average of store latency to a tier in seconds per MiB, not seconds; what back-pressure detection reads; ⚠ dated as vllm:kv_offload_tiering_lookup_sync_delay_seconds"),
+    f("vllm:kv_offload_tiering_backpressure_stores_dropped_total", Counter, Count, EM_TIER)
+        .only(V1)
+        .since(AFTER_0_26)
+        .when(TIERING)
+        .note("stores to a tier dropped under back-pressure; ⚠ dated as vllm:kv_offload_tiering_lookup_sync_delay_seconds"),
+    f("vllm:kv_offload_tiering_backpressure_blocks_dropped_total", Counter, Count, EM_TIER)
+        .only(V1)
+        .since(AFTER_0_26)
+        .when(TIERING)
+        .note("blocks dropped under back-pressure on a tier; ⚠ dated as vllm:kv_offload_tiering_lookup_sync_delay_seconds"),
+    f("vllm:kv_offload_tiering_promotion_latency_seconds", Histogram, Seconds, EM_TIER)
+        .only(V1)
+        .since(V0_33)
+        .when(TIERING)
+        .note("time of a promotion from a secondary tier, buckets 100 µs..10 s; added in 0.33.0 (PR #53910); ⚠ kind, tier label and buckets from a release digest, not read in source"),
+    // The simple CPU offloading connector.
+    f(
+        "vllm:simple_kv_offload_save_outcomes_total",
+        Counter,
+        Count,
+        &["engine", "model_name", "outcome"],
+    )
+    .only(V1)
+    .since(AFTER_0_26)
+    .when(SIMPLE_OFFLOAD)
+    .note("store decisions, outcome=stored|dropped_cpu_full|dropped_request_gone|dropped_null_block|dropped_not_hashed|skipped_already_cached|skipped_in_flight; eager-mode stores only; ⚠ read in the 0.32.0 source only: dated 0.27–0.32, no earlier source read"),
+    counter("vllm:simple_kv_offload_load_blocks_total", Count)
+        .only(V1)
+        .since(AFTER_0_26)
+        .when(SIMPLE_OFFLOAD)
+        .note("KV blocks loaded back to GPU (prefill avoided by offload hits); ⚠ dated as vllm:simple_kv_offload_save_outcomes_total"),
+    gauge("vllm:simple_kv_offload_used_blocks", Count)
+        .only(V1)
+        .since(AFTER_0_26)
+        .when(SIMPLE_OFFLOAD)
+        .note("pool blocks pinned by transfers in flight or cache hits, evictable cached blocks not counted; the pool size is the capacity_blocks label of vllm:simple_kv_offload_info; ⚠ dated as vllm:simple_kv_offload_save_outcomes_total"),
+    gauge("vllm:simple_kv_offload_pending_store_blocks", Count)
+        .only(V1)
+        .since(AFTER_0_26)
+        .when(SIMPLE_OFFLOAD)
+        .note("blocks in stores not yet done; one that only grows is a stuck transfer; ⚠ dated as vllm:simple_kv_offload_save_outcomes_total"),
+    f(
+        "vllm:simple_kv_offload_info",
+        Gauge,
+        Info,
+        &["engine", "model_name", "backend", "page_cache", "lazy_offload", "capacity_blocks"],
+    )
+    .only(V1)
+    .since(AFTER_0_26)
+    .when(SIMPLE_OFFLOAD)
+    .note("constant 1; backend=cpu|disk, capacity_blocks is the pool size; ⚠ dated as vllm:simple_kv_offload_save_outcomes_total"),
+    // The HiSparse connector (a host KV store behind device hot buffers).
+    counter("vllm:hisparse_cache_hits_total", Count)
+        .only(V1)
+        .since(AFTER_0_26)
+        .when(HISPARSE)
+        .note("device hot-buffer hits; ⚠ read in the 0.32.0 source only: dated 0.27–0.32, no earlier source read"),
+    counter("vllm:hisparse_cache_misses_total", Count)
+        .only(V1)
+        .since(AFTER_0_26)
+        .when(HISPARSE)
+        .note("device hot-buffer misses; ⚠ dated as vllm:hisparse_cache_hits_total"),
+    counter("vllm:hisparse_host_to_device_bytes_total", Unit::Bytes)
+        .only(V1)
+        .since(AFTER_0_26)
+        .when(HISPARSE)
+        .note("⚠ dated as vllm:hisparse_cache_hits_total"),
+    gauge("vllm:hisparse_host_cache_usage_perc", Fraction)
+        .only(V1)
+        .since(AFTER_0_26)
+        .when(HISPARSE)
+        .note("a 0..1 fraction of the host KV store in use, evictable cached blocks counted free; ⚠ dated as vllm:hisparse_cache_hits_total"),
+    gauge("vllm:hisparse_pending_page_transfers", Count)
+        .only(V1)
+        .since(AFTER_0_26)
+        .when(HISPARSE)
+        .note("write-backs and restores not yet done; ⚠ dated as vllm:hisparse_cache_hits_total"),
+    hist("vllm:hisparse_host_block_lifetime_seconds", Seconds)
+        .only(V1)
+        .since(AFTER_0_26)
+        .when("the HiSparse KV connector with --kv-cache-metrics")
+        .note("sampled like vllm:kv_block_lifetime_seconds, for host blocks; ⚠ dated as vllm:hisparse_cache_hits_total"),
+    hist("vllm:hisparse_host_block_idle_before_evict_seconds", Seconds)
+        .only(V1)
+        .since(AFTER_0_26)
+        .when("the HiSparse KV connector with --kv-cache-metrics")
+        .note("⚠ dated as vllm:hisparse_cache_hits_total"),
+    hist("vllm:hisparse_host_block_reuse_gap_seconds", Seconds)
+        .only(V1)
+        .since(AFTER_0_26)
+        .when("the HiSparse KV connector with --kv-cache-metrics")
+        .note("⚠ dated as vllm:hisparse_cache_hits_total"),
+    // The Mooncake store connector: one series set per RPC and outcome.
+    f("vllm:mooncake_store_operation_time_seconds", Histogram, Seconds, EM_OPERATION_STATUS)
+        .only(V1)
+        .since(AFTER_0_26)
+        .when(MOONCAKE_STORE)
+        .note("time of one store RPC, operation=save_exists|save_put|load_get|lookup_exists, status=ok|error; ⚠ read in the 0.32.0 source only: dated 0.27–0.32, no earlier source read"),
+    f("vllm:mooncake_store_operation_total", Counter, Count, EM_OPERATION_STATUS)
+        .only(V1)
+        .since(AFTER_0_26)
+        .when(MOONCAKE_STORE)
+        .note("store RPCs; ⚠ dated as vllm:mooncake_store_operation_time_seconds"),
+    f("vllm:mooncake_store_operation_keys_total", Counter, Count, EM_OPERATION_STATUS)
+        .only(V1)
+        .since(AFTER_0_26)
+        .when(MOONCAKE_STORE)
+        .note("keys the RPCs touched; ⚠ dated as vllm:mooncake_store_operation_time_seconds"),
+    f("vllm:mooncake_store_operation_bytes_total", Counter, Unit::Bytes, EM_OPERATION_STATUS)
+        .only(V1)
+        .since(AFTER_0_26)
+        .when(MOONCAKE_STORE)
+        .note("⚠ dated as vllm:mooncake_store_operation_time_seconds"),
+    f("vllm:mooncake_store_operation_failed_keys_total", Counter, Count, EM_OPERATION_STATUS)
+        .only(V1)
+        .since(AFTER_0_26)
+        .when(MOONCAKE_STORE)
+        .note("⚠ dated as vllm:mooncake_store_operation_time_seconds"),
+    // The Mooncake (P2P) connector: NIXL's set under its own prefix, added in 0.33.0 (0.32.0 kept
+    // the stats without exporting them).
+    hist("vllm:mooncake_xfer_time_seconds", Seconds)
+        .only(V1)
+        .since(V0_33)
+        .when(MOONCAKE)
+        .note("duration of one KV transfer, buckets 5 ms..5 s; added in 0.33.0"),
+    hist("vllm:mooncake_bytes_transferred", Unit::Bytes)
+        .only(V1)
+        .since(V0_33)
+        .when(MOONCAKE)
+        .note("bytes per transfer, buckets 2 KiB..8 GiB; added in 0.33.0"),
+    hist("vllm:mooncake_num_descriptors", Count)
+        .only(V1)
+        .since(V0_33)
+        .when(MOONCAKE)
+        .note("descriptors per transfer; added in 0.33.0"),
+    counter("vllm:mooncake_num_failed_transfers_total", Count)
+        .only(V1)
+        .since(V0_33)
+        .when(MOONCAKE)
+        .note("added in 0.33.0"),
+    counter("vllm:mooncake_num_failed_recvs_total", Count)
+        .only(V1)
+        .since(V0_33)
+        .when(MOONCAKE)
+        .note("added in 0.33.0"),
+    counter("vllm:mooncake_num_kv_expired_reqs_total", Requests)
+        .only(V1)
+        .since(V0_33)
+        .when(MOONCAKE)
+        .note("counted on the prefill instance; added in 0.33.0"),
+    // The UMBP store connector, added in 0.33.0: per operation.
+    f("vllm:umbp_transfer_submitted_total", Counter, Count, EM_OPERATION)
+        .only(V1)
+        .since(V0_33)
+        .when(UMBP)
+        .note("objects submitted; added in 0.33.0"),
+    f("vllm:umbp_transfer_completed_total", Counter, Count, EM_OPERATION)
+        .only(V1)
+        .since(V0_33)
+        .when(UMBP)
+        .note("added in 0.33.0"),
+    f("vllm:umbp_transfer_failed_total", Counter, Count, EM_OPERATION)
+        .only(V1)
+        .since(V0_33)
+        .when(UMBP)
+        .note("added in 0.33.0"),
+    f("vllm:umbp_transfer_bytes_total", Counter, Unit::Bytes, EM_OPERATION)
+        .only(V1)
+        .since(V0_33)
+        .when(UMBP)
+        .note("added in 0.33.0"),
     hist("vllm:hf3fs_save_duration_seconds", Seconds)
         .only(V1)
         .since(v(19, 0))
@@ -493,6 +852,39 @@ pub const FAMILIES: &[Family] = &[
         .only(V1)
         .since(v(17, 0))
         .when(REALTIME),
+    // Dev-mode endpoints of the API server: module-level, created at an endpoint's first call,
+    // labelled by operation only (no engine or model_name).
+    f("vllm:sleep_mode_operation_duration_seconds", Histogram, Seconds, OPERATION)
+        .only(V1)
+        .since(AFTER_0_26)
+        .when(SLEEP_OPS)
+        .note("operation=sleep|release_kv_cache_memory|wake, buckets 10 ms..600 s; ⚠ read in the 0.32.0 source only: dated 0.27–0.32, no earlier source read"),
+    f("vllm:sleep_mode_operations_in_flight", Gauge, Count, OPERATION)
+        .only(V1)
+        .since(AFTER_0_26)
+        .when(SLEEP_OPS)
+        .note("operations awaited now, summed over API-server processes; > 0 means paused on purpose, not hung; ⚠ dated as vllm:sleep_mode_operation_duration_seconds"),
+    f("vllm:rl_weight_update_operation_duration_seconds", Histogram, Seconds, OPERATION)
+        .only(V1)
+        .since(AFTER_0_26)
+        .when(WEIGHT_OPS)
+        .note("operation=init|shutdown|start|start_draft|update|finish, buckets 10 ms..600 s; ⚠ read in the 0.32.0 source only: dated 0.27–0.32, no earlier source read"),
+    f("vllm:rl_weight_update_operations_in_flight", Gauge, Count, OPERATION)
+        .only(V1)
+        .since(AFTER_0_26)
+        .when(WEIGHT_OPS)
+        .note("weight-transfer operations awaited now, summed over API-server processes; > 0 means paused for an RL weight sync, not hung; ⚠ dated as vllm:rl_weight_update_operation_duration_seconds"),
+    // The API server's tool-call parser.
+    f(
+        "vllm:tool_call_parser_invocations_total",
+        Counter,
+        Count,
+        &["model_name", "mode", "outcome", "request_type"],
+    )
+    .only(V1)
+    .since(AFTER_0_26)
+    .when("--tool-call-parser")
+    .note("parser runs, once per choice (non-streaming) or per delta (streaming); mode=streaming|non_streaming, outcome=tool_call|no_tool_call (a parser failure counts as no_tool_call), request_type=chat_completions|responses|other; no engine label; ⚠ read in the 0.32.0 source only: dated 0.27–0.32, no earlier source read"),
     // prometheus-fastapi-instrumentator on the same page.
     f("http_requests_total", Counter, Requests, &["handler", "method", "status"])
         .when("the API server's HTTP instrumentation (on by default)"),
