@@ -47,6 +47,11 @@ pub enum Concept {
     /// Requests the server's admission limit turned away before any engine saw them (counter;
     /// vLLM `--max-num-queued-reqs` / `--max-num-queued-tokens`, answered 503).
     AdmissionRejections,
+    /// Speculative decoding: drafts proposed, tokens drafted and tokens of them accepted
+    /// (counters; present only where speculation is configured).
+    SpecDrafts,
+    SpecDraftTokens,
+    SpecAcceptedTokens,
     /// Prefix-cache hits and queries (counters, tokens).
     PrefixCacheHits,
     PrefixCacheQueries,
@@ -100,6 +105,9 @@ impl Concept {
             Concept::QueuedSeconds => "queued_seconds",
             Concept::RunningSeconds => "running_seconds",
             Concept::AdmissionRejections => "admission_rejections",
+            Concept::SpecDrafts => "spec_drafts",
+            Concept::SpecDraftTokens => "spec_draft_tokens",
+            Concept::SpecAcceptedTokens => "spec_accepted_tokens",
             Concept::PrefixCacheHits => "prefix_cache_hits",
             Concept::PrefixCacheQueries => "prefix_cache_queries",
             Concept::Ttft => "ttft",
@@ -146,6 +154,9 @@ impl Concept {
                 | Concept::QueuedSeconds
                 | Concept::RunningSeconds
                 | Concept::AdmissionRejections
+                | Concept::SpecDrafts
+                | Concept::SpecDraftTokens
+                | Concept::SpecAcceptedTokens
                 | Concept::PrefixCacheHits
                 | Concept::PrefixCacheQueries
         )

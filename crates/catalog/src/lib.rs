@@ -285,6 +285,31 @@ pub const METRICS: &[MetricDef] = &[
         Sum,
         "0.27..current (absent from 0.26.0, present on 0.32.0)",
     ),
+    // Speculative decoding (V1 counters; the V0 rate gauges are gone since 0.10).
+    def(
+        C::SpecDrafts,
+        "vllm",
+        "vllm:spec_decode_num_drafts_total",
+        Count,
+        Sum,
+        "0.8.5..current, when speculation is configured",
+    ),
+    def(
+        C::SpecDraftTokens,
+        "vllm",
+        "vllm:spec_decode_num_draft_tokens_total",
+        Count,
+        Sum,
+        "0.5.3..current, when speculation is configured",
+    ),
+    def(
+        C::SpecAcceptedTokens,
+        "vllm",
+        "vllm:spec_decode_num_accepted_tokens_total",
+        Count,
+        Sum,
+        "0.5.3..current, when speculation is configured",
+    ),
     def(
         C::GpuUtil,
         "dcgm",

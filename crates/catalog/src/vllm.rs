@@ -367,13 +367,16 @@ pub const FAMILIES: &[Family] = &[
         .note("the value is a unix timestamp; take the series with the max value"),
     // Speculative decoding.
     counter("vllm:spec_decode_num_drafts_total", Count)
+        .concept(C::SpecDrafts)
         .only(V1)
         .since(v(8, 5))
         .when(SPEC),
     counter("vllm:spec_decode_num_draft_tokens_total", Tokens)
+        .concept(C::SpecDraftTokens)
         .since(v(5, 3))
         .when(SPEC),
     counter("vllm:spec_decode_num_accepted_tokens_total", Tokens)
+        .concept(C::SpecAcceptedTokens)
         .since(v(5, 3))
         .when(SPEC),
     f("vllm:spec_decode_num_accepted_tokens_per_pos_total", Counter, Tokens, &["engine", "model_name", "position"])

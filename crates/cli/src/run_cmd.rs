@@ -108,6 +108,9 @@ pub struct ShapeArgs {
     /// max_tokens of each request [default: run 512, capacity 64].
     #[arg(long, help_heading = "Load")]
     pub max_tokens: Option<u32>,
+    /// Sampling temperature of every request, 0 = greedy [default: the server's].
+    #[arg(long, value_name = "T", value_parser = llmscope_loadgen::flags::temperature, help_heading = "Load")]
+    pub temperature: Option<f64>,
     /// Model name [default: the first in /v1/models].
     #[arg(long, help_heading = "Load")]
     pub model: Option<String>,
@@ -148,6 +151,7 @@ impl ShapeArgs {
             turns: self.turns,
             think_time: self.think_time,
             trace: None,
+            temperature: self.temperature,
         }
     }
 }

@@ -79,6 +79,7 @@ pub fn recommend(cx: &Context, verdict: &Verdict, findings: &[Finding]) -> Vec<R
         Bottleneck::Host | Bottleneck::RoutingImbalance | Bottleneck::None => Vec::new(),
     };
     out.extend(prefix_cache(cx, findings));
+    out.extend(speculation(cx));
     if findings.iter().any(|f| f.rule == "host") {
         out.push(rec(
             "Find the host-side cost per step: vCPUs for the API server and engine, --enforce-eager (no CUDA graphs), a V0 engine, structured output; try --async-scheduling",
@@ -92,6 +93,19 @@ pub fn recommend(cx: &Context, verdict: &Verdict, findings: &[Finding]) -> Vec<R
         ));
     }
     out
+}
+
+/// Speculation that does not pay ([`crate::detect::SpecReading::does_not_pay`]): the knob.
+fn speculation(cx: &Context) -> Option<Recommendation> {
+    let s = crate::detect::SpecReading::read(cx).filter(|s| s.does_not_pay())?;
+    Some(rec(
+        "Lower num_speculative_tokens in --speculative-config, try another method (a draft model, EAGLE), or turn speculation off; then re-measure ITL and output tokens/s",
+        format!(
+            "drafts accept {:.2} tokens on average ({} of drafted tokens): the target model verifies each drafted position for less than one token gained",
+            s.accepted / s.drafts,
+            pct(s.acceptance().unwrap_or(0.0))
+        ),
+    ))
 }
 
 /// What the `prefix_cache` finding calls for, with its numbers: caching turned on, room for the

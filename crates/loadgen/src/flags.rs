@@ -70,6 +70,9 @@ pub struct LoadFlags {
     /// Cap on answer length (max_tokens).
     #[cfg_attr(feature = "clap", arg(long, value_name = "M"))]
     pub max_tokens: Option<u32>,
+    /// Sampling temperature sent with every request (0 = greedy); unset, the server's default.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "T", value_parser = temperature))]
+    pub temperature: Option<f64>,
     /// Objectives for goodput, e.g. ttft=500ms,itl=50ms,tpot=40ms,e2e=20s.
     #[cfg_attr(feature = "clap", arg(long))]
     pub slo: Option<Slo>,
@@ -204,6 +207,7 @@ impl LoadFlags {
             input_tokens: self.input_tokens,
             output_tokens: self.output_tokens,
             max_tokens: self.max_tokens,
+            temperature: self.temperature,
             slo: self.slo.unwrap_or_default(),
             timeout: self.timeout,
             ttft_timeout: self.ttft_timeout,
@@ -243,5 +247,16 @@ impl LoadFlags {
             (None, None) if self.replay.trace.is_none() => Some(Duration::from_secs(30)),
             (d, _) => d,
         }
+    }
+}
+
+/// `--temperature`: a finite number from 0 to 2 (OpenAI's range; vLLM takes the same).
+#[cfg(feature = "clap")]
+pub fn temperature(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(t) if (0.0..=2.0).contains(&t) => Ok(t),
+        _ => Err(format!(
+            "`{s}` is not a temperature: give a number from 0 (greedy) to 2, e.g. --temperature 0"
+        )),
     }
 }

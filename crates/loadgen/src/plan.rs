@@ -56,6 +56,8 @@ pub struct LoadSpec {
     pub input_tokens: Option<TokenSpec>,
     pub output_tokens: Option<u32>,
     pub max_tokens: Option<u32>,
+    /// Sampling temperature sent with every request; `None`: the server's default.
+    pub temperature: Option<f64>,
     pub slo: Slo,
     pub timeout: Duration,
     /// Longest wait for a response's first token (queued, then prefill): `ttft_timeout`.
@@ -102,6 +104,7 @@ impl Default for LoadSpec {
             input_tokens: None,
             output_tokens: None,
             max_tokens: None,
+            temperature: None,
             slo: Slo::default(),
             timeout: Duration::from_secs(600),
             // As long as the whole request may take: a saturated server queues that long.
@@ -727,6 +730,7 @@ fn body_options(spec: &LoadSpec, server: &Server, notes: &mut Vec<String>) -> Bo
         stream: spec.stream,
         max_tokens: spec.output_tokens.or(spec.max_tokens),
         ignore_eos,
+        temperature: spec.temperature,
     }
 }
 

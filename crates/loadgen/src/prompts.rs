@@ -290,6 +290,8 @@ pub struct BodyOptions {
     pub stream: bool,
     pub max_tokens: Option<u32>,
     pub ignore_eos: bool,
+    /// Sent as `temperature` where given.
+    pub temperature: Option<f64>,
 }
 
 /// The JSON body of each prompt, serialised once.
@@ -327,6 +329,9 @@ fn body(p: &Prompt, o: &BodyOptions) -> Value {
     }
     if o.ignore_eos {
         b["ignore_eos"] = json!(true);
+    }
+    if let Some(t) = o.temperature {
+        b["temperature"] = json!(t);
     }
     b
 }
@@ -435,6 +440,7 @@ mod tests {
             stream: true,
             max_tokens: Some(8),
             ignore_eos: true,
+            temperature: None,
         };
         let b: Value =
             serde_json::from_slice(&build_bodies(&[Prompt::Text("hi".into())], &o)[0]).unwrap();
@@ -454,5 +460,10 @@ mod tests {
         let b: Value = serde_json::from_slice(&build_bodies(&[msgs], &o)[0]).unwrap();
         assert_eq!(b["prompt"], "a\nb");
         assert!(b.get("stream_options").is_none() && b.get("ignore_eos").is_none());
+        assert!(b.get("temperature").is_none());
+        o.temperature = Some(0.0);
+        let b: Value =
+            serde_json::from_slice(&build_bodies(&[Prompt::Text("hi".into())], &o)[0]).unwrap();
+        assert_eq!(b["temperature"].as_f64(), Some(0.0));
     }
 }

@@ -871,6 +871,68 @@ fn budget_cell(m: &mut Matrix, cap: u32, clients: u32, budget: u32, prompt: u32)
     )
 }
 
+/// Speculative decoding (issue 51): vLLM's n-gram drafter (4 tokens, on CPU since 0.32) under 8
+/// clients. Greedy, the random model falls into a loop the drafter predicts; sampled (the
+/// server's temperature), its answers never repeat and nothing is drafted. Each cell is judged
+/// by the oracle as any other, and the `speculative_decoding` finding must state the engine's
+/// own acceptance (accepted ÷ drafted over the load, from the oracle's scrapes) within 2
+/// percentage points, or say that nothing was drafted where the engine drafted nothing.
+#[test]
+fn matrix_speculative() {
+    if !installed("matrix_speculative") {
+        return;
+    }
+    let _one_engine = ENGINE.lock().unwrap_or_else(|e| e.into_inner());
+    let config = r#"{"method":"ngram","num_speculative_tokens":4,"prompt_lookup_max":4,"prompt_lookup_min":2}"#;
+    let server = Server::start(
+        "spec",
+        &["--max-num-seqs", "16", "--", "--speculative-config", config],
+    );
+    let mut m = Matrix::new(&server, "spec");
+    let prompt = "the cat sat on the mat and the cat sat on the mat and the cat sat on the mat";
+    for (temperature, label) in [
+        (Some("0"), " (n-gram drafts, greedy)"),
+        (None, " (n-gram drafts, sampled)"),
+    ] {
+        let mut extra = vec!["--prompt", prompt];
+        extra.extend(temperature.iter().flat_map(|t| ["--temperature", *t]));
+        let c = m.cell(set(16, 8), 64, &extra, label);
+        spec_check(&mut m, &c, label);
+    }
+    m.done();
+}
+
+/// The finding against the engine's own speculation counters over the whole cell.
+fn spec_check(m: &mut Matrix, c: &Cell, label: &str) {
+    let finding = c.report["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|f| f["rule"] == "speculative_decoding");
+    let stated = finding.and_then(|f| {
+        f["evidence"]
+            .as_array()?
+            .iter()
+            .find(|e| e["statistic"] == "acceptance_rate")?["value"]
+            .as_f64()
+    });
+    let message = finding.map_or("no speculative_decoding finding".into(), |f| {
+        f["message"].to_string()
+    });
+    let (drafted, accepted) = (c.reading.spec_drafted, c.reading.spec_accepted);
+    eprintln!("  spec{label}: engine drafted {drafted}, accepted {accepted}; llmscope: {message}");
+    let ok = if drafted > 0.0 {
+        stated.is_some_and(|s| (s - accepted / drafted).abs() <= 0.02)
+    } else {
+        message.contains("proposed no drafts")
+    };
+    m.checks.expect(
+        &format!("spec{label}: the finding states the engine's acceptance (±2 points)"),
+        ok,
+        || format!("engine drafted {drafted}, accepted {accepted}; stated {stated:?}: {message}"),
+    );
+}
+
 /// A KV cache far too small (4 MiB = 2,048 tokens for 16 sequences; vLLM refuses a pool that
 /// cannot hold one --max-model-len request, hence 1,024): KV-cache capacity, with the knob this
 /// engine has (`--kv-cache-memory-bytes`), sized from what the engine reports.

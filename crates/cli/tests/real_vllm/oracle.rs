@@ -35,7 +35,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// The names the oracle reads (each summed over its label sets, so one value per scrape).
-pub const NAMES: [&str; 18] = [
+pub const NAMES: [&str; 21] = [
     "vllm:num_requests_running",
     "vllm:num_requests_waiting",
     "vllm:kv_cache_usage_perc",
@@ -54,6 +54,9 @@ pub const NAMES: [&str; 18] = [
     "vllm:time_to_first_token_seconds_sum",
     "vllm:inter_token_latency_seconds_sum",
     "vllm:inter_token_latency_seconds_count",
+    "vllm:spec_decode_num_drafts_total",
+    "vllm:spec_decode_num_draft_tokens_total",
+    "vllm:spec_decode_num_accepted_tokens_total",
 ];
 
 /// One scrape: unix seconds and each name's value (absent names are absent).
@@ -156,6 +159,10 @@ pub struct Reading {
     pub step_uncertainty: f64,
     pub output_tok_s: f64,
     pub prefix_hit: Option<f64>,
+    /// Tokens the speculative drafter proposed and the target model accepted over the load
+    /// (its first burst included), where the engine speculates.
+    pub spec_drafted: f64,
+    pub spec_accepted: f64,
     /// Mean time to first token and inter-token latency of the requests the window saw finish
     /// their first token / tokens (the KV-admission signature: TTFT grows, ITL does not).
     pub ttft: Option<f64>,
@@ -251,6 +258,7 @@ pub fn judge(scrapes: &[Scrape], set: Setting) -> Reading {
     let dt = last.t - first.t;
     let delta = |n: &str| get(last, n) - get(first, n);
     let inside = &scrapes[a..=b];
+    let over_load = |n: &str| get(&scrapes[scrapes.len() - 1], n) - get(&scrapes[start - 1], n);
     let steps = delta("vllm:iteration_tokens_total_count");
     let queries = delta("vllm:prefix_cache_queries_total");
     let mut r = Reading {
@@ -271,10 +279,9 @@ pub fn judge(scrapes: &[Scrape], set: Setting) -> Reading {
             .fold(0.0, f64::max),
         preemptions: delta("vllm:num_preemptions_total"),
         // Turned away anywhere in the load, its first burst included.
-        rejections: get(
-            &scrapes[scrapes.len() - 1],
-            "vllm:admission_rejections_total",
-        ) - get(&scrapes[start - 1], "vllm:admission_rejections_total"),
+        rejections: over_load("vllm:admission_rejections_total"),
+        spec_drafted: over_load("vllm:spec_decode_num_draft_tokens_total"),
+        spec_accepted: over_load("vllm:spec_decode_num_accepted_tokens_total"),
         tokens_per_step: if steps > 0.0 {
             delta("vllm:iteration_tokens_total_sum") / steps
         } else {

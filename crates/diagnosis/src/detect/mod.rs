@@ -106,11 +106,13 @@ detectors! {
     client_limited::ClientLimited,
     load_not_reached::LoadNotReached,
     host::HostBound,
-    // Never a bottleneck: last, so it leaves the verdict alone (see its module docs).
+    // Never a bottleneck: last, so they leave the verdict alone (see their module docs).
+    speculative::Speculative,
     prefix_cache::PrefixCache,
 }
 
 pub use prefix_cache::{KvSplit, Lookups, PrefixCacheReading, pct};
+pub use speculative::SpecReading;
 
 #[cfg(test)]
 mod tests;

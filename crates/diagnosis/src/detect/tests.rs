@@ -25,6 +25,10 @@ fn hostile_inputs() -> Vec<Input> {
         Concept::RequestsFinished,
         Concept::PrefixCacheHits,
         Concept::PrefixCacheQueries,
+        Concept::AdmissionRejections,
+        Concept::SpecDrafts,
+        Concept::SpecDraftTokens,
+        Concept::SpecAcceptedTokens,
     ];
     let make = |f: &dyn Fn(usize) -> Option<f64>| {
         let mut i = Input {

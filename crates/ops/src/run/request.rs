@@ -65,6 +65,8 @@ pub struct Workload {
     pub turns: Option<u32>,
     pub think_time: Duration,
     pub trace: Option<TraceSpec>,
+    /// Sampling temperature sent with every request (`--temperature`); `None`: the server's.
+    pub temperature: Option<f64>,
 }
 
 impl Default for Workload {
@@ -75,6 +77,7 @@ impl Default for Workload {
             turns: None,
             think_time: Duration::ZERO,
             trace: None,
+            temperature: None,
         }
     }
 }
@@ -315,6 +318,7 @@ impl RunRequest {
             "prefix_groups": self.workload.shared_prefix.map(|_| self.workload.prefix_groups),
             "turns": self.workload.turns,
             "think_time_s": self.workload.turns.map(|_| self.workload.think_time.as_secs_f64()),
+            "temperature": self.workload.temperature,
             "trace": self.workload.trace.as_ref().map(|t| serde_json::json!({
                 "path": t.path.display().to_string(),
                 "format": format!("{:?}", t.format).to_lowercase(),
@@ -403,6 +407,7 @@ impl RunRequest {
                 turns,
                 think_time: secs(f("think_time_s")).unwrap_or(Duration::ZERO),
                 trace: None,
+                temperature: f("temperature"),
             },
         })
     }
@@ -431,6 +436,7 @@ impl RunRequest {
             prefix_groups: self.workload.prefix_groups,
             turns: self.workload.turns,
             think_time: self.workload.think_time,
+            temperature: self.workload.temperature,
             ..LoadSpec::default()
         };
         let spec = match &self.workload.trace {
