@@ -366,7 +366,7 @@ pub struct Difference {
 
 /// The names of `detection` that the newest version no longer exposes as they are, then (for
 /// exporters that pre-create their families) the always-on names of the newest version that the
-/// page lacks. The newest version is the catalog's, or a later one the names show ([`ceiling`]).
+/// page lacks. The newest version is the catalog's, or a later one the names show (see `ceiling`).
 pub fn against_newest<'a>(
     detection: &Detection,
     names: impl IntoIterator<Item = &'a str>,

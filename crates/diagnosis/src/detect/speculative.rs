@@ -70,7 +70,7 @@ impl SpecReading {
         (self.drafts > 0.0).then(|| (self.drafted / self.drafts, self.accepted / self.drafts))
     }
 
-    /// Speculation spends more than it gains: drafts accept under [`PAYS_PER_DRAFT`] tokens.
+    /// Speculation spends more than it gains: a draft accepts under one token on average.
     pub fn does_not_pay(&self) -> bool {
         self.per_draft()
             .is_some_and(|(_, accepted)| accepted < PAYS_PER_DRAFT)
