@@ -12,7 +12,7 @@
 //! exporter's, and the GPU stays the deployment's alone.
 
 use super::{Axes, Folds};
-use crate::signal::{Input, KvCacheConfig, Replica, ReplicaKey, SharedGpu};
+use crate::signal::{Concept, Input, KvCacheConfig, Replica, ReplicaKey, SharedGpu};
 use llmscope_catalog::MetricDef;
 use llmscope_core::series::{Labels, Series};
 use std::collections::{BTreeMap, BTreeSet};
@@ -83,6 +83,13 @@ impl FleetFolds {
 
     pub(super) fn add(&mut self, def: &'static MetricDef, s: &Series, axes: &mut Axes) {
         let labels = &s.key.labels;
+        // The API server's admission refusals are counted before any engine sees a request
+        // (no `engine` label): a pod's, not a rank's, and kept in the deployment's folds only.
+        // Folded per replica, they made a rank-less phantom replica beside each pod's engine,
+        // and a real two-replica fleet with one replica queueing read `none` (issue 51).
+        if def.concept == Concept::AdmissionRejections {
+            return;
+        }
         if def.engine != DCGM {
             self.engines
                 .entry(engine_key(labels))

@@ -438,3 +438,36 @@ fn a_replica_read_from_counters_that_missed_its_requests_is_not_room() {
         d.verdict.summary
     );
 }
+
+/// vLLM 0.32's admission counter has no `engine` label (the API server counts it before any
+/// engine sees a request): it is its pod's, never a replica of its own. Folded as one, each pod
+/// grew a rank-less phantom beside its engine, and a real pair behind round-robin with tenant
+/// affinity (one replica 9 waiting, the other 0.8 running) read `none` (issue 51).
+#[test]
+fn the_admission_counter_makes_no_replica_of_its_own() {
+    let mut s = one_hot_of_eight();
+    for i in 0..8 {
+        let labels = vec![
+            ("pod".to_owned(), format!("vllm-{i}")),
+            ("model_name".to_owned(), "m".to_owned()),
+            ("reason".to_owned(), "max_num_queued_reqs".to_owned()),
+        ];
+        s.push(series("vllm:admission_rejections_total", labels, |_, _| {
+            0.0
+        }));
+    }
+    let (input, d) = judged(&s);
+    assert_eq!(
+        input.replicas.len(),
+        8,
+        "{:?}",
+        input.replicas.iter().map(|r| &r.key).collect::<Vec<_>>()
+    );
+    assert_eq!(d.verdict.bottleneck, Bottleneck::RoutingImbalance, "{d:#?}");
+    // The deployment still reads it.
+    assert!(
+        input
+            .signals
+            .contains_key(&crate::signal::Concept::AdmissionRejections)
+    );
+}
