@@ -32,7 +32,8 @@ pub const INTERVAL: &str = "llmscope_watch_interval_seconds";
 
 /// The verdicts worth an alert when they last: the deployment is saturated on something that a
 /// configuration or capacity change fixes.
-pub const ACTIONABLE: [&str; 6] = [
+pub const ACTIONABLE: [&str; 7] = [
+    "admission_limit",
     "kv_cache_capacity",
     "batch_limit",
     "token_budget",
@@ -82,7 +83,7 @@ fn bottlenecked() -> Rule {
         "warning",
         [
             "{{ $labels.namespace }}/{{ $labels.deployment }} is bound by {{ $labels.bottleneck }}",
-            "llmscope watch has diagnosed {{ $labels.deployment }} in {{ $labels.namespace }} as {{ $labels.bottleneck }} for 30 minutes: its throughput is capped there (kv_cache_capacity: more KV memory or shorter contexts; batch_limit: raise --max-num-seqs; token_budget: raise --max-num-batched-tokens; front_end: CPU for the API server, --api-server-count; gpu_compute: more GPUs; routing_imbalance: a queue- or KV-aware router, some replicas queue while others idle).",
+            "llmscope watch has diagnosed {{ $labels.deployment }} in {{ $labels.namespace }} as {{ $labels.bottleneck }} for 30 minutes: its throughput is capped there (kv_cache_capacity: more KV memory or shorter contexts; batch_limit: raise --max-num-seqs; token_budget: raise --max-num-batched-tokens; front_end: CPU for the API server, --api-server-count; gpu_compute: more GPUs; routing_imbalance: a queue- or KV-aware router, some replicas queue while others idle; admission_limit: requests shed at --max-num-queued-reqs, add replicas or let clients wait longer).",
         ],
         &format!("llmscope verdict `{{{{ $labels.bottleneck }}}}`. {RUNBOOK}"),
     )
