@@ -23,19 +23,25 @@ impl Detector for TokenBudget {
         "token_budget"
     }
     fn detect(&self, cx: &Context) -> Option<Finding> {
-        let step = cx.step_tokens()?;
-        if !cx.queue_sustained() {
-            return None;
-        }
         if compute_bound(cx) {
             return None;
         }
-        let reading = match cx.input.engine.max_num_batched_tokens {
-            Some(budget) => told(step, f64::from(budget))?,
-            None => inferred(cx, step)?,
-        };
+        let (reading, step) = read(cx)?;
         Some(reading.finding(self.id(), cx, step))
     }
+}
+
+/// The budget where a queue is held and the steps spend it, told or inferred, with the steps.
+fn read(cx: &Context) -> Option<(Reading, StepTokens)> {
+    let step = cx.step_tokens()?;
+    if !cx.queue_sustained() {
+        return None;
+    }
+    let reading = match cx.input.engine.max_num_batched_tokens {
+        Some(budget) => told(step, f64::from(budget))?,
+        None => inferred(cx, step)?,
+    };
+    Some((reading, step))
 }
 
 /// Full steps on a GPU busy and computing are GPU compute (that detector names it): a bigger
@@ -181,14 +187,7 @@ fn spent(step: StepTokens, budget: f64) -> bool {
 /// the budget was inferred ([`TokenBudget`]), with how far the window's edges can move that
 /// figure. `None` where the budget does not bind.
 pub(crate) fn budget_in_force(cx: &Context) -> Option<BudgetInForce> {
-    let step = cx.step_tokens()?;
-    if !cx.queue_sustained() {
-        return None;
-    }
-    let r = match cx.input.engine.max_num_batched_tokens {
-        Some(b) => told(step, f64::from(b))?,
-        None => inferred(cx, step)?,
-    };
+    let (r, step) = read(cx)?;
     Some(BudgetInForce {
         tokens: r.budget,
         told: r.told,
