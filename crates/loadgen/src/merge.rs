@@ -13,10 +13,9 @@
 use crate::monitor::REACHED;
 use crate::record::RequestRecord;
 use crate::report::{ClientReport, LoadReport, StageReport, Summary};
+pub use crate::report::{PercentileCheck, RecordsCheck, ShardFigures, ShardsReport};
 use crate::shard::{FORMAT, ShardFile, ShardInfo, ShardStage, WholeStage};
 use crate::stats::{Hist, StageMeta, StageStats, run_total};
-use llmscope_core::outcome::RequestCounts;
-use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -30,64 +29,6 @@ pub const CLOCK_MS: f64 = 1_500.0;
 /// Stages whose starts across shards lie further apart than this (or 2 % of the stage's sending
 /// window, if longer) are named.
 pub const SPREAD_MS: f64 = 1_000.0;
-
-/// The shards a report was merged from.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ShardsReport {
-    pub count: u32,
-    pub shards: Vec<ShardFigures>,
-    /// Per stage: how far apart the shards began it (ms).
-    pub stage_start_spread_ms: Vec<f64>,
-    /// No shard late, stages begun together, every shard kept its share.
-    pub agreed: bool,
-    /// What did not agree, one sentence each.
-    pub problems: Vec<String>,
-    /// The merged percentiles checked against the shards' records, when they were read.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub records: Option<RecordsCheck>,
-}
-
-/// One shard's own figures (its whole run).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ShardFigures {
-    pub index: u32,
-    pub file: String,
-    pub started_unix_ns: u64,
-    pub late_ms: Option<f64>,
-    /// The server's clock ahead of the shard's (ms, ±500 ms), by its `Date` header.
-    pub server_clock_offset_ms: Option<f64>,
-    pub stages: usize,
-    pub requests: RequestCounts,
-    pub output_tokens_per_s: f64,
-    pub load_target: Option<f64>,
-    pub load_achieved: Option<f64>,
-    pub load_unit: String,
-    pub client_limited: bool,
-    pub client_verdict: String,
-}
-
-/// The merged histograms against the records.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct RecordsCheck {
-    pub files: usize,
-    /// Records read, and those measured (warmup left out) and completed.
-    pub records: u64,
-    pub measured: u64,
-    pub completed: u64,
-    pub percentiles: Vec<PercentileCheck>,
-    /// Counts match and every percentile is within the histogram's precision of the records'.
-    pub agree: bool,
-}
-
-/// One percentile, from the merged histogram and from the sorted records.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct PercentileCheck {
-    pub metric: String,
-    pub quantile: f64,
-    pub histogram_ms: Option<f64>,
-    pub records_ms: Option<f64>,
-    pub agree: bool,
-}
 
 /// Why shards could not be merged.
 #[derive(Debug, thiserror::Error)]

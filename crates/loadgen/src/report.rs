@@ -4,20 +4,21 @@
 //! merged (for a single stage, that stage). Latencies are in milliseconds; a [`Summary`] whose
 //! `count` is 0 has every statistic `null` (absent, never a fake 0).
 
+mod shards;
+
 use crate::failure::Samples;
-use crate::merge::ShardsReport;
 use crate::record::ErrorKind;
-use crate::shard::ShardInfo;
 use crate::slo::Slo;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// The plain figures of a report live in `llmscope-core` (the typed client summary a run stores
-/// is made of them), so the store and the renderers read them without this crate.
 pub use llmscope_core::outcome::{
     ClientReport, ClientSummary, Latencies, LoadInfo, PrefixReuse, RequestCounts, Summary,
     Throughput, Tokens,
 };
+/// The plain figures of a report live in `llmscope-core` (the typed client summary a run stores
+/// is made of them), so the store and the renderers read them without this crate.
+pub use shards::{PercentileCheck, RecordsCheck, ShardFigures, ShardInfo, ShardsReport};
 
 /// Requests that met `--slo`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]

@@ -22,6 +22,7 @@
 
 use crate::plan::{PlanError, StagePlan};
 use crate::report::LoadReport;
+pub use crate::report::ShardInfo;
 use crate::schedule::{Arrival, Mode};
 use crate::slo::Slo;
 use crate::stats::{StageMeta, StageStats};
@@ -109,23 +110,6 @@ impl Part {
             self.0.count, self.0
         ))
     }
-}
-
-/// A shard as its report states it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct ShardInfo {
-    pub index: u32,
-    pub count: u32,
-    /// `--start-at`, Unix ns, when given.
-    pub start_at_unix_ns: Option<u64>,
-    /// When its first stage began, by its own clock (Unix ns).
-    pub started_unix_ns: u64,
-    /// How late it began after `--start-at` (ms); `None` without one.
-    pub late_ms: Option<f64>,
-    /// The server's clock ahead of this shard's (ms, within about ±500 ms: the server's `Date`
-    /// header); `None` when the server sends none.
-    #[serde(default)]
-    pub server_clock_offset_ms: Option<f64>,
 }
 
 /// A stage as the whole load has it (before the split): what the merged report calls it.

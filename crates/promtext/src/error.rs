@@ -88,12 +88,12 @@ impl ErrorKind {
     /// parser (`model/textparse/promparse.go`) keeps no HELP or TYPE per family, so a second
     /// `# HELP`/`# TYPE` or a `# TYPE` after samples passes there, while prometheus/common's
     /// stricter parser (`promtool check metrics`, the Pushgateway) refuses them.
-    pub fn fails_scrape(self, format: crate::parse::Format) -> bool {
+    pub fn fails_scrape(self, format: crate::format::Format) -> bool {
         let strict_only = matches!(
             self,
             ErrorKind::DuplicateHelp | ErrorKind::DuplicateType | ErrorKind::TypeAfterSamples
         );
-        !(strict_only && format == crate::parse::Format::Text)
+        !(strict_only && format == crate::format::Format::Text)
     }
 }
 

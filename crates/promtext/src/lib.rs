@@ -38,6 +38,7 @@
 pub mod error;
 pub mod family;
 pub mod fmt;
+mod format;
 mod group;
 pub mod labels;
 mod lex;

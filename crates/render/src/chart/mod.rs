@@ -23,7 +23,7 @@ pub use cdf::{Cdf, Curve};
 pub use scale::TimeAxis;
 pub use spark::sparkline;
 
-use crate::html::esc;
+use llmscope_core::safe::html as esc;
 use std::fmt::Write as _;
 
 /// A chart's width in px; panels keep it, so their time axes line up on the page.
