@@ -339,6 +339,16 @@ impl<'a> Matrix<'a> {
             table += r;
             table.push('\n');
         }
+        // The floor of judged cells (issue 47): a server whose cells mostly did not form, or
+        // that the host starved, proved nothing — at most one of its cells may go unjudged.
+        let (cells, judged) = (self.rows.len(), self.judged.len());
+        if cells > 0 {
+            table += &format!(
+                "{}: {judged} of {cells} cells formed and judged (floor: all but one); {} not judged for a starved host\n",
+                self.config,
+                self.host_starved.len()
+            );
+        }
         eprintln!("{table}");
         // A debugging aid: where LLMSCOPE_KEEP_DB names a folder, the matrix's store is copied
         // there (its own folder goes with it), for `llmscope whatif`/`diagnose` by hand.
@@ -355,14 +365,6 @@ impl<'a> Matrix<'a> {
         {
             let _ = f.write_all(table.as_bytes());
         }
-        // The floor of judged cells (issue 47): a server whose cells mostly did not form, or
-        // that the host starved, proved nothing — at most one of its cells may go unjudged.
-        let (cells, judged) = (self.rows.len(), self.judged.len());
-        eprintln!(
-            "  {}: {judged} of {cells} cells formed and judged (floor: all but one); {} not judged for a starved host",
-            self.config,
-            self.host_starved.len()
-        );
         let mut checks = self.checks;
         checks.expect(
             &format!(
