@@ -33,6 +33,9 @@ pub const SPREAD_MS: f64 = 1_000.0;
 /// Why shards could not be merged.
 #[derive(Debug, thiserror::Error)]
 pub enum MergeError {
+    /// A shard file that is not a regular file (a FIFO, a device) or is past its size limit.
+    #[error(transparent)]
+    File(#[from] llmscope_core::files::FileError),
     #[error("cannot read {path}: {source}")]
     Read {
         path: String,
@@ -169,11 +172,18 @@ fn shard_files_in(dir: &Path) -> Result<Vec<PathBuf>, MergeError> {
     Ok(out)
 }
 
+/// The largest shard file read: its report and each stage's histograms (tens of kB to a few MB;
+/// its per-request records are in a file of their own, streamed).
+pub const MAX_SHARD_FILE_BYTES: u64 = 256 << 20;
+
 fn read_one(path: &Path) -> Result<ShardFile, MergeError> {
-    let text = std::fs::read(path).map_err(|source| MergeError::Read {
-        path: path.display().to_string(),
-        source,
-    })?;
+    // A regular file, bounded: a FIFO given as a shard hung `merge`, and a shard folder that
+    // was a link to /dev/zero read 2 GB before failing (issue 50).
+    let text = llmscope_core::files::read_bytes_bounded(
+        path,
+        MAX_SHARD_FILE_BYTES,
+        "a shard file holds its report and histograms, never this much: is it a shard file?",
+    )?;
     let parse = |why: String| MergeError::Parse {
         path: path.display().to_string(),
         why,

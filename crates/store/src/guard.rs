@@ -40,8 +40,13 @@ pub fn refuse_database(path: &Path) -> Result<(), WouldOverwrite> {
     Ok(())
 }
 
-/// Whether the file at `path` begins with SQLite's header.
+/// Whether the file at `path` begins with SQLite's header. Only a regular file is read: a pipe,
+/// FIFO or device is no database, and opening a FIFO to read it waits for a writer that never
+/// comes (`report --html >(gzip > r.html.gz)` hung here for ever, issue 50).
 fn is_sqlite(path: &Path) -> bool {
+    if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        return false;
+    }
     let Ok(mut file) = std::fs::File::open(path) else {
         return false;
     };
@@ -62,6 +67,35 @@ fn database_of_companion(path: &Path) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A FIFO no one writes to is answered at once (it is no database), not read: the guard
+    /// asked before every output file used to wait on it for ever. Judged on a thread with a
+    /// deadline, so that a regression fails instead of hanging the suite.
+    #[test]
+    fn a_fifo_is_no_database_and_is_never_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("out.html");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .expect("mkfifo (coreutils) runs");
+        assert!(made.success(), "mkfifo {}", fifo.display());
+        let (tx, rx) = std::sync::mpsc::channel();
+        let asked = fifo.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(refuse_database(&asked).is_ok());
+        });
+        let answer = rx.recv_timeout(std::time::Duration::from_secs(10));
+        assert_eq!(
+            answer,
+            Ok(true),
+            "refuse_database({}) did not answer within 10 s, or refused",
+            fifo.display()
+        );
+        // A companion name beside a FIFO is not read either.
+        let companion = dir.path().join("out.html-wal");
+        assert!(refuse_database(&companion).is_ok());
+    }
 
     #[test]
     fn a_store_and_its_companions_are_refused_other_files_are_not() {

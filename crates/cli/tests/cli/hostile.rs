@@ -332,6 +332,56 @@ fn devices_fifos_and_oversized_files_are_refused_by_name() {
     assert!(stderr.contains("--max-file-size"), "{stderr}");
 }
 
+/// Issue 50: an output that is a FIFO or a pipe (`--output >(gzip > d.json.gz)`) is written as
+/// a stream. The guard that keeps outputs off the store used to open it to read a header, and
+/// waited for ever for a writer. Here a reader drains the FIFO while `dashboard` writes into it.
+#[test]
+fn an_output_fifo_is_written_as_a_stream() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("dashboard.json");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let path = fifo.clone();
+    let reader = std::thread::spawn(move || std::fs::read_to_string(path));
+    let shown = fifo.to_str().unwrap();
+    let out = run(
+        &["dashboard", "--engine", "vllm@0.32", "--output", shown],
+        MINUTE,
+    );
+    let (_, stderr) = streams(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let written = reader.join().unwrap().expect("the FIFO is read");
+    let board: serde_json::Value = serde_json::from_str(&written).expect("JSON came through");
+    assert!(
+        board["panels"].as_array().is_some_and(|p| !p.is_empty()),
+        "{written}"
+    );
+}
+
+/// Issue 50: `merge` given a FIFO hung for ever, and a shard that was a link to /dev/zero read
+/// 2 GB before failing: both are refused by kind, at once.
+#[test]
+fn merge_refuses_fifos_and_devices_by_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("shard-0-of-1.json");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    for (path, what) in [
+        (fifo.to_str().unwrap(), "a FIFO"),
+        ("/dev/zero", "a character device"),
+    ] {
+        let out = run(&["merge", path], MINUTE);
+        let (_, stderr) = streams(&out);
+        assert_eq!(out.status.code(), Some(2), "{path}: {stderr}");
+        assert!(stderr.contains(what), "{path}: {stderr}");
+    }
+    // A folder holding one: found by its name, refused by its kind.
+    let out = run(&["merge", dir.path().to_str().unwrap()], MINUTE);
+    let (_, stderr) = streams(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("a FIFO"), "{stderr}");
+}
+
 /// Issue 31: `cost --prices`, `sim --teams` and `load --prompts` read `/dev/zero` until out of
 /// memory and hung on a FIFO. Every input file now goes through the one bounded reader.
 #[test]
