@@ -45,6 +45,14 @@ impl FromStr for Slo {
                 .split_once('=')
                 .ok_or_else(|| bad(format!("`{part}` has no `=`")))?;
             let d = parse_duration(value).map_err(|e| bad(e.to_string()))?;
+            if d.is_zero() {
+                // No request meets a limit of 0: goodput would be 0 and `capacity` would advise
+                // scaling out at a concurrency of 1 (issue 50).
+                return Err(bad(format!(
+                    "`{part}`: no request meets a limit of 0; give one above 0 (e.g. {}=500ms)",
+                    key.trim()
+                )));
+            }
             let ms = Some(d.as_secs_f64() * 1e3);
             match key.trim() {
                 "ttft" => slo.ttft_ms = ms,
@@ -96,6 +104,11 @@ mod tests {
         );
         for bad in ["", "ttft", "ttft=5", "speed=1s"] {
             assert!(bad.parse::<Slo>().is_err(), "{bad}");
+        }
+        // A limit of 0 no request meets (issue 50): refused, naming it.
+        for zero in ["ttft=0", "ttft=500ms,itl=0s", "e2e=0ms"] {
+            let e = zero.parse::<Slo>().unwrap_err().to_string();
+            assert!(e.contains("no request meets a limit of 0"), "{zero}: {e}");
         }
     }
 

@@ -71,6 +71,12 @@ impl TraceFormat {
 /// it is a wrong unit or a wrong column, and no replay runs that long.
 pub const MAX_OFFSET_S: f64 = 1e8;
 
+/// The most tokens a trace request may ask for, prompt or answer: 2²¹ (2,097,152), past any
+/// context a served model holds. A count beyond it is a wrong column or unit, and building its
+/// prompt would take gigabytes (a line asking for 3,000,000,000 prompt tokens aborted `load`
+/// allocating 24 GB, issue 50): it is a bad line, named with its number.
+pub const MAX_REQUEST_TOKENS: u32 = 1 << 21;
+
 /// Tokens per Mooncake hash block.
 pub const MOONCAKE_BLOCK_TOKENS: u32 = 512;
 
@@ -271,9 +277,23 @@ fn number(o: &Map<String, Value>, key: &str) -> Result<f64, String> {
 
 fn count(o: &Map<String, Value>, key: &str) -> Result<u32, String> {
     let v = o.get(key).ok_or_else(|| format!("no `{key}`"))?;
-    v.as_u64()
-        .and_then(|n| u32::try_from(n).ok())
-        .ok_or_else(|| format!("`{key}` is {v}, not a token count"))
+    let n = v
+        .as_u64()
+        .ok_or_else(|| format!("`{key}` is {v}, not a token count"))?;
+    bounded(n, &format!("`{key}`"))
+}
+
+/// A token count within [`MAX_REQUEST_TOKENS`], or why not.
+fn bounded(n: u64, what: &str) -> Result<u32, String> {
+    u32::try_from(n)
+        .ok()
+        .filter(|&n| n <= MAX_REQUEST_TOKENS)
+        .ok_or_else(|| {
+            format!(
+                "{what} is {n} tokens, more than the {} a trace request may ask for (a wrong column or unit?)",
+                llmscope_core::number::thousands(f64::from(MAX_REQUEST_TOKENS))
+            )
+        })
 }
 
 /// One CSV row of BurstGPT or Azure.
@@ -288,9 +308,10 @@ fn csv_line(line: &str, format: TraceFormat, columns: &Columns) -> Result<Row, S
     }
     let [t, i, o] = columns.at;
     let tokens = |k: usize| -> Result<u32, String> {
-        cells[k]
-            .parse::<u32>()
-            .map_err(|_| format!("`{}` ({}) is not a token count", cells[k], columns.names[k]))
+        let n = cells[k]
+            .parse::<u64>()
+            .map_err(|_| format!("`{}` ({}) is not a token count", cells[k], columns.names[k]))?;
+        bounded(n, &format!("`{}` ({})", cells[k], columns.names[k]))
     };
     let at = match format {
         TraceFormat::Azure => llmscope_core::time::datetime_utc(cells[t]).ok_or_else(|| {
@@ -375,6 +396,16 @@ mod tests {
         let t = parse(a, TraceFormat::Azure, false).unwrap();
         assert!((t.requests[1].offset_s - 4.314579).abs() < 1e-6);
         assert_eq!(t.requests[1].input_tokens, 396);
+        // A count past the bound is a bad line in CSV too: named, or skipped and counted.
+        let huge = "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,374,44\n2023-11-16 18:15:50.9951690,3000000000,109\n";
+        let e = parse(huge, TraceFormat::Azure, false).unwrap_err();
+        assert_eq!(e.line, 3);
+        assert!(
+            e.why.contains("(ContextTokens) is 3000000000 tokens"),
+            "{e}"
+        );
+        let t = parse(huge, TraceFormat::Azure, true).unwrap();
+        assert_eq!((t.requests.len(), t.skipped), (1, 1));
     }
 
     #[test]
@@ -402,6 +433,15 @@ mod tests {
             (
                 "{\"timestamp\": 1, \"output_tokens\": 4}",
                 "no `input_tokens`",
+            ),
+            // Issue 50: 3,000,000,000 prompt tokens aborted the process building the prompt.
+            (
+                "{\"timestamp\": 1, \"input_tokens\": 3000000000, \"output_tokens\": 4}",
+                "`input_tokens` is 3000000000 tokens, more than the 2,097,152",
+            ),
+            (
+                "{\"timestamp\": 1, \"input_tokens\": 3, \"output_tokens\": 99999999999999}",
+                "`output_tokens` is 99999999999999 tokens",
             ),
         ] {
             let e = parse(line, TraceFormat::Jsonl, false).unwrap_err();

@@ -67,7 +67,14 @@ impl std::str::FromStr for Change {
                 Ok(f) if f > 0.0 && f <= 1.0 => Change::GpuMemoryUtilization(f),
                 _ => return Err(bad("give a fraction in (0, 1], e.g. 0.9")),
             },
-            "replicas" => Change::Replicas(small(value)?),
+            "replicas" => match small(value)? {
+                n if n <= MAX_REPLICAS => Change::Replicas(n),
+                _ => {
+                    return Err(bad(&format!(
+                        "at most {MAX_REPLICAS} engines time-sliced on one GPU (each holds its own copy of the weights and a share of the pool); for more, predict one replica and divide the load"
+                    )));
+                }
+            },
             _ => {
                 return Err(invalid(format!(
                     "--set {text}: unknown flag `{flag}`; whatif changes {FLAGS}"
@@ -76,6 +83,9 @@ impl std::str::FromStr for Change {
         })
     }
 }
+
+/// The most engines `--set replicas` shares one GPU between.
+pub const MAX_REPLICAS: u32 = 64;
 
 const FLAGS: &str =
     "max-num-seqs, max-num-batched-tokens, kv-cache-memory-bytes, gpu-memory-utilization, replicas";
@@ -880,7 +890,50 @@ pub fn changed(base: &Observed, changes: &[Change]) -> Result<Deployment, OpsErr
     if d.replicas > 1 {
         d.kv_tokens = d.kv_tokens.map(|t| t / u64::from(d.replicas));
     }
+    holds_one_request(base, &d, changes)?;
     Ok(d)
+}
+
+/// vLLM refuses to start with a KV pool that cannot hold one sequence of `--max-model-len`
+/// ("To serve at least one request with the model's max seq len …, … KV cache is needed, which
+/// is larger than the available KV cache memory"): a changed pool (in whole blocks, each
+/// replica's share) must hold one request of the base's workload — its prompt and answer — and
+/// two blocks. Said in the words of the flag given, with the least that would do.
+fn holds_one_request(base: &Observed, d: &Deployment, changes: &[Change]) -> Result<(), OpsError> {
+    let Some(tokens) = d.kv_tokens else {
+        return Ok(());
+    };
+    let block = u64::from(d.block_size.max(1));
+    let usable = tokens / block * block;
+    let w = &base.workload;
+    let request = u64::from(w.prompt_tokens) + u64::from(w.output_tokens) + 1;
+    let needed = request.max(2 * block);
+    if usable >= needed {
+        return Ok(());
+    }
+    let set: Vec<String> = changes.iter().map(|c| format!("{c}")).collect();
+    let replicas = u64::from(d.replicas.max(1));
+    let share = if replicas > 1 {
+        format!(" ({replicas} replicas' share each)")
+    } else {
+        String::new()
+    };
+    let least = base
+        .pool_bytes
+        .zip(base.deployment.kv_tokens)
+        .filter(|&(b, t)| b > 0 && t > 0)
+        .map_or(String::new(), |(b, t)| {
+            let bytes = (needed * replicas) as f64 * b as f64 / t as f64;
+            format!(
+                "; a pool of at least {} bytes holds it",
+                llmscope_core::number::thousands(bytes.ceil())
+            )
+        });
+    Err(invalid(format!(
+        "{}: the KV pool would hold {usable} tokens{share} — less than one request of run {}'s workload ({request} tokens: its prompt and answer) or two blocks of {block}; vLLM refuses to start with a pool that cannot hold one sequence{least}",
+        set.join(", "),
+        base.run
+    )))
 }
 
 /// The tokens a pool of `bytes` holds, at the bytes per token the measured pool had.
@@ -1497,6 +1550,25 @@ mod tests {
         // Replicas time-sliced on the GPU split its pool.
         let d = changed(&o, &[Change::Replicas(2)]).unwrap();
         assert_eq!((d.replicas, d.kv_tokens), (2, Some(1024)));
+        // A pool that cannot hold one request of the workload is refused as vLLM refuses it
+        // (it panicked in the replay: issue 50), in the words of the flag, with the least pool.
+        for bytes in [1, 16, 8192, 100_000, 300_000] {
+            let e = changed(&o, &[Change::KvCacheMemoryBytes(bytes)]).unwrap_err();
+            let e = e.to_string();
+            assert!(
+                e.contains(&format!("--kv-cache-memory-bytes {bytes}"))
+                    && e.contains("165 tokens")
+                    && e.contains("at least 524,288 bytes"),
+                "{e}"
+            );
+        }
+        let e = changed(&o, &[Change::Replicas(16)])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("16 replicas' share each"), "{e}");
+        assert!(changed(&o, &[Change::Replicas(8)]).is_ok());
+        let e = "replicas=512".parse::<Change>().unwrap_err().to_string();
+        assert!(e.contains("at most 64 engines"), "{e}");
         // Without the pool in bytes, bytes cannot be predicted: said, not guessed.
         let mut blind = o.clone();
         blind.pool_bytes = None;
