@@ -8,6 +8,7 @@
 use crate::run_cmd::{Held, Say, ShapeArgs, StackArgs};
 use anyhow::{Context, Result, bail};
 use llmscope_collect::HttpClient;
+use llmscope_core::duration::format_duration;
 use llmscope_diagnosis::capacity::{Answer, Axis, Ended};
 use llmscope_loadgen::Slo;
 use llmscope_ops::capacity::{self, Autoscaling, CapacityPlan, Searched};
@@ -186,6 +187,17 @@ impl CapacityArgs {
         if self.autoscaling.min_replicas > self.autoscaling.max_replicas {
             bail!("--min-replicas is above --max-replicas");
         }
+        if self.warmup + self.stage > self.budget {
+            bail!(
+                "--stage {} (after --warmup {}) is longer than the whole --budget {}: no stage would end inside it; shorten --stage or raise --budget",
+                format_duration(self.stage),
+                format_duration(self.warmup),
+                format_duration(self.budget)
+            );
+        }
+        if let Some(dir) = &self.autoscaling.autoscaling_out {
+            capacity::check_autoscaling(&self.autoscaling_opts(), dir)?;
+        }
         Ok(())
     }
 
@@ -215,9 +227,24 @@ impl CapacityArgs {
         })
     }
 
-    /// The answer on stdout, in the HTML file, the autoscaling objects; the exit code.
+    /// The answer on stdout, then the HTML file and the autoscaling objects (a write that fails
+    /// never loses the answer of a search that took minutes); the exit code.
     fn finish(&self, s: &Searched) -> Result<ExitCode> {
         let a = &s.answer;
+        {
+            let stdout = std::io::stdout();
+            let mut out = stdout.lock();
+            match self.out.format {
+                crate::args::Format::Json => {
+                    serde_json::to_writer_pretty(&mut out, a)?;
+                    writeln!(out)?;
+                }
+                crate::args::Format::Text => {
+                    llmscope_render::capacity::text(a, &mut out, stdout.is_terminal())?;
+                }
+            }
+            out.flush()?;
+        }
         let title = format!("llmscope capacity (runs {})", runs(a));
         if let Some(path) = &self.out.html {
             capacity::write_html(a, &title, path)?;
@@ -227,17 +254,8 @@ impl CapacityArgs {
             );
         }
         if let Some(dir) = &self.autoscaling.autoscaling_out {
-            self.write_autoscaling(s, dir)?;
-        }
-        let stdout = std::io::stdout();
-        let mut out = stdout.lock();
-        match self.out.format {
-            crate::args::Format::Json => {
-                serde_json::to_writer_pretty(&mut out, a)?;
-                writeln!(out)?;
-            }
-            crate::args::Format::Text => {
-                llmscope_render::capacity::text(a, &mut out, stdout.is_terminal())?;
+            for path in capacity::write_autoscaling(s, &self.autoscaling_opts(), dir)? {
+                eprintln!("llmscope capacity: wrote {}", path.display());
             }
         }
         Ok(match a.ended {
@@ -246,9 +264,10 @@ impl CapacityArgs {
         })
     }
 
-    fn write_autoscaling(&self, s: &Searched, dir: &std::path::Path) -> Result<()> {
+    /// What the autoscaling objects scale and read, from the flags.
+    fn autoscaling_opts(&self) -> Autoscaling {
         let a = &self.autoscaling;
-        let opts = Autoscaling {
+        Autoscaling {
             deployment: a.deployment.clone(),
             namespace: a.namespace.clone(),
             prometheus: a
@@ -259,11 +278,7 @@ impl CapacityArgs {
             matchers: self.stack.matchers.clone(),
             min_replicas: a.min_replicas,
             max_replicas: a.max_replicas,
-        };
-        for path in capacity::write_autoscaling(s, &opts, dir)? {
-            eprintln!("llmscope capacity: wrote {}", path.display());
         }
-        Ok(())
     }
 }
 

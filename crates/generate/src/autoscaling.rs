@@ -122,21 +122,16 @@ impl AutoscalingSpec {
     /// Checks the spec; [`files`] calls it. The object builders do not, so call it first when
     /// using them directly.
     pub fn validate(&self) -> Result<(), AutoscalingError> {
-        check_name(&self.name)?;
-        if let Some(ns) = self.namespace.as_ref().filter(|ns| !is_dns_label(ns)) {
-            return Err(AutoscalingError::InvalidNamespace(ns.clone()));
-        }
-        check_prometheus(&self.prometheus)?;
+        check_target(
+            &self.name,
+            self.namespace.as_deref(),
+            &self.prometheus,
+            &self.matchers,
+        )?;
         for metric in [&self.running, &self.waiting] {
             if !is_metric_name(metric) {
                 return Err(AutoscalingError::InvalidMetricName(metric.clone()));
             }
-        }
-        for m in &self.matchers {
-            check_matcher(m).map_err(|why| AutoscalingError::InvalidMatcher {
-                text: m.clone(),
-                why,
-            })?;
         }
         self.check_numbers()
     }
@@ -167,6 +162,29 @@ impl AutoscalingSpec {
     fn label_matchers(&self) -> Vec<String> {
         self.matchers.iter().map(|m| m.trim().to_owned()).collect()
     }
+}
+
+/// What the objects will scale and read — the Deployment's name, its namespace, the Prometheus
+/// address and the label matchers — checked on their own, so that a command can refuse them
+/// before it measures anything (`capacity --autoscaling-out` did so only after its search).
+pub fn check_target(
+    name: &str,
+    namespace: Option<&str>,
+    prometheus: &str,
+    matchers: &[String],
+) -> Result<(), AutoscalingError> {
+    check_name(name)?;
+    if let Some(ns) = namespace.filter(|ns| !is_dns_label(ns)) {
+        return Err(AutoscalingError::InvalidNamespace(ns.to_owned()));
+    }
+    check_prometheus(prometheus)?;
+    for m in matchers {
+        check_matcher(m).map_err(|why| AutoscalingError::InvalidMatcher {
+            text: m.clone(),
+            why,
+        })?;
+    }
+    Ok(())
 }
 
 fn check_name(name: &str) -> Result<(), AutoscalingError> {

@@ -219,3 +219,55 @@ fn a_stage_of_no_time_is_refused_before_anything_starts() {
     assert_eq!(out.status.code(), Some(2), "{text}");
     assert!(text.contains("--stage 0s measures nothing"), "{text}");
 }
+
+/// Issue 50: what would fail after a search of minutes is refused before it starts — a stage
+/// longer than the budget, an SLO of 0, a Deployment name Kubernetes refuses, a user's own
+/// `hpa.yaml` or a link in the `--autoscaling-out` folder — each naming the flag. Every case
+/// ends at once: no simulated stack starts (the store is never created).
+#[test]
+fn what_a_search_could_not_finish_with_is_refused_before_it_starts() {
+    let dir = temp_dir("capacity-refused");
+    let db = dir.join("runs.db");
+    let k8s = dir.join("k8s");
+    std::fs::create_dir_all(&k8s).unwrap();
+    let out_dir = k8s.to_str().unwrap();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["--stage", "1000h", "--budget", "1m"],
+            "--stage 1000h (after --warmup",
+        ),
+        (vec!["--slo", "ttft=0"], "no request meets a limit of 0"),
+        (
+            vec!["--autoscaling-out", out_dir, "--deployment", "Not_A_Name"],
+            "not a valid Deployment name",
+        ),
+    ];
+    for (args, says) in &cases {
+        let mut all = vec!["capacity", "--db", db.to_str().unwrap()];
+        all.extend(args);
+        let out = llmscope(&all);
+        let text = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {text}");
+        assert!(text.contains(says), "{args:?}: {text}");
+    }
+    // The user's own hpa.yaml is never overwritten; a link is never followed out.
+    let hpa = k8s.join("hpa.yaml");
+    std::fs::write(&hpa, "# my own HPA\n").unwrap();
+    let args = ["--autoscaling-out", out_dir, "--deployment", "vllm"];
+    let mut all = vec!["capacity", "--db", db.to_str().unwrap()];
+    all.extend(args);
+    let out = llmscope(&all);
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(text.contains("llmscope did not write it"), "{text}");
+    assert_eq!(std::fs::read_to_string(&hpa).unwrap(), "# my own HPA\n");
+    std::fs::remove_file(&hpa).unwrap();
+    let outside = dir.join("outside.yaml");
+    std::os::unix::fs::symlink(&outside, &hpa).unwrap();
+    let out = llmscope(&all);
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(text.contains("symbolic link"), "{text}");
+    assert!(!outside.exists());
+    assert!(!db.exists(), "a refused search stored nothing");
+}

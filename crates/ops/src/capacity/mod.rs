@@ -12,7 +12,7 @@
 
 mod output;
 
-pub use output::{Autoscaling, write_autoscaling, write_html};
+pub use output::{Autoscaling, check_autoscaling, write_autoscaling, write_html};
 
 use crate::OpsError;
 use crate::cancel::Cancel;
