@@ -1,17 +1,32 @@
 //! CSV for notebooks (`llmscope report RUN --export DIR`): one record per line, fields quoted
 //! as RFC 4180 says — a field holding a comma, a double quote, CR or LF is put in double quotes,
 //! its double quotes doubled — lines ended by CRLF. Absent values are empty fields, never 0.
+//! A text a spreadsheet would run as a formula is written as text (issue 50, [`field`]).
 
 use std::borrow::Cow;
 use std::io::{self, Write};
 
-/// `field` as one CSV field.
+/// `field` as one CSV field. A spreadsheet runs a cell that begins with `=`, `+`, `-`, `@`, a
+/// tab or CR as a formula (CSV injection: a team named `=HYPERLINK(…)` in `cost --format csv`);
+/// such a field, unless it is a number, is written with a `'` before it, which spreadsheets show
+/// as text and do not run.
 pub fn field(field: &str) -> Cow<'_, str> {
-    if field.contains([',', '"', '\r', '\n']) {
-        Cow::Owned(format!("\"{}\"", field.replace('"', "\"\"")))
+    let text = if runs_as_formula(field) {
+        Cow::Owned(format!("'{field}"))
     } else {
         Cow::Borrowed(field)
+    };
+    if text.contains([',', '"', '\r', '\n']) {
+        Cow::Owned(format!("\"{}\"", text.replace('"', "\"\"")))
+    } else {
+        text
     }
+}
+
+/// Whether a spreadsheet would read `field` as a formula: its first character starts one, and
+/// it is not a number (`-0.5` stays a number).
+fn runs_as_formula(field: &str) -> bool {
+    field.starts_with(['=', '+', '-', '@', '\t', '\r']) && field.parse::<f64>().is_err()
 }
 
 /// One record: the fields quoted where they need it, separated by commas, ended by CRLF.
@@ -45,6 +60,19 @@ mod tests {
         record(&mut out, &["t", "pod=\"a,b\"", ""]).unwrap();
         assert_eq!(out, b"t,\"pod=\"\"a,b\"\"\",\r\n");
         assert_eq!(number(Some(0.5)), "0.5");
+        // Formulas (OWASP's CSV injection starters) become text; numbers stay numbers.
+        assert_eq!(
+            field("=HYPERLINK(\"http://x\")"),
+            "\"'=HYPERLINK(\"\"http://x\"\")\""
+        );
+        assert_eq!(field("+team"), "'+team");
+        assert_eq!(field("@SUM(A1)"), "'@SUM(A1)");
+        assert_eq!(field("-cmd|' /C calc'!A0"), "'-cmd|' /C calc'!A0");
+        assert_eq!(field("\tx"), "'\tx");
+        assert_eq!(field("\rx"), "\"'\rx\"");
+        assert_eq!(field("-0.5"), "-0.5");
+        assert_eq!(field("+1e3"), "+1e3");
+        assert_eq!(field("team-a"), "team-a");
         assert_eq!(
             (number(None), number(Some(f64::NAN))),
             (String::new(), String::new())

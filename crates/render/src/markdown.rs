@@ -9,13 +9,17 @@ use llmscope_core::outcome::ClientSummary;
 use llmscope_diagnosis::DECISION_TABLE;
 use std::io::{self, Write};
 
-/// Escapes text for a Markdown table cell or line.
+/// Escapes text for a Markdown table cell or line. Control characters (an escape sequence in a
+/// server's error body or a label value) are shown escaped as a terminal shows them (`\x1b`),
+/// never written raw: a report pasted into an issue or `cat` in a terminal runs none of them
+/// (issue 50: 18 raw ESC reached `--markdown` output).
 fn md(s: &str) -> String {
-    s.replace('\\', "\\\\")
+    let s = s.replace('\n', " ");
+    llmscope_core::safe::terminal(&s)
+        .replace('\\', "\\\\")
         .replace('|', "\\|")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
-        .replace('\n', " ")
 }
 
 pub fn write(r: &Report, out: &mut impl Write) -> io::Result<()> {
@@ -274,5 +278,17 @@ mod tests {
     fn a_slug_drops_entities_and_joins_the_rest() {
         let slug = super::slug("TTFT p95 (the client&#39;s requests, 1 s) &lt;b&gt;");
         assert_eq!(slug, "ttft-p95-the-client-s-requests-1-s-b");
+    }
+
+    /// Outside text: Markdown's specials escaped, newlines joined, control characters shown.
+    #[test]
+    fn outside_text_reaches_markdown_escaped_and_without_raw_controls() {
+        let text = "busy\u{1b}[31m | <b>\nnext\u{7}\u{202e}";
+        let shown = super::md(text);
+        assert!(!shown.chars().any(char::is_control), "{shown:?}");
+        assert_eq!(
+            shown,
+            "busy\\\\x1b[31m \\| &lt;b&gt; next\\\\x07\\\\u{202e}"
+        );
     }
 }
