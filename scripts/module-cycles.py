@@ -26,46 +26,19 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 LIMIT = 3
 
 
-def strip(src):
-    """Source with comments, strings and chars blanked (newlines kept)."""
-    out, i, n = [], 0, len(src)
-    while i < n:
-        if src.startswith("//", i):
-            j = src.find("\n", i)
-            j = n if j < 0 else j
-            out.append(" " * (j - i))
-            i = j
-        elif src.startswith("/*", i):
-            depth, j = 1, i + 2
-            while j < n and depth:
-                if src.startswith("/*", j):
-                    depth, j = depth + 1, j + 2
-                elif src.startswith("*/", j):
-                    depth, j = depth - 1, j + 2
-                else:
-                    j += 1
-            out.append(re.sub(r"[^\n]", " ", src[i:j]))
-            i = j
-        elif src[i] == "r" and re.match(r'r#*"', src[i:]) and not (i and (src[i - 1].isalnum() or src[i - 1] == "_")):
-            hashes = re.match(r'r(#*)"', src[i:]).group(1)
-            end = src.find('"' + hashes, i + 2 + len(hashes))
-            j = n if end < 0 else end + 1 + len(hashes)
-            out.append(re.sub(r"[^\n]", " ", src[i:j]))
-            i = j
-        elif src[i] == '"':
-            j = i + 1
-            while j < n and src[j] != '"':
-                j += 2 if src[j] == "\\" else 1
-            out.append(re.sub(r"[^\n]", " ", src[i : j + 1]))
-            i = j + 1
-        elif src[i] == "'" and re.match(r"'(\\.|[^\\'])'", src[i:]):
-            m = re.match(r"'(\\.[^']*|[^\\'])'", src[i:])
-            out.append(" " * len(m.group(0)))
-            i += len(m.group(0))
-        else:
-            out.append(src[i])
-            i += 1
-    return "".join(out)
+def _fn_sizes():
+    """scripts/fn-sizes.py as a module: its `strip` (comments, strings and chars blanked) is the
+    one this reading uses too."""
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fn-sizes.py")
+    spec = importlib.util.spec_from_file_location("fn_sizes", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+strip = _fn_sizes().strip
 
 
 def without_tests(code):

@@ -311,7 +311,7 @@ fn csv_line(line: &str, format: TraceFormat, columns: &Columns) -> Result<Row, S
         let n = cells[k]
             .parse::<u64>()
             .map_err(|_| format!("`{}` ({}) is not a token count", cells[k], columns.names[k]))?;
-        bounded(n, &format!("`{}` ({})", cells[k], columns.names[k]))
+        bounded(n, &format!("`{}`", columns.names[k]))
     };
     let at = match format {
         TraceFormat::Azure => llmscope_core::time::datetime_utc(cells[t]).ok_or_else(|| {
@@ -401,7 +401,7 @@ mod tests {
         let e = parse(huge, TraceFormat::Azure, false).unwrap_err();
         assert_eq!(e.line, 3);
         assert!(
-            e.why.contains("(ContextTokens) is 3000000000 tokens"),
+            e.why.contains("`ContextTokens` is 3000000000 tokens"),
             "{e}"
         );
         let t = parse(huge, TraceFormat::Azure, true).unwrap();

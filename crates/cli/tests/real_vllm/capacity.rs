@@ -261,13 +261,16 @@ pub fn check(
     // batch that grew while output did not (`gpu_compute`) is what a starved front end looks
     // like too.
     let queued = ["batch_limit", "kv_cache_capacity", "token_budget"];
-    if starved_past(&engine, oracle.load.min(knee)) && !causes.iter().any(|c| queued.contains(c)) {
-        eprintln!(
-            "  {name}: the cause is not judged: past the knee the API server held half the load or more at every stage, and the engine queued nothing (the host's state)"
-        );
-    } else if causes.is_empty() {
-        eprintln!("  {name}: the cause is not judged: the engine shows no limit past the knee");
-    } else {
+    let host_held =
+        starved_past(&engine, oracle.load.min(knee)) && !causes.iter().any(|c| queued.contains(c));
+    let cause_judged = !causes.is_empty() && !host_held;
+    // The floor (issue 47): a search whose knee and cause both went unjudged proved nothing.
+    checks.expect(
+        &format!("{name}: the knee or the cause past it judged (floor)"),
+        apart.is_none() || cause_judged,
+        || table.clone(),
+    );
+    if cause_judged {
         checks.expect(
             &format!(
                 "{name}: the cause past the knee is {} (engine), llmscope says {got}",
@@ -275,6 +278,12 @@ pub fn check(
             ),
             causes.contains(&got),
             || format!("{table}\ncause: {}", a["cause"]["sentence"]),
+        );
+    } else if causes.is_empty() {
+        eprintln!("  {name}: the cause is not judged: the engine shows no limit past the knee");
+    } else {
+        eprintln!(
+            "  {name}: the cause is not judged: past the knee the API server held half the load or more at every stage, and the engine queued nothing (the host's state)"
         );
     }
     if expect == "kv_cache_capacity" {

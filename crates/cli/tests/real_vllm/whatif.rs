@@ -133,7 +133,7 @@ pub fn base(
 /// numbers; a target in which the API server held the load (the oracle's `front_end`) is
 /// judged only where the prediction carries the API server's capacity (it then names
 /// `front_end`), else it is the host's state, not the change's effect: measured once more,
-/// then not judged, and said so. A prediction that misses is measured once more; the same miss
+/// then a failure of the floor (a prediction never judged is no pass). A prediction that misses is measured once more; the same miss
 /// twice fails.
 ///
 /// The target is `target`'s load with `answers`-token answers on the changed server `m`.
@@ -172,9 +172,15 @@ pub fn judge(
             .filter(|_| !held || front_end_predicted);
         let Some(regime) = regime else {
             if host_again {
-                eprintln!(
-                    "  {name}: NOT JUDGED — twice the oracle read {:?} ({:.1} of {clients} outside the engine) where the prediction is the engine's ({}): the host's state, not the change",
-                    cell.reading.expect, cell.reading.outside, w["predicted"]["bottleneck"]
+                // The floor (issue 47): a prediction the changed server never let be judged is
+                // not a pass.
+                checks.expect(
+                    &format!("{name}: the changed server's load judged (floor)"),
+                    false,
+                    || format!(
+                        "twice the oracle read {:?} ({:.1} of {clients} outside the engine) where the prediction is the engine's ({}): the host's state, nothing judged",
+                        cell.reading.expect, cell.reading.outside, w["predicted"]["bottleneck"]
+                    ),
                 );
                 return;
             }
